@@ -1,0 +1,45 @@
+#include "engine/backend/backend.h"
+
+#include <stdexcept>
+
+namespace amp {
+
+Tensor Backend::empty(const Shape& shape, DType dtype, MemCategory category) {
+  for (auto d : shape)
+    if (d < 0) throw std::invalid_argument("negative dimension in shape " + shapeString(shape));
+  const std::size_t bytes = static_cast<std::size_t>(shapeNumel(shape)) * dtypeSize(dtype);
+  return Tensor(std::make_shared<Buffer>(*this, bytes, category), shape, dtype);
+}
+
+Tensor Backend::zeros(const Shape& shape, DType dtype, MemCategory category) {
+  Tensor t = empty(shape, dtype, category);
+  fill(t, 0.f);
+  return t;
+}
+
+Tensor Backend::fromHost(std::span<const float> values, const Shape& shape, DType dtype,
+                         MemCategory category) {
+  if (static_cast<std::int64_t>(values.size()) != shapeNumel(shape))
+    throw std::invalid_argument("fromHost: " + std::to_string(values.size()) +
+                                " values for shape " + shapeString(shape));
+  Tensor t = empty(shape, dtype, category);
+  uploadFloat(t, values);
+  return t;
+}
+
+Tensor Backend::fromHostInt(std::span<const std::int32_t> values, const Shape& shape,
+                            MemCategory category) {
+  if (static_cast<std::int64_t>(values.size()) != shapeNumel(shape))
+    throw std::invalid_argument("fromHostInt: size does not match shape " + shapeString(shape));
+  Tensor t = empty(shape, DType::I32, category);
+  uploadInt(t, values);
+  return t;
+}
+
+Tensor Backend::cast(const Tensor& src, DType dtype, MemCategory category) {
+  Tensor t = empty(src.shape(), dtype, category);
+  castInto(src, t);
+  return t;
+}
+
+}  // namespace amp

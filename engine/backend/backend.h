@@ -1,0 +1,164 @@
+// The one interface between the engine and the hardware. Everything that reads or writes tensor
+// bytes lives behind it, so tensors may sit in device memory. Ops are coarse (a GEMM in a dtype,
+// a fused elementwise pass, unscale-and-check, an optimizer step); dtype dispatch stays inside
+// each implementation. Numerics: 16-bit inputs, fp32 accumulation, output rounded to its dtype.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/core/tensor.h"
+#include "engine/telemetry/exponent_histogram.h"
+
+namespace amp {
+
+enum class Activation : std::uint8_t { ReLU, Tanh, Sigmoid, GELU };
+
+struct UnscaleResult {
+  bool foundInf = false;
+  int firstNonFinite = -1;  // index into the gradient list of the first non-finite one
+};
+
+struct SgdParams {
+  float lr = 0.01f, momentum = 0.f, dampening = 0.f, weightDecay = 0.f;
+  bool nesterov = false;
+  bool firstStep = true;  // PyTorch seeds the momentum buffer with the gradient on its first use
+};
+
+struct AdamParams {
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weightDecay = 0.f;
+  bool decoupled = false;  // AdamW
+  std::int64_t step = 1;   // 1-based step count for bias correction
+};
+
+// NCHW convolution geometry (groups = 1, dilation = 1).
+struct Conv2dGeometry {
+  std::int64_t n = 0, c = 0, h = 0, w = 0;  // input
+  std::int64_t k = 0, r = 0, s = 0;         // output channels, kernel height, kernel width
+  std::int64_t strideH = 1, strideW = 1, padH = 0, padW = 0;
+  std::int64_t outH() const { return (h + 2 * padH - r) / strideH + 1; }
+  std::int64_t outW() const { return (w + 2 * padW - s) / strideW + 1; }
+};
+
+struct Pool2dGeometry {
+  std::int64_t n = 0, c = 0, h = 0, w = 0;
+  std::int64_t kernel = 2, stride = 2;
+  std::int64_t outH() const { return (h - kernel) / stride + 1; }
+  std::int64_t outW() const { return (w - kernel) / stride + 1; }
+};
+
+class Backend : public BufferAllocator {
+ public:
+  ~Backend() override = default;
+  virtual std::string name() const = 0;         // "cpu", "cuda:0"
+  virtual std::string description() const = 0;  // what runs natively and what is emulated
+  virtual bool nativeBf16() const = 0;
+  virtual bool nativeFp16() const = 0;
+
+  // ---- creation and transfer -------------------------------------------------------------
+  Tensor empty(const Shape& shape, DType dtype, MemCategory category);
+  Tensor zeros(const Shape& shape, DType dtype, MemCategory category);
+  // Host fp32 values rounded (RNE) into a tensor of dtype.
+  Tensor fromHost(std::span<const float> values, const Shape& shape, DType dtype,
+                  MemCategory category);
+  Tensor fromHostInt(std::span<const std::int32_t> values, const Shape& shape,
+                     MemCategory category);
+  virtual void uploadFloat(Tensor& dst, std::span<const float> src) = 0;  // rounds to dst dtype
+  virtual void uploadInt(Tensor& dst, std::span<const std::int32_t> src) = 0;
+  virtual std::vector<float> toHostFloat(const Tensor& t) = 0;  // exact widening
+  virtual std::vector<std::int32_t> toHostInt(const Tensor& t) = 0;
+  // Raw bytes (for checkpoints, bit-exact comparisons).
+  virtual std::vector<std::uint8_t> toHostBytes(const Tensor& t) = 0;
+  virtual void uploadBytes(Tensor& dst, std::span<const std::uint8_t> src) = 0;
+
+  // ---- elementwise -----------------------------------------------------------------------
+  virtual void fill(Tensor& t, float value) = 0;
+  // dst = src converted to dst's dtype (RNE, overflow to inf, subnormals kept).
+  virtual void castInto(const Tensor& src, Tensor& dst) = 0;
+  Tensor cast(const Tensor& src, DType dtype, MemCategory category);
+  virtual void copyInto(const Tensor& src, Tensor& dst) = 0;  // same dtype
+  // dst += src (src widened/rounded to dst's dtype; fp32 gradient accumulation).
+  virtual void accumulate(Tensor& dst, const Tensor& src) = 0;
+  virtual void scaleInPlace(Tensor& t, float factor) = 0;
+  virtual void activationForward(Activation a, const Tensor& x, Tensor& y) = 0;
+  // dx = dy * f'(x), given x and y = f(x).
+  virtual void activationBackward(Activation a, const Tensor& x, const Tensor& y,
+                                  const Tensor& dy, Tensor& dx) = 0;
+  // Inverted dropout: mask (U8) drawn from (seed, offset), y = x * mask / (1 - p).
+  virtual void dropoutForward(const Tensor& x, Tensor& mask, Tensor& y, float p,
+                              std::uint64_t seed) = 0;
+  virtual void dropoutBackward(const Tensor& dy, const Tensor& mask, Tensor& dx, float p) = 0;
+
+  // ---- GEMM ------------------------------------------------------------------------------
+  // c (M,N) = op(a) (M,K) · op(b) (K,N) [+ bias (N)], a, b and bias of one dtype; c of that dtype
+  // or fp32. Products and sums in fp32, one rounding to c's dtype at the end.
+  virtual void gemm(const Tensor& a, bool transA, const Tensor& b, bool transB, Tensor& c,
+                    const Tensor* bias = nullptr) = 0;
+  // db (N) = column sums of dy (M,N), accumulated in fp32, rounded to db's dtype.
+  virtual void biasGrad(const Tensor& dy, Tensor& db) = 0;
+
+  // ---- convolution, pooling, normalisation (NCHW) -----------------------------------------
+  virtual void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
+                             const Conv2dGeometry& g) = 0;
+  virtual void conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx,
+                                  const Conv2dGeometry& g) = 0;
+  virtual void conv2dBackwardWeights(const Tensor& dy, const Tensor& x, Tensor& dw,
+                                     Tensor* dbias, const Conv2dGeometry& g) = 0;
+  // argmax (I32) remembers the winning input index per output for the backward pass.
+  virtual void maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
+                                const Pool2dGeometry& g) = 0;
+  virtual void maxPool2dBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx,
+                                 const Pool2dGeometry& g) = 0;
+  // x: (N, C) or (N, C, H, W) in any float dtype; gamma, beta, running stats, saved stats fp32.
+  virtual void batchNormForwardTrain(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                     Tensor& runningMean, Tensor& runningVar, float momentum,
+                                     float eps, Tensor& y, Tensor& saveMean,
+                                     Tensor& saveInvStd) = 0;
+  virtual void batchNormForwardEval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                    const Tensor& runningMean, const Tensor& runningVar,
+                                    float eps, Tensor& y) = 0;
+  virtual void batchNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                 const Tensor& saveMean, const Tensor& saveInvStd, Tensor& dx,
+                                 Tensor& dgamma, Tensor& dbeta) = 0;
+
+  // ---- losses (fp32 in, fp32 out, as autocast's fp32 list demands) -----------------------
+  // Mean softmax cross-entropy over the batch; probs (M,C) kept for the backward pass.
+  virtual double crossEntropyForward(const Tensor& logits, const Tensor& labels,
+                                     Tensor& probs) = 0;
+  // dlogits = (probs - onehot) * gradScale / M, where gradScale = dLoss (the loss scale).
+  virtual void crossEntropyBackward(const Tensor& probs, const Tensor& labels, float gradScale,
+                                    Tensor& dlogits) = 0;
+  virtual double mseForward(const Tensor& pred, const Tensor& target) = 0;
+  virtual void mseBackward(const Tensor& pred, const Tensor& target, float gradScale,
+                           Tensor& dpred) = 0;
+  // Number of rows whose argmax equals the label.
+  virtual std::int64_t countCorrect(const Tensor& logits, const Tensor& labels) = 0;
+
+  // ---- AMP and optimizers ----------------------------------------------------------------
+  // PyTorch's _amp_foreach_non_finite_check_and_unscale_: every gradient is multiplied by
+  // invScale (even after an inf is found); foundInf if any element was non-finite before.
+  virtual UnscaleResult unscaleAndCheck(std::span<Tensor* const> grads, float invScale) = 0;
+  virtual std::int64_t countNonFinite(const Tensor& t) = 0;
+  virtual double sumOfSquares(const Tensor& t) = 0;  // accumulated in double
+  // Optimizer steps update param in its own dtype (fp32 master, or fp16 in pure-fp16 mode),
+  // computing in fp32. They return how many non-zero updates were lost to rounding (the
+  // weight did not change although the update was non-zero: |update| < half an ulp).
+  virtual std::int64_t sgdStep(Tensor& param, const Tensor& grad, Tensor* momentumBuf,
+                               const SgdParams& p) = 0;
+  virtual std::int64_t adamStep(Tensor& param, const Tensor& grad, Tensor& expAvg,
+                                Tensor& expAvgSq, const AdamParams& p) = 0;
+
+  // ---- telemetry and teaching ------------------------------------------------------------
+  // Histogram of t's values multiplied by `multiplier` (in double: 1 = as stored, 1/scale =
+  // unscaled domain).
+  virtual ExponentHistogram histogram(const Tensor& t, double multiplier) = 0;
+  virtual void setElement(Tensor& t, std::int64_t index, float value) = 0;  // fault injection
+};
+
+// The CPU backend always exists; the CUDA one only when a device is found at run time.
+std::unique_ptr<Backend> makeCpuBackend();
+
+}  // namespace amp

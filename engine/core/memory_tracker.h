@@ -1,0 +1,50 @@
+// Accounting of every byte a backend allocates, by category, so the memory chart is truthful.
+// One tracker per backend instance (per run): concurrent runs never mix their figures.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+namespace amp {
+
+enum class MemCategory : std::uint8_t {
+  Weights,         // parameters as the model uses them (fp32, or fp16 in pure-fp16 mode)
+  MasterWeights,   // low-precision copies of fp32 masters (autocast weight cache)
+  Gradients,       // parameter gradients
+  Activations,     // saved forward values and activation gradients
+  OptimizerState,  // momentum, Adam moments
+  Workspace,       // temporaries (GEMM scratch, conversions, data batches)
+};
+constexpr int kMemCategoryCount = 6;
+
+constexpr std::string_view memCategoryName(MemCategory c) {
+  constexpr std::string_view names[kMemCategoryCount] = {
+      "weights", "master_weights", "gradients", "activations", "optimizer_state", "workspace"};
+  return names[static_cast<int>(c)];
+}
+
+struct MemorySnapshot {
+  std::array<std::int64_t, kMemCategoryCount> current{};
+  std::array<std::int64_t, kMemCategoryCount> peak{};  // peak of each category on its own
+  std::int64_t totalCurrent = 0;
+  std::int64_t totalPeak = 0;  // peak of the sum, not the sum of peaks
+};
+
+class MemoryTracker {
+ public:
+  void onAlloc(MemCategory c, std::int64_t bytes);
+  void onFree(MemCategory c, std::int64_t bytes);
+  MemorySnapshot snapshot() const;
+  // Starts a new peak window (e.g. after warm-up) from the current figures.
+  void resetPeaks();
+
+ private:
+  std::array<std::atomic<std::int64_t>, kMemCategoryCount> m_current{};
+  std::array<std::atomic<std::int64_t>, kMemCategoryCount> m_peak{};
+  std::atomic<std::int64_t> m_total{0};
+  std::atomic<std::int64_t> m_totalPeak{0};
+};
+
+}  // namespace amp
