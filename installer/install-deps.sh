@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package AMP Studio needs to build, test and run. Idempotent.
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+PKGS=(
+  build-essential cmake ninja-build ccache pkg-config
+  qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libquazip1-qt6-dev
+  libdnnl-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+  dataset-fashion-mnist fonts-dejavu-core xvfb xauth x11-apps
+  python3-numpy
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "Installing: ${missing[*]}"
+  $SUDO apt-get update -q
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y \
+    --no-install-recommends "${missing[@]}"
+fi
