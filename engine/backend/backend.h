@@ -50,6 +50,13 @@ struct Pool2dGeometry {
   std::int64_t outW() const { return (w - kernel) / stride + 1; }
 };
 
+// Work done by GEMMs since the last reset (the benchmark's "GEMM GFLOP/s in the step").
+struct GemmCounters {
+  double flops = 0;
+  double seconds = 0;
+  std::int64_t calls = 0;
+};
+
 class Backend : public BufferAllocator {
  public:
   ~Backend() override = default;
@@ -156,6 +163,8 @@ class Backend : public BufferAllocator {
   // unscaled domain).
   virtual ExponentHistogram histogram(const Tensor& t, double multiplier) = 0;
   virtual void setElement(Tensor& t, std::int64_t index, float value) = 0;  // fault injection
+  virtual GemmCounters gemmCounters() const { return {}; }
+  virtual void resetGemmCounters() {}
 };
 
 // The CPU backend always exists; the CUDA one only when a device is found at run time.

@@ -10,8 +10,9 @@
 namespace amp {
 
 enum class MemCategory : std::uint8_t {
-  Weights,         // parameters as the model uses them (fp32, or fp16 in pure-fp16 mode)
-  MasterWeights,   // low-precision copies of fp32 masters (autocast weight cache)
+  Weights,         // the weights the model computes with: fp32 params in fp32 mode, the
+                   // 16-bit casts under autocast, the fp16 params in pure-fp16 mode
+  MasterWeights,   // fp32 parameters kept beside 16-bit compute copies (AMP modes)
   Gradients,       // parameter gradients
   Activations,     // saved forward values and activation gradients
   OptimizerState,  // momentum, Adam moments

@@ -1,0 +1,117 @@
+// ampstudio-cli bench: the PyTorch AMP recipe in fp32, fp16 (emulated on the CPU) and bf16:
+// median ms/step, GEMM GFLOP/s inside the step against oneDNN's standalone rate, and peak bytes
+// by category. A benchmark, never a timed test.
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "app/cli_experiment.h"
+#include "app/cli_report.h"
+#include "engine/io/metrics_json.h"
+#include "kernels/cpu/onednn_matmul.h"
+
+namespace amp::cli {
+
+namespace {
+
+// oneDNN's own f32 rate on the recipe's forward GEMM shape, outside any training step.
+double standaloneF32Gflops(std::int64_t batch, std::int64_t width) {
+  std::vector<float> a(batch * width, 0.5f), b(width * width, 0.25f), c(batch * width);
+  cpu::MatmulShape s{batch, width, width, false, true};
+  for (int i = 0; i < 3; ++i) cpu::matmul(cpu::MatType::F32, cpu::MatType::F32, s, a.data(), b.data(), nullptr, c.data());
+  std::vector<double> times;
+  for (int i = 0; i < 15; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    cpu::matmul(cpu::MatType::F32, cpu::MatType::F32, s, a.data(), b.data(), nullptr, c.data());
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return 2.0 * double(batch) * double(width) * double(width) / median(times) / 1e9;
+}
+
+}  // namespace
+
+int cmdBench(const Args& args) {
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h") {
+      std::printf(
+          "usage: ampstudio-cli bench [--set key=value]... [--steps N] [--json FILE]\n"
+          "Times the recipe preset (model.width, model.layers, train.batch_size settable) in\n"
+          "fp32, fp16 (emulated) and bf16; prints a table, then the same as JSON.\n");
+      return 0;
+    }
+  ExperimentArgs ea;
+  std::vector<NamedConfig> configs;
+  std::string jsonPath;
+  std::string steps = "40";
+  try {
+    ea = parseExperimentArgs(args, {"--steps=", "--json="});
+    for (std::size_t i = 0; i + 1 < ea.rest.size(); i += 2) {
+      if (ea.rest[i] == "--json") jsonPath = ea.rest[i + 1];
+      if (ea.rest[i] == "--steps") steps = ea.rest[i + 1];
+    }
+    if (ea.preset.empty()) ea.preset = "recipe";
+    ea.overrides.insert(ea.overrides.begin(), {"train.steps=" + steps, "train.histogram_every=0"});
+    configs = buildConfigs(ea);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ampstudio-cli bench: %s\n", e.what());
+    return 2;
+  }
+  const RunConfig base = configs.front().config;
+  const double standalone = standaloneF32Gflops(base.train.batchSize, base.model.width);
+  std::vector<LabelledResult> results;
+  for (const char* mode : {"fp32", "fp16", "bf16"}) {
+    RunConfig c = base;
+    setConfigValue(c, "amp.mode", mode);
+    results.push_back({mode, runToEnd(c, "", true, false, mode)});
+  }
+  std::printf("recipe MLP: width %lld, batch %lld, %d layers, %s steps (median after 3 warm-up)\n",
+              static_cast<long long>(base.model.width), static_cast<long long>(base.train.batchSize),
+              base.model.layers, steps.c_str());
+  std::printf("%-6s %10s %12s %10s %12s %12s %12s %12s %12s\n", "mode", "ms/step", "GEMM GF/s",
+              "vs 1xGEMM", "weights", "masters", "grads", "activations", "opt_state");
+  QJsonArray rows;
+  for (const auto& r : results) {
+    const RunSummary& s = r.result.summary;
+    const auto& pk = s.peakMemory.peak;
+    std::printf("%-6s %10.2f %12.1f %9.0f%% %12s %12s %12s %12s %12s\n", r.label.c_str(), s.medianStepMs,
+                s.medianGemmGflops, 100.0 * s.medianGemmGflops / standalone,
+                formatBytes(pk[0]).c_str(), formatBytes(pk[1]).c_str(), formatBytes(pk[2]).c_str(),
+                formatBytes(pk[3]).c_str(), formatBytes(pk[4]).c_str());
+    QJsonObject o;
+    o["mode"] = QString::fromStdString(r.label);
+    o["median_ms_per_step"] = s.medianStepMs;
+    o["samples_per_s"] = s.medianSamplesPerS;
+    o["gemm_gflops_in_step"] = s.medianGemmGflops;
+    o["peak_bytes"] = memoryToJson(s.peakMemory, true);
+    rows.append(o);
+  }
+  const auto act = int(MemCategory::Activations);
+  const RunSummary& f32 = results[0].result.summary;
+  std::printf("oneDNN standalone f32 matmul (%lldx%lldx%lld): %.1f GFLOP/s\n",
+              static_cast<long long>(base.train.batchSize), static_cast<long long>(base.model.width),
+              static_cast<long long>(base.model.width), standalone);
+  std::printf("fp16/fp32 step time %.2fx; bf16 speed-up %.2fx; activation peak fp16/fp32 %.2f, bf16/fp32 %.2f\n",
+              results[1].result.summary.medianStepMs / f32.medianStepMs,
+              f32.medianStepMs / results[2].result.summary.medianStepMs,
+              double(results[1].result.summary.peakMemory.peak[act]) / double(f32.peakMemory.peak[act]),
+              double(results[2].result.summary.peakMemory.peak[act]) / double(f32.peakMemory.peak[act]));
+  QJsonObject json;
+  json["width"] = static_cast<double>(base.model.width);
+  json["batch"] = static_cast<double>(base.train.batchSize);
+  json["layers"] = base.model.layers;
+  json["standalone_f32_gflops"] = standalone;
+  json["backend"] = results[0].result.extra["backend"];
+  json["runs"] = rows;
+  const QByteArray text = QJsonDocument(json).toJson();
+  std::fwrite(text.constData(), 1, text.size(), stdout);
+  if (!jsonPath.empty()) {
+    QFile f(QString::fromStdString(jsonPath));
+    if (f.open(QIODevice::WriteOnly)) f.write(text);
+  }
+  return 0;
+}
+
+}  // namespace amp::cli

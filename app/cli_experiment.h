@@ -1,0 +1,60 @@
+// What run, compare and bench share: turning arguments into configs, and running one config to
+// the end with a progress line and an output folder.
+#pragma once
+
+#include <QJsonObject>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/cli_main.h"
+#include "engine/config/config_schema.h"
+#include "engine/config/presets.h"
+#include "engine/train/run_summary.h"
+#include "engine/train/trainer.h"
+
+namespace amp::cli {
+
+// Thrown for bad command-line input: printed as one line, exit code 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ExperimentArgs {
+  std::string configFile;
+  std::string preset;
+  std::vector<std::string> overrides;  // key=value, in order
+  std::string outDir;
+  std::string resume;                  // checkpoint to resume from
+  bool quiet = false;
+  bool trace = false;
+  std::vector<std::string> rest;       // options the caller handles itself
+};
+
+// Parses the shared options; unknown "--x" options go to `rest` only if listed in `extra`
+// (as "--name" for flags, "--name=" for options with a value); otherwise UsageError.
+ExperimentArgs parseExperimentArgs(const Args& args, const std::vector<std::string>& extra = {});
+
+struct NamedConfig {
+  std::string label;  // variant label ("" for a single run)
+  RunConfig config;
+};
+// Preset (with its variants) -> config file -> --set overrides. Throws ConfigError/UsageError.
+std::vector<NamedConfig> buildConfigs(const ExperimentArgs& a);
+
+struct RunResult {
+  RunSummary summary;
+  QJsonObject extra;  // backend, model, parameter count, ...
+  std::vector<OpTraceEntry> trace;
+};
+
+// Runs `config` to the end. outDir "" = no files. Progress on stderr unless quiet.
+RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quiet, bool trace,
+                   const std::string& label, const std::string& resumeFrom = "");
+
+QJsonObject traceToJson(const std::vector<OpTraceEntry>& trace);
+std::string formatBytes(std::int64_t bytes);
+
+}  // namespace amp::cli

@@ -1,0 +1,98 @@
+#include "engine/amp/autocast_policy.h"
+
+#include <stdexcept>
+
+namespace amp {
+
+namespace {
+constexpr std::string_view kNames[] = {"lower_precision", "fp32", "fp32_output",
+                                       "promote", "pass_through", "banned"};
+
+// The lists of PyTorch's CUDA autocast (the "CUDA Ops that can autocast to float16" section
+// of the AMP documentation and autocast_mode.cpp).
+const char* const kLower[] = {
+    "__matmul__", "addbmm", "addmm", "addmv", "addr", "baddbmm", "bmm", "chain_matmul",
+    "multi_dot", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+    "conv_transpose3d", "conv_tbc", "GRUCell", "linear", "LSTMCell", "matmul", "mm", "mv",
+    "prelu", "RNNCell", "_convolution", "cudnn_convolution", "_scaled_dot_product_attention",
+    "scaled_dot_product_attention"};
+const char* const kFp32[] = {
+    "__pow__", "__rdiv__", "__rpow__", "__rtruediv__", "acos", "asin", "binary_cross_entropy_with_logits",
+    "cosh", "cosine_embedding_loss", "cdist", "cosine_similarity", "cross_entropy",
+    "cumprod", "dist", "erfinv", "exp", "expm1", "group_norm", "hinge_embedding_loss",
+    "kl_div", "l1_loss", "layer_norm", "log", "log10", "log1p", "log2", "margin_ranking_loss",
+    "mse_loss", "multilabel_margin_loss", "multi_margin_loss", "nll_loss", "norm",
+    "normalize", "pdist", "poisson_nll_loss", "pow", "reciprocal", "rsqrt", "sinh",
+    "smooth_l1_loss", "huber_loss", "soft_margin_loss", "softplus", "tan",
+    "triplet_margin_loss", "renorm", "frobenius_norm", "nuclear_norm", "prod_fp32"};
+const char* const kFp32Output[] = {"softmax", "log_softmax", "cumsum", "sum", "prod"};
+const char* const kPromote[] = {"addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot",
+                                "grid_sampler", "index_put", "scatter_add", "tensordot",
+                                "cat", "stack"};
+const char* const kBanned[] = {"binary_cross_entropy"};
+}  // namespace
+
+std::string_view castPolicyName(CastPolicy p) { return kNames[static_cast<int>(p)]; }
+
+std::optional<CastPolicy> parseCastPolicy(std::string_view s) {
+  for (int i = 0; i < 6; ++i)
+    if (kNames[i] == s) return static_cast<CastPolicy>(i);
+  if (s == "low" || s == "lower") return CastPolicy::LowerPrecision;
+  return std::nullopt;
+}
+
+AutocastPolicy AutocastPolicy::pytorchDefault() {
+  AutocastPolicy p;
+  for (const char* op : kLower) p.m_defaults[op] = CastPolicy::LowerPrecision;
+  for (const char* op : kFp32) p.m_defaults[op] = CastPolicy::Fp32;
+  for (const char* op : kFp32Output) p.m_defaults[op] = CastPolicy::Fp32Output;
+  for (const char* op : kPromote) p.m_defaults[op] = CastPolicy::Promote;
+  for (const char* op : kBanned) p.m_defaults[op] = CastPolicy::Banned;
+  // Ops our layers run that PyTorch leaves unlisted, named so the trace and editor show them.
+  for (const char* op : {"relu", "tanh", "sigmoid", "gelu", "max_pool2d", "dropout",
+                         "batch_norm", "flatten", "add"})
+    p.m_defaults[op] = CastPolicy::PassThrough;
+  p.m_table = p.m_defaults;
+  return p;
+}
+
+CastPolicy AutocastPolicy::policyFor(std::string_view op) const {
+  auto it = m_table.find(op);
+  return it == m_table.end() ? CastPolicy::PassThrough : it->second;
+}
+
+void AutocastPolicy::setPolicy(const std::string& op, CastPolicy p) { m_table[op] = p; }
+
+std::vector<std::pair<std::string, CastPolicy>> AutocastPolicy::overrides() const {
+  std::vector<std::pair<std::string, CastPolicy>> out;
+  for (const auto& [op, p] : m_table) {
+    auto d = m_defaults.find(op);
+    if (d == m_defaults.end() || d->second != p) out.emplace_back(op, p);
+  }
+  return out;
+}
+
+DType AutocastPolicy::computeDtype(std::string_view op, DType low,
+                                   const std::vector<DType>& inputs) const {
+  auto widest = [&] {
+    // promote_types: fp32 beats 16-bit; fp16 with bf16 also gives fp32.
+    DType w = inputs.empty() ? DType::F32 : inputs.front();
+    for (DType d : inputs)
+      if (d != w) w = DType::F32;
+    return w;
+  };
+  switch (policyFor(op)) {
+    case CastPolicy::LowerPrecision: return low;
+    case CastPolicy::Fp32:
+    case CastPolicy::Fp32Output: return DType::F32;
+    case CastPolicy::Promote: return widest();
+    case CastPolicy::PassThrough: return inputs.empty() ? DType::F32 : inputs.front();
+    case CastPolicy::Banned:
+      throw std::invalid_argument(
+          std::string(op) + " is unsafe to autocast (refused, as in PyTorch): use the "
+          "with-logits form, which autocast runs in fp32");
+  }
+  return DType::F32;
+}
+
+}  // namespace amp

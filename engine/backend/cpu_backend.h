@@ -1,0 +1,107 @@
+// The CPU backend: oneDNN GEMMs (fp32; bf16 native via AVX512-BF16/AMX where present), fp16
+// emulated exactly (fp32 math on fp16-rounded inputs, output rounded to fp16), OpenMP loops.
+#pragma once
+
+#include "engine/backend/backend.h"
+#include "kernels/cpu/float_io.h"
+
+namespace amp {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend();
+  ~CpuBackend() override;
+
+  std::string name() const override { return "cpu"; }
+  std::string description() const override;
+  bool nativeBf16() const override { return m_nativeBf16; }
+  bool nativeFp16() const override { return false; }
+
+  void* allocateBytes(std::size_t bytes) override;
+  void freeBytes(void* p, std::size_t bytes) override;
+  MemoryTracker& memory() override { return m_memory; }
+
+  void uploadFloat(Tensor& dst, std::span<const float> src) override;
+  void uploadInt(Tensor& dst, std::span<const std::int32_t> src) override;
+  std::vector<float> toHostFloat(const Tensor& t) override;
+  std::vector<std::int32_t> toHostInt(const Tensor& t) override;
+  std::vector<std::uint8_t> toHostBytes(const Tensor& t) override;
+  void uploadBytes(Tensor& dst, std::span<const std::uint8_t> src) override;
+
+  void fill(Tensor& t, float value) override;
+  void castInto(const Tensor& src, Tensor& dst) override;
+  void copyInto(const Tensor& src, Tensor& dst) override;
+  void accumulate(Tensor& dst, const Tensor& src) override;
+  void scaleInPlace(Tensor& t, float factor) override;
+  void activationForward(Activation a, const Tensor& x, Tensor& y) override;
+  void activationBackward(Activation a, const Tensor& x, const Tensor& y, const Tensor& dy,
+                          Tensor& dx) override;
+  void dropoutForward(const Tensor& x, Tensor& mask, Tensor& y, float p,
+                      std::uint64_t seed) override;
+  void dropoutBackward(const Tensor& dy, const Tensor& mask, Tensor& dx, float p) override;
+
+  void gemm(const Tensor& a, bool transA, const Tensor& b, bool transB, Tensor& c,
+            const Tensor* bias) override;
+  void biasGrad(const Tensor& dy, Tensor& db) override;
+
+  void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
+                     const Conv2dGeometry& g) override;
+  void conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx,
+                          const Conv2dGeometry& g) override;
+  void conv2dBackwardWeights(const Tensor& dy, const Tensor& x, Tensor& dw, Tensor* dbias,
+                             const Conv2dGeometry& g) override;
+  void maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
+                        const Pool2dGeometry& g) override;
+  void maxPool2dBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx,
+                         const Pool2dGeometry& g) override;
+  void batchNormForwardTrain(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                             Tensor& runningMean, Tensor& runningVar, float momentum, float eps,
+                             Tensor& y, Tensor& saveMean, Tensor& saveInvStd) override;
+  void batchNormForwardEval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                            const Tensor& runningMean, const Tensor& runningVar, float eps,
+                            Tensor& y) override;
+  void batchNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                         const Tensor& saveMean, const Tensor& saveInvStd, Tensor& dx,
+                         Tensor& dgamma, Tensor& dbeta) override;
+
+  double crossEntropyForward(const Tensor& logits, const Tensor& labels, Tensor& probs) override;
+  void crossEntropyBackward(const Tensor& probs, const Tensor& labels, float gradScale,
+                            Tensor& dlogits) override;
+  double mseForward(const Tensor& pred, const Tensor& target) override;
+  void mseBackward(const Tensor& pred, const Tensor& target, float gradScale,
+                   Tensor& dpred) override;
+  std::int64_t countCorrect(const Tensor& logits, const Tensor& labels) override;
+
+  UnscaleResult unscaleAndCheck(std::span<Tensor* const> grads, float invScale) override;
+  std::int64_t countNonFinite(const Tensor& t) override;
+  double sumOfSquares(const Tensor& t) override;
+  std::int64_t sgdStep(Tensor& param, const Tensor& grad, Tensor* momentumBuf,
+                       const SgdParams& p) override;
+  std::int64_t adamStep(Tensor& param, const Tensor& grad, Tensor& expAvg, Tensor& expAvgSq,
+                        const AdamParams& p) override;
+
+  ExponentHistogram histogram(const Tensor& t, double multiplier) override;
+  void setElement(Tensor& t, std::int64_t index, float value) override;
+  GemmCounters gemmCounters() const override { return m_gemm; }
+  void resetGemmCounters() override { m_gemm = {}; }
+
+ private:
+  MemoryTracker m_memory;
+  GemmCounters m_gemm;
+  bool m_nativeBf16 = false;
+};
+
+// Shared helpers of the CPU backend's translation units.
+namespace cpu {
+inline int floatCode(const Tensor& t) {
+  if (!(t.dtype() == DType::F32 || t.dtype() == DType::F16 || t.dtype() == DType::BF16))
+    throw std::invalid_argument("expected a floating-point tensor, got " +
+                                std::string(dtypeName(t.dtype())));
+  return static_cast<int>(t.dtype());
+}
+void requireSameShape(const Tensor& a, const Tensor& b, const char* op);
+// OpenMP only pays past this many elements (thread wake-up costs a few microseconds).
+constexpr std::int64_t kParallelThreshold = 1 << 15;
+}  // namespace cpu
+
+}  // namespace amp

@@ -1,0 +1,135 @@
+// CPU backend: activations and dropout. Each op computes in fp32 on the widened inputs and
+// rounds its output once to the output's dtype, as a GPU kernel with fp32 "opmath" does.
+#include <cmath>
+#include <stdexcept>
+
+#include "engine/backend/cpu_backend.h"
+
+namespace amp {
+
+using cpu::floatCode;
+using cpu::kParallelThreshold;
+
+namespace {
+
+inline float activate(Activation a, float x) {
+  switch (a) {
+    case Activation::ReLU: return x > 0.f ? x : 0.f;
+    case Activation::Tanh: return std::tanh(x);
+    case Activation::Sigmoid: return 1.f / (1.f + std::exp(-x));
+    case Activation::GELU: return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f));
+  }
+  return x;
+}
+
+// f'(x) from x and y = f(x); each form is the one PyTorch's backward uses.
+inline float derivative(Activation a, float x, float y) {
+  switch (a) {
+    case Activation::ReLU: return y > 0.f ? 1.f : 0.f;  // threshold_backward on the result
+    case Activation::Tanh: return 1.f - y * y;
+    case Activation::Sigmoid: return y * (1.f - y);
+    case Activation::GELU: {
+      const float cdf = 0.5f * (1.f + std::erf(x * 0.70710678118654752f));
+      const float pdf = 0.39894228040143268f * std::exp(-0.5f * x * x);
+      return cdf + x * pdf;
+    }
+  }
+  return 1.f;
+}
+
+// Counter-based random bits: the mask depends only on (seed, index), so it is reproducible
+// and independent of threading.
+inline std::uint64_t mix64(std::uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+void CpuBackend::activationForward(Activation a, const Tensor& x, Tensor& y) {
+  cpu::requireSameShape(x, y, "activation");
+  const std::int64_t n = x.numel();
+  cpu::dispatchFloatCode(floatCode(x), [&](auto st) {
+    cpu::dispatchFloatCode(floatCode(y), [&](auto dt) {
+      using S = decltype(st);
+      using D = decltype(dt);
+      const auto* in = x.data<typename S::Storage>();
+      auto* out = y.data<typename D::Storage>();
+      if (a == Activation::ReLU) {
+#pragma omp parallel for if (n > kParallelThreshold)
+        for (std::int64_t i = 0; i < n; ++i) {
+          const float v = S::load(in[i]);
+          out[i] = D::store(v > 0.f ? v : 0.f);
+        }
+        return;
+      }
+#pragma omp parallel for if (n > kParallelThreshold / 8)
+      for (std::int64_t i = 0; i < n; ++i) out[i] = D::store(activate(a, S::load(in[i])));
+    });
+  });
+}
+
+void CpuBackend::activationBackward(Activation a, const Tensor& x, const Tensor& y,
+                                    const Tensor& dy, Tensor& dx) {
+  cpu::requireSameShape(y, dy, "activation backward");
+  cpu::requireSameShape(dy, dx, "activation backward");
+  if (x.dtype() != y.dtype()) throw std::invalid_argument("activation backward: x/y dtypes");
+  const std::int64_t n = dy.numel();
+  cpu::dispatchFloatCode(floatCode(y), [&](auto vt) {
+    cpu::dispatchFloatCode(floatCode(dy), [&](auto gt) {
+      using V = decltype(vt);
+      using G = decltype(gt);
+      const auto* xs = x.data<typename V::Storage>();
+      const auto* ys = y.data<typename V::Storage>();
+      const auto* g = dy.data<typename G::Storage>();
+      auto* out = dx.data<typename G::Storage>();
+#pragma omp parallel for if (n > kParallelThreshold)
+      for (std::int64_t i = 0; i < n; ++i) {
+        const float d = derivative(a, V::load(xs[i]), V::load(ys[i]));
+        out[i] = G::store(G::load(g[i]) * d);
+      }
+    });
+  });
+}
+
+void CpuBackend::dropoutForward(const Tensor& x, Tensor& mask, Tensor& y, float p,
+                                std::uint64_t seed) {
+  if (mask.dtype() != DType::U8) throw std::invalid_argument("dropout: mask must be uint8");
+  cpu::requireSameShape(x, y, "dropout");
+  cpu::requireSameShape(x, mask, "dropout");
+  if (!(p >= 0.f && p < 1.f)) throw std::invalid_argument("dropout: p must be in [0, 1)");
+  const std::int64_t n = x.numel();
+  const float keepScale = 1.f / (1.f - p);
+  const auto threshold = static_cast<std::uint64_t>(double(p) * 18446744073709551616.0);
+  auto* m = mask.data<std::uint8_t>();
+  cpu::dispatchFloatCode(floatCode(x), [&](auto tag) {
+    using T = decltype(tag);
+    const auto* in = x.data<typename T::Storage>();
+    auto* out = y.data<typename T::Storage>();
+#pragma omp parallel for if (n > kParallelThreshold)
+    for (std::int64_t i = 0; i < n; ++i) {
+      const bool keep = p == 0.f || mix64(seed ^ mix64(static_cast<std::uint64_t>(i))) >= threshold;
+      m[i] = keep ? 1 : 0;
+      out[i] = T::store(keep ? T::load(in[i]) * keepScale : 0.f);
+    }
+  });
+}
+
+void CpuBackend::dropoutBackward(const Tensor& dy, const Tensor& mask, Tensor& dx, float p) {
+  cpu::requireSameShape(dy, dx, "dropout backward");
+  const std::int64_t n = dy.numel();
+  const float keepScale = 1.f / (1.f - p);
+  const auto* m = mask.data<std::uint8_t>();
+  cpu::dispatchFloatCode(floatCode(dy), [&](auto tag) {
+    using T = decltype(tag);
+    const auto* g = dy.data<typename T::Storage>();
+    auto* out = dx.data<typename T::Storage>();
+#pragma omp parallel for if (n > kParallelThreshold)
+    for (std::int64_t i = 0; i < n; ++i)
+      out[i] = T::store(m[i] ? T::load(g[i]) * keepScale : 0.f);
+  });
+}
+
+}  // namespace amp

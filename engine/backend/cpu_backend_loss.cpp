@@ -1,0 +1,113 @@
+// CPU backend: losses and accuracy. Autocast puts the losses on its fp32 list, so inputs arrive
+// in fp32; reductions accumulate in double, as PyTorch's CPU kernels do for float.
+#include <cmath>
+#include <stdexcept>
+
+#include "engine/backend/cpu_backend.h"
+
+namespace amp {
+
+namespace {
+void requireF32(const Tensor& t, const char* what) {
+  if (t.dtype() != DType::F32)
+    throw std::invalid_argument(std::string(what) + " must be fp32 (autocast's fp32 list)");
+}
+void checkLabels(const Tensor& logits, const Tensor& labels) {
+  if (logits.rank() != 2 || labels.dtype() != DType::I32 || labels.numel() != logits.dim(0))
+    throw std::invalid_argument("cross-entropy: logits " + shapeString(logits.shape()) +
+                                " and labels " + shapeString(labels.shape()) + " do not match");
+}
+}  // namespace
+
+double CpuBackend::crossEntropyForward(const Tensor& logits, const Tensor& labels,
+                                       Tensor& probs) {
+  requireF32(logits, "cross-entropy logits");
+  checkLabels(logits, labels);
+  const std::int64_t m = logits.dim(0), c = logits.dim(1);
+  const float* z = logits.data<float>();
+  const std::int32_t* y = labels.data<std::int32_t>();
+  float* p = probs.data<float>();
+  double total = 0;
+  for (std::int64_t r = 0; r < m; ++r) {
+    const float* zr = z + r * c;
+    float mx = zr[0];
+    for (std::int64_t j = 1; j < c; ++j) mx = std::fmax(mx, zr[j]);
+    double sum = 0;
+    for (std::int64_t j = 0; j < c; ++j) sum += std::exp(double(zr[j]) - mx);
+    const double logSum = std::log(sum) + mx;
+    for (std::int64_t j = 0; j < c; ++j) p[r * c + j] = float(std::exp(double(zr[j]) - logSum));
+    const std::int32_t label = y[r];
+    if (label < 0 || label >= c)
+      throw std::invalid_argument("cross-entropy: label " + std::to_string(label) +
+                                  " out of range [0, " + std::to_string(c) + ")");
+    total += logSum - zr[label];
+  }
+  return total / double(m);
+}
+
+void CpuBackend::crossEntropyBackward(const Tensor& probs, const Tensor& labels,
+                                      float gradScale, Tensor& dlogits) {
+  requireF32(dlogits, "cross-entropy gradient");
+  const std::int64_t m = probs.dim(0), c = probs.dim(1);
+  const float* p = probs.data<float>();
+  const std::int32_t* y = labels.data<std::int32_t>();
+  float* g = dlogits.data<float>();
+  const float k = gradScale / float(m);
+  for (std::int64_t r = 0; r < m; ++r)
+    for (std::int64_t j = 0; j < c; ++j)
+      g[r * c + j] = (p[r * c + j] - (j == y[r] ? 1.f : 0.f)) * k;
+}
+
+double CpuBackend::mseForward(const Tensor& pred, const Tensor& target) {
+  requireF32(pred, "mse input");
+  requireF32(target, "mse target");
+  cpu::requireSameShape(pred, target, "mse");
+  const float* a = pred.data<float>();
+  const float* b = target.data<float>();
+  const std::int64_t n = pred.numel();
+  double sum = 0;
+#pragma omp parallel for reduction(+ : sum) if (n > cpu::kParallelThreshold)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double d = double(a[i]) - double(b[i]);
+    sum += d * d;
+  }
+  return sum / double(n);
+}
+
+void CpuBackend::mseBackward(const Tensor& pred, const Tensor& target, float gradScale,
+                             Tensor& dpred) {
+  requireF32(dpred, "mse gradient");
+  const float* a = pred.data<float>();
+  const float* b = target.data<float>();
+  float* g = dpred.data<float>();
+  const std::int64_t n = pred.numel();
+  const float k = 2.f * gradScale / float(n);
+#pragma omp parallel for if (n > cpu::kParallelThreshold)
+  for (std::int64_t i = 0; i < n; ++i) g[i] = (a[i] - b[i]) * k;
+}
+
+std::int64_t CpuBackend::countCorrect(const Tensor& logits, const Tensor& labels) {
+  checkLabels(logits, labels);
+  const std::int64_t m = logits.dim(0), c = logits.dim(1);
+  const std::int32_t* y = labels.data<std::int32_t>();
+  std::int64_t correct = 0;
+  cpu::dispatchFloatCode(cpu::floatCode(logits), [&](auto tag) {
+    using T = decltype(tag);
+    const auto* z = logits.data<typename T::Storage>();
+    for (std::int64_t r = 0; r < m; ++r) {
+      std::int64_t best = 0;  // first maximum wins, as torch.argmax
+      float bestV = T::load(z[r * c]);
+      for (std::int64_t j = 1; j < c; ++j) {
+        const float v = T::load(z[r * c + j]);
+        if (v > bestV) {
+          bestV = v;
+          best = j;
+        }
+      }
+      correct += best == y[r];
+    }
+  });
+  return correct;
+}
+
+}  // namespace amp

@@ -1,0 +1,183 @@
+// CPU backend: allocation, host transfer, casts and simple elementwise updates.
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "engine/backend/cpu_backend.h"
+#include "kernels/cpu/convert.h"
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace amp {
+
+using cpu::floatCode;
+using cpu::kParallelThreshold;
+
+namespace cpu {
+void requireSameShape(const Tensor& a, const Tensor& b, const char* op) {
+  if (a.numel() != b.numel())
+    throw std::invalid_argument(std::string(op) + ": shapes " + shapeString(a.shape()) + " and " +
+                                shapeString(b.shape()) + " differ");
+}
+}  // namespace cpu
+
+CpuBackend::CpuBackend() {
+  // oneDNN reports the ISA it will use; bf16 is native from AVX512-BF16 upward.
+  const auto isa = dnnl::get_effective_cpu_isa();
+  m_nativeBf16 = isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+}
+
+CpuBackend::~CpuBackend() = default;
+
+std::string CpuBackend::description() const {
+  const auto isa = dnnl::get_effective_cpu_isa();
+  std::string bf16 = isa == dnnl::cpu_isa::avx512_core_amx ? "bf16 native (oneDNN, AMX)"
+                     : m_nativeBf16 ? "bf16 native (oneDNN, AVX512-BF16)"
+                                    : "bf16 computed by oneDNN without bf16 hardware";
+  return "CPU: fp32 native (oneDNN); " + bf16 +
+         "; fp16 exact emulation (fp32 math on fp16-rounded values, output rounded to fp16)";
+}
+
+void* CpuBackend::allocateBytes(std::size_t bytes) {
+  // 64-byte alignment for AVX-512 loads; at least one line so empty tensors still own memory.
+  const std::size_t rounded = ((bytes + 63) / 64) * 64;
+  void* p = std::aligned_alloc(64, rounded ? rounded : 64);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+void CpuBackend::freeBytes(void* p, std::size_t) { std::free(p); }
+
+void CpuBackend::uploadFloat(Tensor& dst, std::span<const float> src) {
+  if (static_cast<std::int64_t>(src.size()) != dst.numel())
+    throw std::invalid_argument("upload: size mismatch for " + shapeString(dst.shape()));
+  const std::size_t n = src.size();
+  switch (dst.dtype()) {
+    case DType::F32: std::memcpy(dst.rawData(), src.data(), n * 4); break;
+    case DType::F16: convertF32ToF16(src.data(), dst.data<std::uint16_t>(), n); break;
+    case DType::BF16: convertF32ToBf16(src.data(), dst.data<std::uint16_t>(), n); break;
+    default: throw std::invalid_argument("uploadFloat into a non-float tensor");
+  }
+}
+
+void CpuBackend::uploadInt(Tensor& dst, std::span<const std::int32_t> src) {
+  if (dst.dtype() != DType::I32 || static_cast<std::int64_t>(src.size()) != dst.numel())
+    throw std::invalid_argument("uploadInt: needs an int32 tensor of matching size");
+  std::memcpy(dst.rawData(), src.data(), src.size() * 4);
+}
+
+std::vector<float> CpuBackend::toHostFloat(const Tensor& t) {
+  std::vector<float> out(static_cast<std::size_t>(t.numel()));
+  const std::size_t n = out.size();
+  switch (t.dtype()) {
+    case DType::F32: std::memcpy(out.data(), t.rawData(), n * 4); break;
+    case DType::F16: convertF16ToF32(t.data<std::uint16_t>(), out.data(), n); break;
+    case DType::BF16: convertBf16ToF32(t.data<std::uint16_t>(), out.data(), n); break;
+    case DType::I32:
+      for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(t.data<std::int32_t>()[i]);
+      break;
+    case DType::U8:
+      for (std::size_t i = 0; i < n; ++i) out[i] = t.data<std::uint8_t>()[i];
+      break;
+  }
+  return out;
+}
+
+std::vector<std::int32_t> CpuBackend::toHostInt(const Tensor& t) {
+  if (t.dtype() != DType::I32) throw std::invalid_argument("toHostInt: not an int32 tensor");
+  const auto* p = t.data<std::int32_t>();
+  return {p, p + t.numel()};
+}
+
+std::vector<std::uint8_t> CpuBackend::toHostBytes(const Tensor& t) {
+  const auto* p = t.data<std::uint8_t>();
+  return {p, p + t.bytes()};
+}
+
+void CpuBackend::uploadBytes(Tensor& dst, std::span<const std::uint8_t> src) {
+  if (src.size() != dst.bytes())
+    throw std::invalid_argument("uploadBytes: " + std::to_string(src.size()) +
+                                " bytes for a tensor of " + std::to_string(dst.bytes()));
+  std::memcpy(dst.rawData(), src.data(), src.size());
+}
+
+void CpuBackend::fill(Tensor& t, float value) {
+  if (t.dtype() == DType::I32 || t.dtype() == DType::U8) {
+    if (value != 0.f) throw std::invalid_argument("fill: integer tensors can only be zeroed");
+    std::memset(t.rawData(), 0, t.bytes());
+    return;
+  }
+  cpu::dispatchFloatCode(floatCode(t), [&](auto tag) {
+    using Tag = decltype(tag);
+    auto* p = t.data<typename Tag::Storage>();
+    const auto v = Tag::store(value);
+    std::fill(p, p + t.numel(), v);
+  });
+}
+
+void CpuBackend::castInto(const Tensor& src, Tensor& dst) {
+  cpu::requireSameShape(src, dst, "cast");
+  const std::size_t n = static_cast<std::size_t>(src.numel());
+  const DType s = src.dtype(), d = dst.dtype();
+  if (s == d) return copyInto(src, dst);
+  // The hot casts (weights and activations to and from 16 bits) use the vectorised loops.
+  if (s == DType::F32 && d == DType::F16)
+    return convertF32ToF16(src.data<float>(), dst.data<std::uint16_t>(), n);
+  if (s == DType::F32 && d == DType::BF16)
+    return convertF32ToBf16(src.data<float>(), dst.data<std::uint16_t>(), n);
+  if (s == DType::F16 && d == DType::F32)
+    return convertF16ToF32(src.data<std::uint16_t>(), dst.data<float>(), n);
+  if (s == DType::BF16 && d == DType::F32)
+    return convertBf16ToF32(src.data<std::uint16_t>(), dst.data<float>(), n);
+  cpu::dispatchFloatCode(floatCode(src), [&](auto st) {
+    cpu::dispatchFloatCode(floatCode(dst), [&](auto dt) {
+      using S = decltype(st);
+      using D = decltype(dt);
+      const auto* in = src.data<typename S::Storage>();
+      auto* out = dst.data<typename D::Storage>();
+      for (std::size_t i = 0; i < n; ++i) out[i] = D::store(S::load(in[i]));
+    });
+  });
+}
+
+void CpuBackend::copyInto(const Tensor& src, Tensor& dst) {
+  if (src.dtype() != dst.dtype() || src.numel() != dst.numel())
+    throw std::invalid_argument("copy: tensors differ in dtype or size");
+  std::memcpy(dst.rawData(), src.rawData(), src.bytes());
+}
+
+void CpuBackend::accumulate(Tensor& dst, const Tensor& src) {
+  cpu::requireSameShape(src, dst, "accumulate");
+  const std::int64_t n = src.numel();
+  cpu::dispatchFloatCode(floatCode(src), [&](auto st) {
+    cpu::dispatchFloatCode(floatCode(dst), [&](auto dt) {
+      using S = decltype(st);
+      using D = decltype(dt);
+      const auto* in = src.data<typename S::Storage>();
+      auto* out = dst.data<typename D::Storage>();
+#pragma omp parallel for if (n > kParallelThreshold)
+      for (std::int64_t i = 0; i < n; ++i) out[i] = D::store(D::load(out[i]) + S::load(in[i]));
+    });
+  });
+}
+
+void CpuBackend::scaleInPlace(Tensor& t, float factor) {
+  const std::int64_t n = t.numel();
+  cpu::dispatchFloatCode(floatCode(t), [&](auto tag) {
+    using T = decltype(tag);
+    auto* p = t.data<typename T::Storage>();
+#pragma omp parallel for if (n > kParallelThreshold)
+    for (std::int64_t i = 0; i < n; ++i) p[i] = T::store(T::load(p[i]) * factor);
+  });
+}
+
+void CpuBackend::setElement(Tensor& t, std::int64_t index, float value) {
+  if (index < 0 || index >= t.numel()) throw std::out_of_range("setElement: index out of range");
+  cpu::dispatchFloatCode(floatCode(t), [&](auto tag) {
+    using T = decltype(tag);
+    t.data<typename T::Storage>()[index] = T::store(value);
+  });
+}
+
+std::unique_ptr<Backend> makeCpuBackend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace amp

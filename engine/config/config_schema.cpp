@@ -1,0 +1,268 @@
+#include "engine/config/config_schema.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "engine/amp/autocast_policy.h"
+
+namespace amp {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& key, const std::string& expected, const std::string& got) {
+  throw ConfigError(key + ": expected " + expected + ", got '" + got + "'");
+}
+
+std::int64_t parseInt(const std::string& key, const std::string& v) {
+  errno = 0;
+  char* end = nullptr;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  // Accept "3.0" from JSON numbers written as floats, but not 3.5.
+  if (end && *end == '.') {
+    const double d = std::strtod(v.c_str(), &end);
+    if (*end == 0 && d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<std::int64_t>(d);
+  }
+  if (v.empty() || errno || !end || *end) fail(key, "an integer", v);
+  return x;
+}
+
+double parseNumber(const std::string& key, const std::string& v) {
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || !end || *end) fail(key, "a number", v);
+  return x;
+}
+
+bool parseBool(const std::string& key, const std::string& v) {
+  if (v == "true" || v == "1" || v == "yes" || v == "on") return true;
+  if (v == "false" || v == "0" || v == "no" || v == "off") return false;
+  fail(key, "true or false", v);
+}
+
+std::vector<std::int64_t> parseIntList(const std::string& key, const std::string& v) {
+  std::vector<std::int64_t> out;
+  std::stringstream ss(v);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    out.push_back(parseInt(key, item));
+  }
+  return out;
+}
+
+std::string numberText(double x) {
+  std::ostringstream os;
+  os.precision(17);
+  os << x;
+  return os.str();
+}
+
+std::string listText(const std::vector<std::int64_t>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+std::string choiceOf(const std::string& key, const std::string& v,
+                     const std::vector<std::string>& choices) {
+  for (const auto& c : choices)
+    if (c == v) return v;
+  std::string list;
+  for (std::size_t i = 0; i < choices.size(); ++i) list += (i ? " | " : "") + choices[i];
+  fail(key, "one of " + list, v);
+}
+
+// Table-building helpers: a key bound to a member through a pointer-returning lambda.
+template <class Get>
+ConfigKey intKey(std::string key, std::string help, Get ref) {
+  return {key, "int", std::move(help), {},
+          [key, ref](RunConfig& c, const std::string& v) { *ref(c) = static_cast<std::remove_reference_t<decltype(*ref(c))>>(parseInt(key, v)); },
+          [ref](const RunConfig& c) { return std::to_string(*ref(const_cast<RunConfig&>(c))); }};
+}
+template <class Get>
+ConfigKey numKey(std::string key, std::string help, Get ref) {
+  return {key, "number", std::move(help), {},
+          [key, ref](RunConfig& c, const std::string& v) { *ref(c) = parseNumber(key, v); },
+          [ref](const RunConfig& c) { return numberText(*ref(const_cast<RunConfig&>(c))); }};
+}
+template <class Get>
+ConfigKey boolKey(std::string key, std::string help, Get ref) {
+  return {key, "bool", std::move(help), {},
+          [key, ref](RunConfig& c, const std::string& v) { *ref(c) = parseBool(key, v); },
+          [ref](const RunConfig& c) { return std::string(*ref(const_cast<RunConfig&>(c)) ? "true" : "false"); }};
+}
+template <class Get>
+ConfigKey strKey(std::string key, std::string help, Get ref) {
+  return {key, "string", std::move(help), {},
+          [ref](RunConfig& c, const std::string& v) { *ref(c) = v; },
+          [ref](const RunConfig& c) { return *ref(const_cast<RunConfig&>(c)); }};
+}
+template <class Get>
+ConfigKey choiceKey(std::string key, std::string help, std::vector<std::string> choices, Get ref) {
+  return {key, "choice", std::move(help), choices,
+          [key, ref, choices](RunConfig& c, const std::string& v) { *ref(c) = choiceOf(key, v, choices); },
+          [ref](const RunConfig& c) { return *ref(const_cast<RunConfig&>(c)); }};
+}
+template <class Get>
+ConfigKey listKey(std::string key, std::string help, Get ref) {
+  return {key, "int_list", std::move(help), {},
+          [key, ref](RunConfig& c, const std::string& v) { *ref(c) = parseIntList(key, v); },
+          [ref](const RunConfig& c) { return listText(*ref(const_cast<RunConfig&>(c))); }};
+}
+
+std::vector<ConfigKey> buildKeys() {
+  std::vector<ConfigKey> k;
+  k.push_back(strKey("name", "run name shown in tables (default: preset and mode)", [](RunConfig& c) { return &c.name; }));
+  k.push_back(intKey("seed", "seed of weights, data, shuffling and dropout", [](RunConfig& c) { return &c.seed; }));
+  k.push_back({"amp.mode", "choice", "precision: fp32 | fp16 (AMP) | bf16 (AMP) | pure_fp16 (no master weights)",
+               {"fp32", "fp16", "bf16", "pure_fp16"},
+               [](RunConfig& c, const std::string& v) {
+                 auto m = parsePrecisionMode(v);
+                 if (!m) fail("amp.mode", "one of fp32 | fp16 | bf16 | pure_fp16", v);
+                 c.mode = *m;
+               },
+               [](const RunConfig& c) { return std::string(precisionModeName(c.mode)); }});
+  k.push_back(choiceKey("backend", "compute backend: cpu | cuda (when a GPU is present)", {"cpu", "cuda"}, [](RunConfig& c) { return &c.backend; }));
+  k.push_back({"scaler.kind", "choice", "loss scaler: dynamic (PyTorch) | static | none | apex_dynamic | hysteresis",
+               {"dynamic", "static", "none", "apex_dynamic", "hysteresis"},
+               [](RunConfig& c, const std::string& v) {
+                 auto s = parseScalerKind(v);
+                 if (!s) fail("scaler.kind", "one of dynamic | static | none | apex_dynamic | hysteresis", v);
+                 c.scaler.kind = *s;
+               },
+               [](const RunConfig& c) { return std::string(scalerKindName(c.scaler.kind)); }});
+  k.push_back(choiceKey("scaler.enabled", "auto (on for fp16 and pure_fp16) | true | false", {"auto", "true", "false"}, [](RunConfig& c) { return &c.scalerEnabled; }));
+  k.push_back(numKey("scaler.init_scale", "initial loss scale (PyTorch: 65536)", [](RunConfig& c) { return &c.scaler.initScale; }));
+  k.push_back(numKey("scaler.growth_factor", "scale multiplier after growth_interval clean steps (> 1)", [](RunConfig& c) { return &c.scaler.growthFactor; }));
+  k.push_back(numKey("scaler.backoff_factor", "scale multiplier on overflow (in (0, 1))", [](RunConfig& c) { return &c.scaler.backoffFactor; }));
+  k.push_back(intKey("scaler.growth_interval", "clean steps before the scale grows (PyTorch: 2000)", [](RunConfig& c) { return &c.scaler.growthInterval; }));
+  k.push_back(numKey("scaler.min_scale", "apex_dynamic / hysteresis: lowest scale", [](RunConfig& c) { return &c.scaler.minScale; }));
+  k.push_back(numKey("scaler.max_scale", "apex_dynamic: highest scale (2^24)", [](RunConfig& c) { return &c.scaler.maxScale; }));
+  k.push_back(intKey("scaler.hysteresis", "hysteresis: overflows absorbed before backing off", [](RunConfig& c) { return &c.scaler.hysteresis; }));
+  k.push_back(choiceKey("optimizer.name", "sgd | adam | adamw", {"sgd", "adam", "adamw"}, [](RunConfig& c) { return &c.optimizer.name; }));
+  k.push_back(numKey("optimizer.lr", "learning rate", [](RunConfig& c) { return &c.optimizer.lr; }));
+  k.push_back(numKey("optimizer.momentum", "sgd momentum", [](RunConfig& c) { return &c.optimizer.momentum; }));
+  k.push_back(boolKey("optimizer.nesterov", "sgd Nesterov momentum", [](RunConfig& c) { return &c.optimizer.nesterov; }));
+  k.push_back(numKey("optimizer.weight_decay", "L2 (sgd, adam) or decoupled (adamw) weight decay", [](RunConfig& c) { return &c.optimizer.weightDecay; }));
+  k.push_back(numKey("optimizer.beta1", "adam beta1", [](RunConfig& c) { return &c.optimizer.beta1; }));
+  k.push_back(numKey("optimizer.beta2", "adam beta2", [](RunConfig& c) { return &c.optimizer.beta2; }));
+  k.push_back(numKey("optimizer.eps", "adam epsilon", [](RunConfig& c) { return &c.optimizer.eps; }));
+  k.push_back(choiceKey("schedule.name", "learning-rate schedule: constant | step | cosine", {"constant", "step", "cosine"}, [](RunConfig& c) { return &c.schedule.name; }));
+  k.push_back(intKey("schedule.step_size", "step: decay every N scheduler steps", [](RunConfig& c) { return &c.schedule.stepSize; }));
+  k.push_back(numKey("schedule.gamma", "step: decay factor", [](RunConfig& c) { return &c.schedule.gamma; }));
+  k.push_back(intKey("schedule.warmup_steps", "cosine: linear warm-up steps", [](RunConfig& c) { return &c.schedule.warmupSteps; }));
+  k.push_back(numKey("schedule.min_lr", "cosine: final learning rate", [](RunConfig& c) { return &c.schedule.minLr; }));
+  k.push_back(choiceKey("model.name", "recipe_mlp | mlp | cnn", {"recipe_mlp", "mlp", "cnn"}, [](RunConfig& c) { return &c.model.name; }));
+  k.push_back(intKey("model.width", "recipe_mlp: width of every layer", [](RunConfig& c) { return &c.model.width; }));
+  k.push_back(intKey("model.layers", "recipe_mlp: number of Linear layers", [](RunConfig& c) { return &c.model.layers; }));
+  k.push_back(listKey("model.hidden", "mlp: hidden layer sizes, e.g. 256,256", [](RunConfig& c) { return &c.model.hidden; }));
+  k.push_back(choiceKey("model.activation", "relu | tanh | sigmoid | gelu", {"relu", "tanh", "sigmoid", "gelu"}, [](RunConfig& c) { return &c.model.activation; }));
+  k.push_back(numKey("model.dropout", "mlp: dropout probability after hidden activations", [](RunConfig& c) { return &c.model.dropout; }));
+  k.push_back(boolKey("model.batchnorm", "BatchNorm after hidden linear/conv layers", [](RunConfig& c) { return &c.model.batchnorm; }));
+  k.push_back(strKey("model.cnn", "cnn blocks, e.g. conv:32,pool,conv:64,pool,fc:128", [](RunConfig& c) { return &c.model.cnn; }));
+  k.push_back(choiceKey("data.name", "synthetic | fmnist | spirals | circles | blobs | csv", {"synthetic", "fmnist", "spirals", "circles", "blobs", "csv"}, [](RunConfig& c) { return &c.data.name; }));
+  k.push_back(strKey("data.path", "fmnist folder (default /usr/share/datasets/fashion-mnist) or csv file", [](RunConfig& c) { return &c.data.path; }));
+  k.push_back(intKey("data.subset", "use only the first N training samples (0 = all)", [](RunConfig& c) { return &c.data.subset; }));
+  k.push_back(choiceKey("data.normalize", "fmnist: unit (x/255) | standard | none", {"unit", "standard", "none"}, [](RunConfig& c) { return &c.data.normalize; }));
+  k.push_back(numKey("data.test_fraction", "generated sets and csv: held-out share", [](RunConfig& c) { return &c.data.testFraction; }));
+  k.push_back(intKey("data.samples", "generated sets: number of points", [](RunConfig& c) { return &c.data.samples; }));
+  k.push_back(numKey("data.noise", "generated sets: noise", [](RunConfig& c) { return &c.data.noise; }));
+  k.push_back(intKey("data.classes", "blobs: number of classes", [](RunConfig& c) { return &c.data.classes; }));
+  k.push_back(intKey("data.batches", "synthetic: number of distinct batches", [](RunConfig& c) { return &c.data.batches; }));
+  k.push_back(strKey("data.label_column", "csv: label column name or index (default: last)", [](RunConfig& c) { return &c.data.labelColumn; }));
+  k.push_back(intKey("train.steps", "optimizer steps (0 = run train.epochs)", [](RunConfig& c) { return &c.train.steps; }));
+  k.push_back(intKey("train.epochs", "epochs when train.steps is 0", [](RunConfig& c) { return &c.train.epochs; }));
+  k.push_back(intKey("train.batch_size", "samples per micro-batch", [](RunConfig& c) { return &c.train.batchSize; }));
+  k.push_back(intKey("train.accumulation", "micro-batches per optimizer step (gradient accumulation)", [](RunConfig& c) { return &c.train.accumulation; }));
+  k.push_back(numKey("train.clip_norm", "clip_grad_norm_ max norm after unscale (0 = off)", [](RunConfig& c) { return &c.train.clipNorm; }));
+  k.push_back(choiceKey("train.loss", "auto | cross_entropy | mse", {"auto", "cross_entropy", "mse"}, [](RunConfig& c) { return &c.train.loss; }));
+  k.push_back(numKey("train.loss_weight", "multiplies the loss (small values push gradients toward fp16 underflow)", [](RunConfig& c) { return &c.train.lossWeight; }));
+  k.push_back(intKey("train.histogram_every", "record exponent histograms every K steps (0 = never)", [](RunConfig& c) { return &c.train.histogramEvery; }));
+  k.push_back(intKey("train.eval_every", "evaluate on the test set every N steps (0 = each epoch)", [](RunConfig& c) { return &c.train.evalEvery; }));
+  k.push_back(choiceKey("train.on_divergence", "stop | continue when the loss or weights go non-finite", {"stop", "continue"}, [](RunConfig& c) { return &c.train.onDivergence; }));
+  k.push_back(listKey("train.inject_nonfinite", "1-based steps whose gradient is forced to inf, e.g. 2,7", [](RunConfig& c) { return &c.train.injectNonFinite; }));
+  k.push_back(strKey("train.inject_param", "parameter to corrupt (default: the last weight)", [](RunConfig& c) { return &c.train.injectParam; }));
+  k.push_back(choiceKey("train.post_unscale_check", "warn | skip on gradients non-finite only after unscaling", {"warn", "skip"}, [](RunConfig& c) { return &c.train.postUnscaleCheck; }));
+  k.push_back(intKey("train.threads", "CPU threads (0 = all cores)", [](RunConfig& c) { return &c.train.threads; }));
+  k.push_back(intKey("checkpoint.every", "write a checkpoint every N steps (0 = off)", [](RunConfig& c) { return &c.checkpoint.every; }));
+  k.push_back(boolKey("checkpoint.at_end", "write a checkpoint when the run ends", [](RunConfig& c) { return &c.checkpoint.atEnd; }));
+  return k;
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& configKeys() {
+  static const std::vector<ConfigKey> keys = buildKeys();
+  return keys;
+}
+
+const ConfigKey* findConfigKey(const std::string& key) {
+  for (const auto& k : configKeys())
+    if (k.key == key) return &k;
+  return nullptr;
+}
+
+void setConfigValue(RunConfig& c, const std::string& key, const std::string& value) {
+  if (key.rfind("autocast.", 0) == 0) {
+    const std::string op = key.substr(9);
+    if (op.empty() || !parseCastPolicy(value))
+      fail(key, "lower_precision | fp32 | fp32_output | promote | pass_through | banned", value);
+    c.autocastOverrides[op] = value;
+    return;
+  }
+  const ConfigKey* k = findConfigKey(key);
+  if (!k) throw ConfigError("unknown config key '" + key + "' (see the README's key list)");
+  k->set(c, value);
+}
+
+void applyOverride(RunConfig& c, const std::string& kv) {
+  const auto eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ConfigError("--set expects key=value, got '" + kv + "'");
+  setConfigValue(c, kv.substr(0, eq), kv.substr(eq + 1));
+}
+
+std::vector<std::pair<std::string, std::string>> flattenConfig(const RunConfig& c) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& k : configKeys()) out.emplace_back(k.key, k.get(c));
+  for (const auto& [op, p] : c.autocastOverrides) out.emplace_back("autocast." + op, p);
+  return out;
+}
+
+std::optional<std::string> validateRunConfig(const RunConfig& c) {
+  const auto& t = c.train;
+  if (t.steps < 0) return "train.steps must be >= 0";
+  if (t.steps == 0 && t.epochs <= 0) return "train.epochs must be > 0 when train.steps is 0";
+  if (t.epochs < 0) return "train.epochs must be >= 0";
+  if (t.batchSize <= 0) return "train.batch_size must be > 0";
+  if (t.accumulation <= 0) return "train.accumulation must be > 0";
+  if (!(t.clipNorm >= 0) || !std::isfinite(t.clipNorm)) return "train.clip_norm must be a finite number >= 0";
+  if (!std::isfinite(t.lossWeight) || !(t.lossWeight > 0)) return "train.loss_weight must be a finite number > 0";
+  if (t.histogramEvery < 0) return "train.histogram_every must be >= 0";
+  if (t.evalEvery < 0) return "train.eval_every must be >= 0";
+  if (t.threads < 0) return "train.threads must be >= 0";
+  for (auto s : t.injectNonFinite)
+    if (s <= 0) return "train.inject_nonfinite steps are 1-based and must be > 0";
+  if (auto e = validate(c.scaler)) return e;
+  if (auto e = validateOptimizer(c.optimizer)) return e;
+  if (auto e = validateSchedule(c.schedule)) return e;
+  const auto& m = c.model;
+  if (m.width <= 0) return "model.width must be > 0";
+  if (m.layers <= 0) return "model.layers must be > 0";
+  for (auto h : m.hidden)
+    if (h <= 0) return "model.hidden sizes must be > 0";
+  if (!(m.dropout >= 0 && m.dropout < 1)) return "model.dropout must be in [0, 1)";
+  const auto& d = c.data;
+  if (d.subset < 0) return "data.subset must be >= 0";
+  if (d.samples < 0) return "data.samples must be >= 0";
+  if (!(d.testFraction >= 0 && d.testFraction < 1)) return "data.test_fraction must be in [0, 1)";
+  if (!(d.noise >= 0) || !std::isfinite(d.noise)) return "data.noise must be >= 0";
+  if (d.classes < 0) return "data.classes must be >= 0";
+  if (d.batches <= 0) return "data.batches must be > 0";
+  if (c.checkpoint.every < 0) return "checkpoint.every must be >= 0";
+  return std::nullopt;
+}
+
+}  // namespace amp

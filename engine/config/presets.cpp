@@ -1,0 +1,127 @@
+#include "engine/config/presets.h"
+
+#include "engine/config/config_schema.h"
+
+namespace amp {
+
+namespace {
+
+const Overrides kRecipe = {
+    {"model.name", "recipe_mlp"}, {"model.width", "1024"}, {"model.layers", "3"},
+    {"data.name", "synthetic"},   {"data.batches", "50"},  {"train.batch_size", "256"},
+    {"optimizer.name", "sgd"},    {"optimizer.lr", "0.001"}, {"train.steps", "150"},
+    {"train.histogram_every", "25"}};
+
+// Gradients pushed below fp16's range by a small loss weight; Adam keeps the fp32 run
+// learning at normal speed whatever the gradients' magnitude, so only underflow can stall it.
+const Overrides kUnderflow = {
+    {"model.name", "mlp"},          {"model.hidden", "64,64"},       {"model.activation", "tanh"},
+    {"data.name", "spirals"},       {"data.samples", "2000"},        {"data.noise", "0.05"},
+    {"train.batch_size", "100"},    {"train.steps", "600"},          {"optimizer.name", "adam"},
+    {"optimizer.lr", "0.01"},       {"train.loss_weight", "0.0001"}, {"train.histogram_every", "20"},
+    {"train.eval_every", "50"}};
+
+std::vector<Preset> build() {
+  std::vector<Preset> v;
+  v.push_back({"recipe", "The PyTorch AMP recipe",
+               "The MLP from PyTorch's AMP recipe (3 Linear layers of width 1024, batch 256, SGD) "
+               "on Gaussian data. Run it in fp32, fp16 and bf16 to compare step time and memory: "
+               "activations and weights in 16 bits halve their bytes, and bf16 GEMMs run natively "
+               "on CPUs with AVX512-BF16 or AMX, while fp16 is emulated exactly on the CPU.",
+               [] { auto o = kRecipe; o.push_back({"amp.mode", "fp16"}); return o; }(), {}});
+  v.push_back({"underflow", "Underflow without loss scaling",
+               "The loss is multiplied by 1e-4, so its gradients fall below fp16's smallest "
+               "subnormal (2^-24 = 6e-8) and round to zero: without loss scaling the fp16 run's "
+               "weights stop changing, while fp32 and fp16 with dynamic loss scaling keep "
+               "learning. Watch the gradient histograms: the unscaled gradients sit left of the "
+               "fp16 range, the scaled ones inside it.",
+               kUnderflow,
+               {{"fp32", {{"amp.mode", "fp32"}}},
+                {"fp16_noscale", {{"amp.mode", "fp16"}, {"scaler.kind", "none"}}},
+                {"fp16_dynamic", {{"amp.mode", "fp16"}, {"scaler.kind", "dynamic"}}}}});
+  v.push_back({"overflow", "Overflow and backoff",
+               "Non-finite gradients are injected at steps 30, 31 and 90. Each time the dynamic "
+               "scaler skips the optimizer step and halves the scale; after growth_interval (40) "
+               "clean steps it doubles it again. This is how GradScaler finds the largest safe "
+               "scale on its own.",
+               [] {
+                 auto o = kRecipe;
+                 o.insert(o.end(), {{"amp.mode", "fp16"}, {"model.width", "256"},
+                                    {"train.steps", "200"}, {"scaler.growth_interval", "40"},
+                                    {"train.inject_nonfinite", "30,31,90"}});
+                 return o;
+               }(),
+               {}});
+  v.push_back({"bf16-no-scaler", "bf16 needs no loss scaler",
+               "bf16 has fp32's 8 exponent bits: the same tiny gradients that vanish in fp16 "
+               "survive in bf16 without any scaling (with 3 fewer mantissa bits than fp16).",
+               kUnderflow,
+               {{"fp16_noscale", {{"amp.mode", "fp16"}, {"scaler.kind", "none"}}},
+                {"bf16_noscale", {{"amp.mode", "bf16"}, {"scaler.enabled", "false"}}}}});
+  v.push_back({"pure-fp16", "Pure fp16 loses updates",
+               "Without fp32 master weights, an update smaller than half the spacing of fp16 "
+               "numbers around a weight is rounded away. With SGD at lr 1e-3 most updates of the "
+               "recipe MLP are lost (see the lost-update meter); AMP keeps fp32 masters and "
+               "applies them.",
+               [] {
+                 auto o = kRecipe;
+                 o.insert(o.end(), {{"model.width", "256"}, {"train.steps", "150"}});
+                 return o;
+               }(),
+               {{"pure_fp16", {{"amp.mode", "pure_fp16"}}}, {"amp_fp16", {{"amp.mode", "fp16"}}}}});
+  v.push_back({"fmnist-mlp", "Fashion-MNIST MLP",
+               "784-256-256-10 with ReLU, Adam 1e-3, batch 128, 5 epochs: the same recipe as "
+               "the PyTorch reference script; compare fp32, fp16 and bf16 accuracy and speed.",
+               {{"data.name", "fmnist"}, {"model.name", "mlp"}, {"model.hidden", "256,256"},
+                {"optimizer.name", "adam"}, {"optimizer.lr", "0.001"}, {"train.batch_size", "128"},
+                {"train.steps", "0"}, {"train.epochs", "5"}, {"train.histogram_every", "100"},
+                {"amp.mode", "fp16"}},
+               {}});
+  v.push_back({"fmnist-cnn", "Fashion-MNIST CNN",
+               "Two 3x3 conv blocks (32 and 64 channels, ReLU, 2x2 max-pool), fc 128, fc 10; "
+               "Adam 1e-3, batch 128, 3 epochs.",
+               {{"data.name", "fmnist"}, {"model.name", "cnn"},
+                {"model.cnn", "conv:32,pool,conv:64,pool,fc:128"}, {"optimizer.name", "adam"},
+                {"optimizer.lr", "0.001"}, {"train.batch_size", "128"}, {"train.steps", "0"},
+                {"train.epochs", "3"}, {"train.histogram_every", "100"}, {"amp.mode", "fp16"}},
+               {}});
+  v.push_back({"spirals", "Two spirals",
+               "A small MLP learns two interleaved spirals: quick to train, good for trying "
+               "every setting live.",
+               {{"data.name", "spirals"}, {"model.name", "mlp"}, {"model.hidden", "64,64"},
+                {"model.activation", "tanh"}, {"optimizer.name", "adam"}, {"optimizer.lr", "0.01"},
+                {"train.batch_size", "100"}, {"train.steps", "1000"}, {"train.eval_every", "50"},
+                {"train.histogram_every", "20"}, {"amp.mode", "fp16"}},
+               {}});
+  return v;
+}
+
+}  // namespace
+
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> all = build();
+  return all;
+}
+
+const Preset* findPreset(const std::string& name) {
+  for (const auto& p : presets())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::string presetNames() {
+  std::string s;
+  for (const auto& p : presets()) s += (s.empty() ? "" : ", ") + p.name;
+  return s;
+}
+
+RunConfig presetConfig(const Preset& p, const PresetVariant* variant) {
+  RunConfig c;
+  for (const auto& [k, v] : p.settings) setConfigValue(c, k, v);
+  if (variant)
+    for (const auto& [k, v] : variant->overrides) setConfigValue(c, k, v);
+  c.name = p.name + (variant ? "/" + variant->label : "");
+  return c;
+}
+
+}  // namespace amp

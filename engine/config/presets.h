@@ -1,0 +1,34 @@
+// Named experiments: the CLI's --preset and the app's lessons. A preset with variants is a
+// side-by-side comparison (e.g. underflow: fp32 vs fp16 unscaled vs fp16 with dynamic scaling).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/config/run_config.h"
+
+namespace amp {
+
+using Overrides = std::vector<std::pair<std::string, std::string>>;
+
+struct PresetVariant {
+  std::string label;  // "fp16_noscale": also the sub-directory name of its outputs
+  Overrides overrides;
+};
+
+struct Preset {
+  std::string name;         // "underflow"
+  std::string title;        // "Underflow without loss scaling"
+  std::string explanation;  // a short paragraph for the lesson panel
+  Overrides settings;       // on top of the default RunConfig
+  std::vector<PresetVariant> variants;  // empty: a single run
+};
+
+const std::vector<Preset>& presets();
+const Preset* findPreset(const std::string& name);  // nullptr if unknown
+std::string presetNames();                          // "recipe, underflow, ..."
+// The preset's config (defaults + settings [+ a variant's overrides]).
+RunConfig presetConfig(const Preset& p, const PresetVariant* variant = nullptr);
+
+}  // namespace amp

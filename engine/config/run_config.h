@@ -1,0 +1,93 @@
+// Everything that defines one training run. Plain data: the schema (config_schema.h) reads and
+// writes it by dotted key ("scaler.growth_interval"), for JSON files, --set, presets and the UI.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/amp/scaler_config.h"
+#include "engine/data/dataset.h"
+#include "engine/optim/lr_schedule.h"
+#include "engine/optim/optimizer.h"
+
+namespace amp {
+
+enum class PrecisionMode : std::uint8_t {
+  Fp32,      // no autocast
+  AmpFp16,   // autocast fp16 + fp32 master weights (+ loss scaling)
+  AmpBf16,   // autocast bf16 + fp32 master weights (a scaler is allowed but has no effect)
+  PureFp16,  // parameters, gradients and activations in fp16, no master weights (Apex O3-like)
+};
+
+std::string_view precisionModeName(PrecisionMode m);  // "fp32", "fp16", "bf16", "pure_fp16"
+std::optional<PrecisionMode> parsePrecisionMode(std::string_view s);
+
+struct ModelConfig {
+  // recipe_mlp: the PyTorch AMP recipe's MLP (width x width Linear layers, ReLU between).
+  // mlp: a classifier/regressor MLP with `hidden` sizes. cnn: conv/pool/fc blocks from `cnn`.
+  std::string name = "recipe_mlp";
+  std::int64_t width = 1024;
+  int layers = 3;
+  std::vector<std::int64_t> hidden{256, 256};
+  std::string activation = "relu";  // relu | tanh | sigmoid | gelu
+  double dropout = 0.0;             // mlp: dropout after each hidden activation
+  bool batchnorm = false;           // mlp/cnn: BatchNorm after each hidden linear/conv
+  // cnn blocks: conv:C (3x3, padding 1, then activation), pool (2x2 max), fc:N (then act.);
+  // a final fc to the number of classes is appended.
+  std::string cnn = "conv:32,pool,conv:64,pool,fc:128";
+};
+
+struct TrainConfig {
+  std::int64_t steps = 100;  // optimizer steps; 0 = use epochs
+  int epochs = 0;
+  std::int64_t batchSize = 256;
+  int accumulation = 1;            // micro-batches per optimizer step
+  double clipNorm = 0.0;           // 0 = no clipping; else clip_grad_norm_ after unscale
+  std::string loss = "auto";       // auto (cross_entropy for labels, mse for targets) | cross_entropy | mse
+  double lossWeight = 1.0;         // multiplies the loss (a small auxiliary-loss coefficient)
+  int histogramEvery = 50;         // record exponent histograms every K steps (0 = never)
+  std::int64_t evalEvery = 0;      // evaluate every N steps (0 = once per epoch)
+  std::string onDivergence = "stop";  // stop | continue
+  std::vector<std::int64_t> injectNonFinite;  // 1-based steps with a forced inf gradient
+  std::string injectParam;         // parameter to corrupt ("" = the last weight)
+  std::string postUnscaleCheck = "warn";  // warn | skip: non-finite after unscale (scale < 1)
+  int threads = 0;                 // 0 = all cores
+};
+
+struct CheckpointConfig {
+  std::int64_t every = 0;  // checkpoint every N steps (0 = only at the end if `atEnd`)
+  bool atEnd = false;
+};
+
+struct RunConfig {
+  std::string name;  // shown in run tables; default derived from preset and mode
+  std::uint64_t seed = 0;
+  PrecisionMode mode = PrecisionMode::Fp32;
+  std::string backend = "cpu";  // cpu | cuda (when present)
+  ScalerConfig scaler;
+  // auto: a scaler for fp16 and pure_fp16, none for fp32 and bf16 (PyTorch's recipe:
+  // GradScaler(enabled=use_fp16)); true/false force it (a scaler on bf16 runs but changes
+  // nothing that matters: bf16 has fp32's range).
+  std::string scalerEnabled = "auto";
+  OptimizerConfig optimizer;
+  ScheduleConfig schedule;
+  ModelConfig model;
+  DataOptions data;
+  TrainConfig train;
+  CheckpointConfig checkpoint;
+  std::map<std::string, std::string> autocastOverrides;  // op -> policy name
+
+  bool usesAutocast() const { return mode == PrecisionMode::AmpFp16 || mode == PrecisionMode::AmpBf16; }
+  DType lowDtype() const { return mode == PrecisionMode::AmpBf16 ? DType::BF16 : DType::F16; }
+  bool hasMasterWeights() const { return mode != PrecisionMode::PureFp16; }
+  bool scalerActive() const {
+    if (scalerEnabled == "auto") return mode == PrecisionMode::AmpFp16 || mode == PrecisionMode::PureFp16;
+    return scalerEnabled == "true";
+  }
+  std::string displayName() const;
+};
+
+}  // namespace amp

@@ -1,0 +1,98 @@
+// Batch assembly is a memcpy per row, so an epoch costs about one pass over the features.
+#include "engine/data/batch_loader.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace amp {
+namespace {
+
+// Base of the per-epoch streams: epoch e draws its permutation from Rng(seed, base + e).
+constexpr std::uint64_t kEpochStreamBase = 0xE90C0000'00000000ULL;
+
+}  // namespace
+
+BatchLoader::BatchLoader(const Dataset& data, const BatchLoaderOptions& opt)
+    : m_data(&data), m_opt(opt) {
+  if (opt.batchSize <= 0)
+    throw DataError("batch size " + std::to_string(opt.batchSize) + " for " + data.name +
+                    ": must be > 0");
+  reset(0);
+}
+
+std::int64_t BatchLoader::batchesPerEpoch() const {
+  const std::int64_t n = m_data->count, b = m_opt.batchSize;
+  return m_opt.dropLast ? n / b : (n + b - 1) / b;
+}
+
+Rng::State BatchLoader::epochRngState(std::int64_t epoch) const {
+  return Rng(m_opt.seed, kEpochStreamBase + static_cast<std::uint64_t>(epoch)).getState();
+}
+
+void BatchLoader::beginEpoch(std::int64_t epoch, const Rng::State& rng) {
+  m_epoch = epoch;
+  m_position = 0;
+  m_epochRng = rng;
+  m_order.resize(static_cast<std::size_t>(m_data->count));
+  for (std::size_t i = 0; i < m_order.size(); ++i) m_order[i] = static_cast<std::int64_t>(i);
+  if (m_opt.shuffle) {
+    // A fresh permutation of 0..n-1 per epoch, as torch's RandomSampler draws randperm(n).
+    Rng r;
+    r.setState(rng);
+    r.shuffle(m_order);
+  }
+}
+
+void BatchLoader::reset(std::int64_t epoch) { beginEpoch(epoch, epochRngState(epoch)); }
+
+bool BatchLoader::next(Batch& out) {
+  if (m_position >= batchesPerEpoch()) {
+    reset(m_epoch + 1);
+    return false;
+  }
+  const Dataset& d = *m_data;
+  const std::int64_t begin = m_position * m_opt.batchSize;
+  const std::int64_t n = std::min(m_opt.batchSize, d.count - begin);
+  const auto fs = static_cast<std::size_t>(d.featureSize());
+  const auto td = static_cast<std::size_t>(d.targetDim);
+  const bool hasLabels = !d.labels.empty(), hasTargets = !d.targets.empty();
+
+  out.size = n;
+  out.xShape.assign(1, n);
+  out.xShape.insert(out.xShape.end(), d.sampleShape.begin(), d.sampleShape.end());
+  out.x.resize(static_cast<std::size_t>(n) * fs);
+  out.labels.resize(hasLabels ? static_cast<std::size_t>(n) : 0);
+  out.targets.resize(hasTargets ? static_cast<std::size_t>(n) * td : 0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto src = static_cast<std::size_t>(m_order[static_cast<std::size_t>(begin + i)]);
+    const auto dst = static_cast<std::size_t>(i);
+    std::memcpy(out.x.data() + dst * fs, d.features.data() + src * fs, fs * sizeof(float));
+    if (hasLabels) out.labels[dst] = d.labels[src];
+    if (hasTargets)
+      std::memcpy(out.targets.data() + dst * td, d.targets.data() + src * td, td * sizeof(float));
+  }
+  ++m_position;
+  return true;
+}
+
+BatchLoaderState BatchLoader::state() const {
+  return {m_epoch, m_position, m_epochRng, m_data->count, m_opt.batchSize};
+}
+
+void BatchLoader::restore(const BatchLoaderState& s) {
+  if (s.count != m_data->count || s.batchSize != m_opt.batchSize)
+    throw DataError("batch loader state for " + std::to_string(s.count) + " samples in batches of " +
+                    std::to_string(s.batchSize) + " does not fit " + m_data->name + " (" +
+                    std::to_string(m_data->count) + " samples in batches of " +
+                    std::to_string(m_opt.batchSize) + ")");
+  if (s.epoch < 0 || s.position < 0 || s.position > batchesPerEpoch())
+    throw DataError("batch loader state: position " + std::to_string(s.position) + " of epoch " +
+                    std::to_string(s.epoch) + " is outside the " +
+                    std::to_string(batchesPerEpoch()) + " batches per epoch of " + m_data->name);
+  if (m_opt.shuffle && (s.rng[0] | s.rng[1] | s.rng[2] | s.rng[3]) == 0)
+    throw DataError("batch loader state for " + m_data->name + ": the random generator state is all zero");
+  beginEpoch(s.epoch, s.rng);
+  m_position = s.position;
+}
+
+}  // namespace amp

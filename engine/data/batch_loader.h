@@ -1,0 +1,78 @@
+// Mini-batches of a host Dataset, like PyTorch's DataLoader: a new seeded permutation every
+// epoch (shuffle=True), the last partial batch kept unless dropLast. Batches are plain host
+// vectors; uploading them is the trainer's job.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/data/dataset.h"
+#include "engine/data/rng.h"
+
+namespace amp {
+
+struct Batch {
+  std::vector<float> x;                // size * featureSize, row-major
+  std::vector<std::int32_t> labels;    // size (classification), else empty
+  std::vector<float> targets;          // size * targetDim (regression), else empty
+  std::int64_t size = 0;               // rows in this batch (the last one may be short)
+  Shape xShape;                        // {size, sampleShape...}
+};
+
+struct BatchLoaderOptions {
+  std::int64_t batchSize = 64;
+  bool shuffle = true;     // false: file/generation order every epoch (the synthetic recipe)
+  bool dropLast = false;   // true: skip the final partial batch
+  std::uint64_t seed = 0;
+};
+
+// Everything needed to continue exactly where a run stopped. count and batchSize are kept
+// to refuse restoring into a loader over different data.
+struct BatchLoaderState {
+  std::int64_t epoch = 0;
+  std::int64_t position = 0;  // batches already returned in this epoch
+  Rng::State rng{};           // generator state the epoch's permutation was drawn from
+  std::int64_t count = 0;
+  std::int64_t batchSize = 0;
+};
+
+class BatchLoader {
+ public:
+  // Keeps a reference to `data`, which must outlive the loader. Throws DataError for a
+  // batch size <= 0.
+  BatchLoader(const Dataset& data, const BatchLoaderOptions& opt);
+
+  // Fills `out` with the next batch of the current epoch and returns true. At the end of the
+  // epoch returns false and moves to the next epoch, so `while (loader.next(b))` is one epoch.
+  // Vectors in `out` are resized, not reallocated, when their capacity suffices.
+  bool next(Batch& out);
+
+  std::int64_t epoch() const { return m_epoch; }
+  std::int64_t position() const { return m_position; }
+  std::int64_t batchesPerEpoch() const;
+  const Dataset& dataset() const { return *m_data; }
+  const BatchLoaderOptions& options() const { return m_opt; }
+  // This epoch's sample order (indices into the dataset).
+  const std::vector<std::int64_t>& order() const { return m_order; }
+
+  // Start `epoch` from its first batch. Each epoch's permutation depends only on the seed and
+  // the epoch number, so reset(e) gives the same batches as reaching epoch e by iterating.
+  void reset(std::int64_t epoch = 0);
+
+  BatchLoaderState state() const;
+  // Throws DataError when the state belongs to other data or another batch size.
+  void restore(const BatchLoaderState& s);
+
+ private:
+  void beginEpoch(std::int64_t epoch, const Rng::State& rng);
+  Rng::State epochRngState(std::int64_t epoch) const;
+
+  const Dataset* m_data;
+  BatchLoaderOptions m_opt;
+  std::int64_t m_epoch = 0;
+  std::int64_t m_position = 0;
+  Rng::State m_epochRng{};
+  std::vector<std::int64_t> m_order;
+};
+
+}  // namespace amp

@@ -1,0 +1,155 @@
+// loadDataset: option validation, dispatch to the readers/generators, subset and split helpers.
+#include "engine/data/dataset.h"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "engine/data/csv_reader.h"
+#include "engine/data/idx_reader.h"
+#include "engine/data/rng.h"
+#include "engine/data/synthetic_dataset.h"
+#include "engine/data/toy_datasets.h"
+
+namespace amp {
+namespace {
+
+// Each use of the seed draws from its own stream, so e.g. changing `subset` never changes
+// which samples the split or the generators produce.
+constexpr std::uint64_t kSplitStream = 0x5B117;
+constexpr std::uint64_t kSubsetTrainStream = 0x5B5E7A;
+constexpr std::uint64_t kSubsetTestStream = 0x5B5E7B;
+
+template <typename T>
+std::string str(const T& v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+[[noreturn]] void badOption(const std::string& setting, const std::string& value,
+                            const std::string& why) {
+  throw DataError("data option " + setting + " = " + value + ": " + why);
+}
+
+void validateOptions(const DataOptions& o) {
+  static const char* kNames[] = {"synthetic", "fmnist", "spirals", "circles", "blobs", "csv"};
+  bool known = false;
+  for (const char* n : kNames) known = known || o.name == n;
+  if (!known)
+    badOption("name", "'" + o.name + "'",
+              "unknown data set (expected synthetic, fmnist, spirals, circles, blobs or csv)");
+  if (o.subset < 0) badOption("subset", str(o.subset), "must be >= 0 (0 = all samples)");
+  if (o.normalize != "unit" && o.normalize != "standard" && o.normalize != "none")
+    badOption("normalize", "'" + o.normalize + "'", "expected unit, standard or none");
+  if (!(o.testFraction >= 0.0 && o.testFraction < 1.0))
+    badOption("testFraction", str(o.testFraction), "must be in [0, 1)");
+  if (o.samples < 0) badOption("samples", str(o.samples), "must be >= 0 (0 = default 1000)");
+  if (!(o.noise >= 0.0 && std::isfinite(o.noise)))
+    badOption("noise", str(o.noise), "must be a finite number >= 0");
+  if (o.classes < 0 || o.classes == 1 || o.classes > 1000)
+    badOption("classes", str(o.classes), "must be 0 (default 3) or 2..1000");
+  if (o.name == "synthetic") {
+    if (o.batches <= 0) badOption("batches", str(o.batches), "must be > 0");
+    if (o.batchSize <= 0) badOption("batchSize", str(o.batchSize), "must be > 0");
+    if (o.width <= 0) badOption("width", str(o.width), "must be > 0");
+    if (o.targetWidth < 0) badOption("targetWidth", str(o.targetWidth), "must be >= 0 (0 = width)");
+  }
+  if (o.name == "csv" && o.path.empty())
+    badOption("path", "''", "the csv data set needs the path of a .csv file");
+}
+
+// The first min(n, count) samples of a seeded shuffle; untouched when n covers the split.
+void applySubset(Dataset& d, std::int64_t n, std::uint64_t seed, std::uint64_t stream) {
+  if (n <= 0 || n >= d.count) return;
+  Rng rng(seed, stream);
+  std::vector<std::int64_t> order = rng.permutation(d.count);
+  order.resize(static_cast<std::size_t>(n));
+  d = selectSamples(d, order);
+}
+
+}  // namespace
+
+std::int64_t Dataset::featureSize() const {
+  std::int64_t n = 1;
+  for (std::int64_t d : sampleShape) n *= d;
+  return n;
+}
+
+Dataset selectSamples(const Dataset& src, std::span<const std::int64_t> indices) {
+  Dataset out;
+  out.name = src.name;
+  out.sampleShape = src.sampleShape;
+  out.targetDim = src.targetDim;
+  out.numClasses = src.numClasses;
+  out.classNames = src.classNames;
+  out.count = static_cast<std::int64_t>(indices.size());
+
+  const auto fs = static_cast<std::size_t>(src.featureSize());
+  const auto td = static_cast<std::size_t>(src.targetDim);
+  const bool hasLabels = !src.labels.empty();
+  const bool hasTargets = !src.targets.empty();
+  out.features.resize(indices.size() * fs);
+  if (hasLabels) out.labels.resize(indices.size());
+  if (hasTargets) out.targets.resize(indices.size() * td);
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    const std::int64_t j = indices[i];
+    if (j < 0 || j >= src.count)
+      throw std::out_of_range("selectSamples: index " + str(j) + " outside " + src.name);
+    const auto uj = static_cast<std::size_t>(j);
+    std::memcpy(out.features.data() + i * fs, src.features.data() + uj * fs, fs * sizeof(float));
+    if (hasLabels) out.labels[i] = src.labels[uj];
+    if (hasTargets)
+      std::memcpy(out.targets.data() + i * td, src.targets.data() + uj * td, td * sizeof(float));
+  }
+  return out;
+}
+
+DataSplit splitTrainTest(const Dataset& data, double testFraction, std::uint64_t seed,
+                         const std::string& base) {
+  Rng rng(seed, kSplitStream);
+  std::vector<std::int64_t> trainIdx, testIdx;
+  // Stratify classification data: the same share of every class goes to test, so a small
+  // toy set or a user's table does not end up with a class missing from one side.
+  std::vector<std::vector<std::int64_t>> groups(data.isClassification() ? data.numClasses : 1);
+  for (std::int64_t i = 0; i < data.count; ++i)
+    groups[data.isClassification() ? static_cast<std::size_t>(data.labels[i]) : 0].push_back(i);
+  for (auto& g : groups) {
+    rng.shuffle(g);
+    const auto nTest = static_cast<std::size_t>(std::llround(g.size() * testFraction));
+    testIdx.insert(testIdx.end(), g.begin(), g.begin() + nTest);
+    trainIdx.insert(trainIdx.end(), g.begin() + nTest, g.end());
+  }
+  if (trainIdx.empty())
+    throw DataError(base + ": testFraction " + str(testFraction) + " of " + str(data.count) +
+                    " samples leaves no training samples");
+  // Mix the classes again (the loader shuffles too, but an unshuffled test set sorted by
+  // class would make any "first N test samples" view misleading).
+  rng.shuffle(trainIdx);
+  rng.shuffle(testIdx);
+  DataSplit split{selectSamples(data, trainIdx), selectSamples(data, testIdx)};
+  split.train.name = base + "/train";
+  split.test.name = base + "/test";
+  return split;
+}
+
+DataSplit loadDataset(const DataOptions& opt) {
+  validateOptions(opt);
+  DataSplit split;
+  if (opt.name == "fmnist") {
+    split = loadFashionMnist(opt.path.empty() ? std::string(kFashionMnistDir) : opt.path,
+                             opt.normalize);
+  } else if (opt.name == "csv") {
+    split = splitTrainTest(readCsvDataset(opt.path, opt.labelColumn), opt.testFraction, opt.seed,
+                           csvBaseName(opt.path));
+  } else if (opt.name == "synthetic") {
+    split = makeSyntheticRegression(opt);
+  } else {
+    split = makeToyDataset(opt);
+  }
+  applySubset(split.train, opt.subset, opt.seed, kSubsetTrainStream);
+  applySubset(split.test, opt.subset, opt.seed, kSubsetTestStream);
+  return split;
+}
+
+}  // namespace amp

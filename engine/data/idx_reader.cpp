@@ -1,0 +1,241 @@
+// IDX reading through zlib's gz* API, which also reads uncompressed files transparently, so
+// one code path serves both .gz and raw files.
+#include "engine/data/idx_reader.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <future>
+
+namespace amp {
+namespace {
+
+constexpr std::uint32_t kImagesMagic = 0x00000803;  // unsigned byte, 3 dimensions
+constexpr std::uint32_t kLabelsMagic = 0x00000801;  // unsigned byte, 1 dimension
+// A header is trusted for sizes only up to this much data; beyond it is surely a lie.
+constexpr std::uint64_t kMaxDataBytes = std::uint64_t{1} << 32;
+
+std::string hex(std::uint32_t v, int digits) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%0*X", digits, v);
+  return buf;
+}
+
+// An open gz (or raw) file that turns every zlib complaint into a DataError naming the path.
+class GzReader {
+ public:
+  explicit GzReader(const std::string& path) : m_path(path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) fail("no such file");
+    if (std::filesystem::is_directory(path, ec)) fail("is a folder, expected an IDX file");
+    m_file = gzopen(path.c_str(), "rb");
+    if (!m_file) fail(std::string("cannot open: ") + std::strerror(errno));
+    gzbuffer(m_file, 1 << 18);  // fewer, larger reads: inflate dominates the load time
+  }
+  ~GzReader() {
+    if (m_file) gzclose(m_file);
+  }
+  GzReader(const GzReader&) = delete;
+  GzReader& operator=(const GzReader&) = delete;
+
+  // Reads up to n bytes; fewer only at the end of the data.
+  std::size_t read(void* dst, std::size_t n) {
+    std::size_t total = 0;
+    auto* out = static_cast<unsigned char*>(dst);
+    while (total < n) {
+      const auto want = static_cast<unsigned>(std::min<std::size_t>(n - total, INT_MAX));
+      const int got = gzread(m_file, out + total, want);
+      checkError();
+      if (got <= 0) break;
+      total += static_cast<std::size_t>(got);
+    }
+    return total;
+  }
+
+  [[noreturn]] void fail(const std::string& what) const { throw DataError(m_path + ": " + what); }
+
+ private:
+  void checkError() {
+    int err = Z_OK;
+    const char* msg = gzerror(m_file, &err);
+    if (err == Z_OK) return;
+    if (err == Z_ERRNO) fail(std::string("read error: ") + std::strerror(errno));
+    // Z_BUF_ERROR: the compressed stream stops mid-way; Z_DATA_ERROR: bad CRC, length or
+    // deflate data. Either way the bytes cannot be trusted.
+    fail(std::string("corrupt gzip data (") + (msg ? msg : "unknown zlib error") +
+         (err == Z_BUF_ERROR ? "; the compressed file is truncated)" : ")"));
+  }
+
+  std::string m_path;
+  gzFile m_file = nullptr;
+};
+
+std::uint32_t bigEndian32(const unsigned char* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         std::uint32_t{p[3]};
+}
+
+void checkMagic(GzReader& in, std::uint32_t magic, std::uint32_t expected, const char* what) {
+  if (magic == expected) return;
+  const unsigned type = (magic >> 8) & 0xFF, dims = magic & 0xFF;
+  if ((magic >> 16) == 0 && type == 0x08)
+    in.fail("IDX file has " + std::to_string(dims) + " dimensions, expected " +
+            std::to_string(expected & 0xFF) + " for " + what);
+  if ((magic >> 16) == 0)
+    in.fail("unsupported IDX element type " + hex(type, 2) +
+            " (only unsigned byte 0x08 is supported)");
+  in.fail("bad magic number " + hex(magic, 8) + ", expected " + hex(expected, 8) + " (" + what +
+          "); is this an IDX file?");
+}
+
+// The magic number is checked before the rest of the header is required, so a labels file
+// passed as images gets "wrong dimensions" rather than "too short".
+void readHeader(GzReader& in, unsigned char* header, std::size_t size, std::uint32_t magic,
+                const char* what) {
+  std::size_t got = in.read(header, 4);
+  if (got == 4) {
+    checkMagic(in, bigEndian32(header), magic, what);
+    got += in.read(header + 4, size - 4);
+  }
+  if (got < size)
+    in.fail("too short for an IDX " + std::string(what) + " header (" + std::to_string(got) +
+            " of " + std::to_string(size) + " bytes)");
+}
+
+// Reads exactly `expected` bytes after the header, then insists on end of file.
+std::vector<std::uint8_t> readBody(GzReader& in, std::uint64_t expected, const char* what) {
+  std::vector<std::uint8_t> data;
+  // Grow as bytes actually arrive: a header that lies about its size must not make us
+  // allocate gigabytes up front.
+  data.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(expected, 1u << 28)));
+  constexpr std::size_t kChunk = 1 << 22;
+  while (data.size() < expected) {
+    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(expected - data.size(), kChunk));
+    const std::size_t old = data.size();
+    data.resize(old + want);
+    const std::size_t got = in.read(data.data() + old, want);
+    data.resize(old + got);
+    if (got < want) break;
+  }
+  if (data.size() < expected)
+    in.fail("truncated: expected " + std::to_string(expected) + " bytes of " + what +
+            ", found " + std::to_string(data.size()));
+  std::array<unsigned char, 1 << 16> scratch;
+  std::uint64_t extra = 0;
+  for (std::size_t got; (got = in.read(scratch.data(), scratch.size())) > 0;) extra += got;
+  if (extra > 0)
+    in.fail(std::to_string(extra) + " unexpected bytes after the " + std::to_string(expected) +
+            " bytes of " + what + " the header declares (trailing garbage, or a wrong count)");
+  return data;
+}
+
+std::string findFile(const std::string& dir, const std::string& base) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const std::string& name : {base + ".gz", base})
+    if (fs::is_regular_file(fs::path(dir) / name, ec)) return (fs::path(dir) / name).string();
+  throw DataError(dir + ": no " + base + ".gz (or uncompressed " + base +
+                  ") found; is this the Fashion-MNIST folder?");
+}
+
+// 256-entry lookup table: the same float per byte value as the PyTorch peer's
+// ToTensor()/Normalize() (divide by 255 in float, then subtract the mean and divide by std).
+std::array<float, 256> pixelTable(const std::string& normalize) {
+  std::array<float, 256> lut{};
+  for (int v = 0; v < 256; ++v) {
+    const float unit = static_cast<float>(v) / 255.0f;
+    if (normalize == "none") lut[v] = static_cast<float>(v);
+    else if (normalize == "standard") lut[v] = (unit - 0.2860f) / 0.3530f;
+    else if (normalize == "unit") lut[v] = unit;
+    else throw DataError("data option normalize = '" + normalize + "': expected unit, standard or none");
+  }
+  return lut;
+}
+
+Dataset loadSplit(const std::string& dir, const std::string& prefix, const std::string& name,
+                  const std::array<float, 256>& lut) {
+  const std::string imagesPath = findFile(dir, prefix + "-images-idx3-ubyte");
+  const std::string labelsPath = findFile(dir, prefix + "-labels-idx1-ubyte");
+  IdxImages images = readIdxImages(imagesPath, 28, 28);
+  std::vector<std::uint8_t> labels = readIdxLabels(labelsPath, 10);
+  if (static_cast<std::int64_t>(labels.size()) != images.count)
+    throw DataError(imagesPath + " has " + std::to_string(images.count) + " images but " +
+                    labelsPath + " has " + std::to_string(labels.size()) +
+                    " labels (mislabelled: the counts must match)");
+  Dataset d;
+  d.name = name;
+  d.sampleShape = {1, images.rows, images.cols};
+  d.count = images.count;
+  d.features.resize(images.pixels.size());
+  std::transform(images.pixels.begin(), images.pixels.end(), d.features.begin(),
+                 [&lut](std::uint8_t p) { return lut[p]; });
+  d.labels.assign(labels.begin(), labels.end());
+  d.numClasses = 10;
+  d.classNames = fashionMnistClassNames();
+  return d;
+}
+
+}  // namespace
+
+IdxImages readIdxImages(const std::string& path, std::int64_t expectRows, std::int64_t expectCols) {
+  GzReader in(path);
+  unsigned char header[16];
+  readHeader(in, header, sizeof header, kImagesMagic, "images");
+  IdxImages img;
+  img.count = bigEndian32(header + 4);
+  img.rows = bigEndian32(header + 8);
+  img.cols = bigEndian32(header + 12);
+  const std::string dims = std::to_string(img.count) + " images of " + std::to_string(img.rows) +
+                           "x" + std::to_string(img.cols);
+  if (img.count == 0 || img.rows == 0 || img.cols == 0)
+    in.fail("header declares " + dims + "; all dimensions must be non-zero");
+  if ((expectRows && img.rows != expectRows) || (expectCols && img.cols != expectCols))
+    in.fail("header declares " + dims + ", expected " + std::to_string(expectRows) + "x" +
+            std::to_string(expectCols) + " images");
+  const std::uint64_t imageBytes = static_cast<std::uint64_t>(img.rows) * img.cols;
+  if (imageBytes > kMaxDataBytes / static_cast<std::uint64_t>(img.count))
+    in.fail("header declares " + dims + ", more than 4 GiB of pixels; the header is wrong");
+  img.pixels = readBody(in, imageBytes * img.count, "pixel data");
+  return img;
+}
+
+std::vector<std::uint8_t> readIdxLabels(const std::string& path, int numClasses) {
+  GzReader in(path);
+  unsigned char header[8];
+  readHeader(in, header, sizeof header, kLabelsMagic, "labels");
+  const std::uint32_t count = bigEndian32(header + 4);
+  if (count == 0) in.fail("header declares 0 labels");
+  std::vector<std::uint8_t> labels = readBody(in, count, "label data");
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    if (labels[i] >= numClasses)
+      in.fail("label " + std::to_string(labels[i]) + " at index " + std::to_string(i) +
+              " is out of range (expected 0.." + std::to_string(numClasses - 1) + ")");
+  return labels;
+}
+
+const std::vector<std::string>& fashionMnistClassNames() {
+  static const std::vector<std::string> names = {"T-shirt/top", "Trouser", "Pullover", "Dress",
+                                                 "Coat",        "Sandal",  "Shirt",    "Sneaker",
+                                                 "Bag",         "Ankle boot"};
+  return names;
+}
+
+DataSplit loadFashionMnist(const std::string& dir, const std::string& normalize) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw DataError(dir + ": Fashion-MNIST folder not found (set the data path to the folder "
+                          "holding train-images-idx3-ubyte.gz etc.)");
+  const std::array<float, 256> lut = pixelTable(normalize);
+  // Inflating dominates the load; the test files inflate on a second core meanwhile.
+  auto test = std::async(std::launch::async, [&] { return loadSplit(dir, "t10k", "fmnist/test", lut); });
+  Dataset train = loadSplit(dir, "train", "fmnist/train", lut);
+  return {std::move(train), test.get()};
+}
+
+}  // namespace amp

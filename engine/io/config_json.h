@@ -1,0 +1,19 @@
+// JSON config files <-> RunConfig. Nested objects map to dotted keys ({"scaler": {"kind":
+// "static"}} is scaler.kind); errors are one line naming the file and the key.
+#pragma once
+
+#include <QJsonObject>
+#include <string>
+
+#include "engine/config/config_schema.h"
+
+namespace amp {
+
+// Applies a JSON file's keys on top of `c`. Throws ConfigError("FILE: ...").
+void applyConfigFile(RunConfig& c, const std::string& path);
+// Applies a parsed JSON object (keys relative to `prefix`). Throws ConfigError.
+void applyConfigJson(RunConfig& c, const QJsonObject& obj, const std::string& prefix = "");
+// Nested JSON of every key (as the file format expects).
+QJsonObject configToJson(const RunConfig& c);
+
+}  // namespace amp

@@ -1,0 +1,149 @@
+#include "engine/io/metrics_json.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <cmath>
+#include <stdexcept>
+
+namespace amp {
+
+namespace {
+// JSON has no inf/nan; write them as strings so a reader sees what happened.
+QJsonValue num(double v) {
+  if (std::isnan(v)) return QStringLiteral("nan");
+  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+  return v;
+}
+double readNum(const QJsonValue& v) {
+  if (v.isString()) {
+    const QString s = v.toString();
+    if (s == "nan") return NAN;
+    if (s == "inf") return INFINITY;
+    if (s == "-inf") return -INFINITY;
+  }
+  return v.toDouble();
+}
+}  // namespace
+
+QJsonObject memoryToJson(const MemorySnapshot& m, bool peak) {
+  QJsonObject o;
+  for (int i = 0; i < kMemCategoryCount; ++i)
+    o[QString::fromUtf8(memCategoryName(static_cast<MemCategory>(i)).data())] =
+        static_cast<double>(peak ? m.peak[i] : m.current[i]);
+  o["total"] = static_cast<double>(peak ? m.totalPeak : m.totalCurrent);
+  return o;
+}
+
+QJsonObject stepMetricsToJson(const StepMetrics& m) {
+  QJsonObject o;
+  o["step"] = static_cast<double>(m.step);
+  o["epoch"] = m.epoch;
+  o["loss"] = num(m.loss);
+  o["scale"] = num(m.scale);
+  o["scale_after"] = num(m.scaleAfter);
+  o["growth_tracker"] = m.growthTracker;
+  o["skipped"] = m.skipped;
+  if (!m.scaleEvent.empty()) o["scale_event"] = QString::fromStdString(m.scaleEvent);
+  o["grad_norm"] = num(m.gradNorm);
+  if (m.clipped) o["clipped"] = true;
+  o["lr"] = num(m.lr);
+  if (m.schedulerStepOnSkip) o["scheduler_stepped_on_skip"] = true;
+  o["step_ms"] = m.stepMs;
+  o["samples_per_s"] = m.samplesPerS;
+  o["gemm_gflops"] = m.gemmGflops;
+  o["memory"] = memoryToJson(m.memory, false);
+  o["memory_peak"] = memoryToJson(m.memory, true);
+  if (!m.firstNonFinite.empty()) o["first_nonfinite"] = QString::fromStdString(m.firstNonFinite);
+  if (m.injected) o["injected"] = true;
+  if (m.postUnscaleOverflow) o["post_unscale_overflow"] = true;
+  o["lost_update_frac"] = m.lostUpdateFrac;
+  if (m.testLoss) o["test_loss"] = num(*m.testLoss);
+  if (m.testAcc) o["test_acc"] = *m.testAcc;
+  if (m.diverged) {
+    o["diverged"] = true;
+    o["divergence"] = QString::fromStdString(m.divergence);
+  }
+  return o;
+}
+
+StepMetrics stepMetricsFromJson(const QJsonObject& o) {
+  StepMetrics m;
+  m.step = static_cast<std::int64_t>(o["step"].toDouble());
+  m.epoch = o["epoch"].toInt();
+  m.loss = readNum(o["loss"]);
+  m.scale = static_cast<float>(readNum(o["scale"]));
+  m.scaleAfter = static_cast<float>(readNum(o["scale_after"]));
+  m.growthTracker = o["growth_tracker"].toInt();
+  m.skipped = o["skipped"].toBool();
+  m.scaleEvent = o["scale_event"].toString().toStdString();
+  m.gradNorm = readNum(o["grad_norm"]);
+  m.clipped = o["clipped"].toBool();
+  m.lr = readNum(o["lr"]);
+  m.schedulerStepOnSkip = o["scheduler_stepped_on_skip"].toBool();
+  m.stepMs = o["step_ms"].toDouble();
+  m.samplesPerS = o["samples_per_s"].toDouble();
+  m.gemmGflops = o["gemm_gflops"].toDouble();
+  const QJsonObject cur = o["memory"].toObject(), peak = o["memory_peak"].toObject();
+  for (int i = 0; i < kMemCategoryCount; ++i) {
+    const QString k = QString::fromUtf8(memCategoryName(static_cast<MemCategory>(i)).data());
+    m.memory.current[i] = static_cast<std::int64_t>(cur[k].toDouble());
+    m.memory.peak[i] = static_cast<std::int64_t>(peak[k].toDouble());
+  }
+  m.memory.totalCurrent = static_cast<std::int64_t>(cur["total"].toDouble());
+  m.memory.totalPeak = static_cast<std::int64_t>(peak["total"].toDouble());
+  m.firstNonFinite = o["first_nonfinite"].toString().toStdString();
+  m.injected = o["injected"].toBool();
+  m.postUnscaleOverflow = o["post_unscale_overflow"].toBool();
+  m.lostUpdateFrac = o["lost_update_frac"].toDouble();
+  if (o.contains("test_loss")) m.testLoss = readNum(o["test_loss"]);
+  if (o.contains("test_acc")) m.testAcc = o["test_acc"].toDouble();
+  m.diverged = o["diverged"].toBool();
+  m.divergence = o["divergence"].toString().toStdString();
+  return m;
+}
+
+QJsonObject histogramToJson(std::int64_t step, const HistogramRecord& h) {
+  auto counts = [](const ExponentHistogram& e) {
+    QJsonArray a;
+    for (auto c : e.counts) a.append(static_cast<double>(c));
+    return a;
+  };
+  auto fractions = [](const ExponentHistogram& e) {
+    QJsonObject f;
+    f["underflow"] = e.fraction(e.underflow);
+    f["subnormal"] = e.fraction(e.subnormal);
+    f["overflow"] = e.fraction(e.overflow);
+    f["nonfinite"] = e.fraction(e.nonFinite);
+    return f;
+  };
+  QJsonObject o;
+  o["step"] = static_cast<double>(step);
+  o["tensor"] = QString::fromStdString(h.tensor);
+  o["kind"] = QString::fromUtf8(histogramKindName(h.kind).data());
+  o["dtype"] = QString::fromUtf8(dtypeName(h.dtype).data());
+  o["min_exp"] = kHistMinExp;
+  o["max_exp"] = kHistMaxExp;
+  o["scaled"] = counts(h.scaled);
+  o["unscaled"] = counts(h.unscaled);
+  o["scaled_fractions"] = fractions(h.scaled);
+  o["unscaled_fractions"] = fractions(h.unscaled);
+  return o;
+}
+
+JsonLinesWriter::JsonLinesWriter(const QString& path, bool append)
+    : m_file(std::make_unique<QFile>(path)) {
+  if (!m_file->open(QIODevice::WriteOnly | (append ? QIODevice::Append : QIODevice::Truncate)))
+    throw std::runtime_error(path.toStdString() + ": cannot write (" +
+                             m_file->errorString().toStdString() + ")");
+}
+
+JsonLinesWriter::~JsonLinesWriter() = default;
+
+void JsonLinesWriter::write(const QJsonObject& o) {
+  m_file->write(QJsonDocument(o).toJson(QJsonDocument::Compact));
+  m_file->write("\n");
+  m_file->flush();
+}
+
+}  // namespace amp

@@ -1,0 +1,32 @@
+// Step metrics as JSON: one object per step in metrics.jsonl, histograms in histograms.jsonl
+// (they are large and recorded only every K steps).
+#pragma once
+
+#include <QJsonObject>
+#include <QString>
+#include <memory>
+
+#include "engine/train/step_metrics.h"
+
+class QFile;
+
+namespace amp {
+
+QJsonObject stepMetricsToJson(const StepMetrics& m);
+QJsonObject histogramToJson(std::int64_t step, const HistogramRecord& h);
+QJsonObject memoryToJson(const MemorySnapshot& m, bool peak);
+// Reads back what stepMetricsToJson wrote (no histograms).
+StepMetrics stepMetricsFromJson(const QJsonObject& o);
+
+// Appends JSON lines, flushing each so a killed run keeps every finished step.
+class JsonLinesWriter {
+ public:
+  explicit JsonLinesWriter(const QString& path, bool append = false);
+  ~JsonLinesWriter();
+  void write(const QJsonObject& o);
+
+ private:
+  std::unique_ptr<QFile> m_file;
+};
+
+}  // namespace amp

@@ -1,0 +1,75 @@
+#include "engine/io/run_output.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QSaveFile>
+#include <cmath>
+#include <stdexcept>
+
+#include "engine/io/config_json.h"
+
+namespace amp {
+
+QJsonObject runSummaryToJson(const RunSummary& s) {
+  QJsonObject o;
+  o["status"] = QString::fromStdString(s.status);
+  o["steps"] = static_cast<double>(s.steps);
+  o["final_loss"] = std::isfinite(s.finalLoss) ? QJsonValue(s.finalLoss) : QJsonValue("nan");
+  if (s.finalTestLoss) o["final_test_loss"] = *s.finalTestLoss;
+  if (s.finalTestAcc) o["final_test_acc"] = *s.finalTestAcc;
+  o["skipped_steps"] = static_cast<double>(s.skippedSteps);
+  QJsonArray at;
+  for (auto k : s.skippedAt) at.append(static_cast<double>(k));
+  o["skipped_at"] = at;
+  o["final_scale"] = s.finalScale;
+  o["median_step_ms"] = s.medianStepMs;
+  o["median_samples_per_s"] = s.medianSamplesPerS;
+  o["median_gemm_gflops"] = s.medianGemmGflops;
+  QJsonArray ep;
+  for (double e : s.epochSeconds) ep.append(e);
+  o["epoch_seconds"] = ep;
+  o["peak_memory"] = memoryToJson(s.peakMemory, true);
+  o["mean_lost_update_frac"] = s.meanLostUpdateFrac;
+  if (!s.divergence.empty()) o["divergence"] = QString::fromStdString(s.divergence);
+  return o;
+}
+
+RunOutputWriter::RunOutputWriter(const QString& dir, const RunConfig& config, bool append)
+    : m_dir(dir) {
+  if (!QDir().mkpath(dir))
+    throw std::runtime_error(dir.toStdString() + ": cannot create the output folder");
+  writeJson("config.json", configToJson(config));
+  m_metrics = std::make_unique<JsonLinesWriter>(dir + "/metrics.jsonl", append);
+  m_histograms = std::make_unique<JsonLinesWriter>(dir + "/histograms.jsonl", append);
+  m_events = std::make_unique<QFile>(dir + "/events.log");
+  if (!m_events->open(QIODevice::WriteOnly | (append ? QIODevice::Append : QIODevice::Truncate)))
+    throw std::runtime_error((dir + "/events.log").toStdString() + ": cannot write");
+}
+
+RunOutputWriter::~RunOutputWriter() = default;
+
+void RunOutputWriter::writeStep(const StepMetrics& m, const std::vector<std::string>& events) {
+  m_metrics->write(stepMetricsToJson(m));
+  for (const auto& h : m.histograms) m_histograms->write(histogramToJson(m.step, h));
+  for (const auto& e : events) {
+    m_events->write(e.c_str());
+    m_events->write("\n");
+  }
+  if (!events.empty()) m_events->flush();
+}
+
+void RunOutputWriter::writeSummary(const RunSummary& s, const QJsonObject& extra) {
+  QJsonObject o = runSummaryToJson(s);
+  for (auto it = extra.begin(); it != extra.end(); ++it) o[it.key()] = it.value();
+  writeJson("summary.json", o);
+}
+
+void RunOutputWriter::writeJson(const QString& name, const QJsonObject& o) {
+  QSaveFile f(m_dir + "/" + name);
+  if (!f.open(QIODevice::WriteOnly) || f.write(QJsonDocument(o).toJson()) < 0 || !f.commit())
+    throw std::runtime_error((m_dir + "/" + name).toStdString() + ": cannot write");
+}
+
+}  // namespace amp

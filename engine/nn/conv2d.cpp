@@ -1,0 +1,138 @@
+#include "engine/nn/conv2d.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "engine/data/rng.h"
+
+namespace amp {
+
+Conv2d::Conv2d(std::int64_t inChannels, std::int64_t outChannels, std::int64_t kernel,
+               std::int64_t padding, std::int64_t stride, bool bias)
+    : m_in(inChannels), m_out(outChannels), m_kernel(kernel), m_padding(padding),
+      m_stride(stride), m_hasBias(bias) {
+  if (inChannels <= 0 || outChannels <= 0 || kernel <= 0 || stride <= 0 || padding < 0)
+    throw std::invalid_argument("Conv2d: channels, kernel and stride must be positive, padding "
+                                "not negative");
+}
+
+std::string Conv2d::describe() const {
+  std::string s = "Conv2d(" + std::to_string(m_in) + " -> " + std::to_string(m_out) + ", k" +
+                  std::to_string(m_kernel) + ", p" + std::to_string(m_padding);
+  if (m_stride != 1) s += ", s" + std::to_string(m_stride);
+  return s + (m_hasBias ? ")" : ", no bias)");
+}
+
+Shape Conv2d::outputShape(const Shape& in) const {
+  if (in.size() != 3 || in[0] != m_in)
+    throw std::invalid_argument("Conv2d expects (" + std::to_string(m_in) +
+                                ", H, W) per sample, got " + shapeString(in));
+  const std::int64_t oh = (in[1] + 2 * m_padding - m_kernel) / m_stride + 1;
+  const std::int64_t ow = (in[2] + 2 * m_padding - m_kernel) / m_stride + 1;
+  if (in[1] + 2 * m_padding < m_kernel || in[2] + 2 * m_padding < m_kernel)
+    throw std::invalid_argument("Conv2d: a " + std::to_string(m_kernel) + "x" +
+                                std::to_string(m_kernel) + " kernel does not fit a padded " +
+                                shapeString(in) + " input");
+  return {m_out, oh, ow};
+}
+
+std::vector<Parameter*> Conv2d::parameters() {
+  if (m_hasBias) return {&m_weight, &m_bias};
+  return {&m_weight};
+}
+
+void Conv2d::initialize(Backend& be, Rng& rng, DType dtype, MemCategory category) {
+  // nn.Conv2d.reset_parameters: kaiming_uniform_(a=sqrt(5)) gives bound 1/sqrt(fan_in) with
+  // fan_in = in * k * k; the bias is uniform in the same bound. Weights are drawn first.
+  const std::int64_t fanIn = m_in * m_kernel * m_kernel;
+  const double bound = 1.0 / std::sqrt(double(fanIn));
+  std::vector<float> w(static_cast<std::size_t>(m_out * fanIn));
+  for (auto& v : w) v = static_cast<float>(rng.uniform(-bound, bound));
+  m_weight.name = m_name + ".weight";
+  m_weight.value = be.fromHost(w, {m_out, m_in, m_kernel, m_kernel}, dtype, category);
+  if (m_hasBias) {
+    std::vector<float> b(static_cast<std::size_t>(m_out));
+    for (auto& v : b) v = static_cast<float>(rng.uniform(-bound, bound));
+    m_bias.name = m_name + ".bias";
+    m_bias.value = be.fromHost(b, {m_out}, dtype, category);
+  }
+}
+
+Conv2dGeometry Conv2d::geometry(const Tensor& x) const {
+  if (x.rank() != 4 || x.dim(1) != m_in)
+    throw std::invalid_argument(describe() + ": input " + shapeString(x.shape()) +
+                                " is not (N, " + std::to_string(m_in) + ", H, W)");
+  Conv2dGeometry g;
+  g.n = x.dim(0), g.c = m_in, g.h = x.dim(2), g.w = x.dim(3);
+  g.k = m_out, g.r = m_kernel, g.s = m_kernel;
+  g.strideH = g.strideW = m_stride;
+  g.padH = g.padW = m_padding;
+  outputShape({g.c, g.h, g.w});  // throws if the kernel does not fit
+  return g;
+}
+
+Tensor Conv2d::forward(LayerContext& ctx, const Tensor& x) {
+  Backend& be = ctx.backend;
+  m_geometry = geometry(x);
+  m_inputDtype = x.dtype();
+  std::vector<DType> inputs{x.dtype(), m_weight.value.dtype()};
+  if (m_hasBias) inputs.push_back(m_bias.value.dtype());
+  const DType d = ctx.autocast.computeDtype("conv2d", inputs);
+
+  int casts = 0, hits = 0;
+  bool hit = false, cast = false;
+  m_savedX = castActivation(be, x, d, casts);
+  m_savedW = ctx.autocast.castParameter(be, m_weight.value, d, hit, cast);
+  casts += cast;
+  hits += hit;
+  Tensor bias;
+  if (m_hasBias) {
+    bias = ctx.autocast.castParameter(be, m_bias.value, d, hit, cast);
+    casts += cast;
+    hits += hit;
+  }
+  const Conv2dGeometry& g = m_geometry;
+  Tensor y = be.empty({g.n, g.k, g.outH(), g.outW()}, d, MemCategory::Activations);
+  be.conv2dForward(m_savedX, m_savedW, m_hasBias ? &bias : nullptr, y, g);
+  ctx.autocast.record({TracePhase::Forward, m_name, "conv2d",
+                       ctx.autocast.effectivePolicy("conv2d"), ctx.autocast.enabled(), inputs, d,
+                       d, casts, hits, hits ? "weight casts served by the cache" : ""});
+  return y;
+}
+
+Tensor Conv2d::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGrad) {
+  if (!m_savedW.defined()) throw std::logic_error(describe() + ": backward without forward");
+  Backend& be = ctx.backend;
+  const DType d = m_savedW.dtype();
+  const Conv2dGeometry& g = m_geometry;
+  int casts = 0;
+  const Tensor dy = castActivation(be, dyIn, d, casts);
+
+  // Weight and bias gradients in the compute dtype (a 16-bit output is rounded to 16 bits, as
+  // cuDNN's is), then handed to the fp32 .grad by the cast's backward.
+  Tensor dw = be.empty(m_weight.value.shape(), d, MemCategory::Gradients);
+  Tensor db = m_hasBias ? be.empty({m_out}, d, MemCategory::Gradients) : Tensor();
+  be.conv2dBackwardWeights(dy, m_savedX, dw, m_hasBias ? &db : nullptr, g);
+  const bool dwCast = dw.dtype() != m_weight.value.dtype();
+  accumulateGrad(be, m_weight, std::move(dw));
+  if (m_hasBias) accumulateGrad(be, m_bias, std::move(db));
+  Tensor dx;
+  if (needInputGrad) {
+    dx = be.empty(m_savedX.shape(), d, MemCategory::Activations);
+    be.conv2dBackwardData(dy, m_savedW, dx, g);
+    dx = castActivation(be, dx, m_inputDtype, casts);
+  }
+  ctx.autocast.record({TracePhase::Backward, m_name, "conv2d_backward",
+                       ctx.autocast.policy().policyFor("conv2d"), false, {dyIn.dtype()}, d,
+                       needInputGrad ? m_inputDtype : d, casts + int(dwCast), 0,
+                       dwCast ? "16-bit weight grad cast to fp32 for .grad" : ""});
+  releaseSaved();
+  return dx;
+}
+
+void Conv2d::releaseSaved() {
+  m_savedX = Tensor();
+  m_savedW = Tensor();
+}
+
+}  // namespace amp

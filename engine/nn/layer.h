@@ -1,0 +1,64 @@
+// Layers of a sequential model. Each runs forward and backward through the backend (never
+// touching bytes itself), asks autocast which dtype to compute in, and records trace rows.
+// Backward runs in the dtype the forward ran in; a gradient leaves in its tensor's dtype.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/amp/autocast.h"
+#include "engine/backend/backend.h"
+#include "engine/nn/parameter.h"
+
+namespace amp {
+
+// Observes tensors as they flow, for the histograms (set only on steps that record them).
+class TensorObserver {
+ public:
+  virtual ~TensorObserver() = default;
+  virtual void activation(const std::string& layer, const Tensor& y) = 0;
+  virtual void activationGrad(const std::string& layer, const Tensor& dy) = 0;
+};
+
+struct LayerContext {
+  Backend& backend;
+  Autocast& autocast;
+  bool training = true;
+  TensorObserver* observer = nullptr;
+  std::uint64_t stepSeed = 0;  // dropout masks: reproducible per step
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual std::string kind() const = 0;      // "Linear"
+  virtual std::string describe() const = 0;  // "Linear(784 -> 256)"
+  // Per-sample output shape for a per-sample input shape (validates sizes).
+  virtual Shape outputShape(const Shape& in) const = 0;
+  virtual Tensor forward(LayerContext& ctx, const Tensor& x) = 0;
+  // dy in the dtype of this layer's output; returns dx in the dtype of its input (undefined
+  // when !needInputGrad). Parameter gradients are accumulated into Parameter::grad.
+  virtual Tensor backward(LayerContext& ctx, const Tensor& dy, bool needInputGrad) = 0;
+  virtual std::vector<Parameter*> parameters() { return {}; }
+  // Non-trainable state saved in checkpoints (BatchNorm running statistics).
+  virtual std::vector<std::pair<std::string, Tensor*>> buffers() { return {}; }
+  // Allocates parameters on the backend, in `dtype`, with PyTorch's initialisation.
+  virtual void initialize(Backend& be, class Rng& rng, DType dtype, MemCategory category) {}
+  virtual void releaseSaved() {}
+
+  void setName(std::string n) { m_name = std::move(n); }
+  const std::string& name() const { return m_name; }
+
+ protected:
+  std::string m_name;
+};
+
+// Adds a computed gradient into p.grad, in p's dtype: the first one becomes p.grad (cast to
+// fp32 when the op ran in 16 bits, as the cast's backward does), later ones are summed in.
+void accumulateGrad(Backend& be, Parameter& p, Tensor computed);
+
+// Casts an activation to `to` if needed (an autocast-inserted cast), counting it.
+Tensor castActivation(Backend& be, const Tensor& x, DType to, int& casts);
+
+}  // namespace amp

@@ -1,0 +1,115 @@
+#include "engine/nn/linear.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "engine/data/rng.h"
+
+namespace amp {
+
+Linear::Linear(std::int64_t in, std::int64_t out, bool bias)
+    : m_in(in), m_out(out), m_hasBias(bias) {
+  if (in <= 0 || out <= 0) throw std::invalid_argument("Linear: sizes must be positive");
+}
+
+std::string Linear::describe() const {
+  return "Linear(" + std::to_string(m_in) + " -> " + std::to_string(m_out) +
+         (m_hasBias ? ")" : ", no bias)");
+}
+
+Shape Linear::outputShape(const Shape& in) const {
+  if (shapeNumel(in) != m_in)
+    throw std::invalid_argument("Linear expects " + std::to_string(m_in) + " input features, got " +
+                                shapeString(in));
+  return {m_out};
+}
+
+std::vector<Parameter*> Linear::parameters() {
+  if (m_hasBias) return {&m_weight, &m_bias};
+  return {&m_weight};
+}
+
+void Linear::initialize(Backend& be, Rng& rng, DType dtype, MemCategory category) {
+  // nn.Linear.reset_parameters: kaiming_uniform_(a=sqrt(5)) gives bound 1/sqrt(fan_in) for the
+  // weight; the bias is uniform in the same bound.
+  const double bound = 1.0 / std::sqrt(double(m_in));
+  std::vector<float> w(static_cast<std::size_t>(m_in * m_out));
+  for (auto& v : w) v = static_cast<float>(rng.uniform(-bound, bound));
+  m_weight.name = m_name + ".weight";
+  m_weight.value = be.fromHost(w, {m_out, m_in}, dtype, category);
+  if (m_hasBias) {
+    std::vector<float> b(static_cast<std::size_t>(m_out));
+    for (auto& v : b) v = static_cast<float>(rng.uniform(-bound, bound));
+    m_bias.name = m_name + ".bias";
+    m_bias.value = be.fromHost(b, {m_out}, dtype, category);
+  }
+}
+
+Tensor Linear::forward(LayerContext& ctx, const Tensor& xIn) {
+  Backend& be = ctx.backend;
+  const Tensor x = xIn.rank() == 2 ? xIn : xIn.reshaped({xIn.dim(0), shapeNumel(xIn.shape()) / xIn.dim(0)});
+  if (x.dim(1) != m_in)
+    throw std::invalid_argument(describe() + ": input " + shapeString(xIn.shape()));
+  m_inputDtype = x.dtype();
+  m_inputShape = xIn.shape();
+  std::vector<DType> inputs{x.dtype(), m_weight.value.dtype()};
+  if (m_hasBias) inputs.push_back(m_bias.value.dtype());
+  const DType d = ctx.autocast.computeDtype("linear", inputs);
+
+  int casts = 0, hits = 0;
+  bool hit = false, cast = false;
+  m_savedX = castActivation(be, x, d, casts);
+  m_savedW = ctx.autocast.castParameter(be, m_weight.value, d, hit, cast);
+  casts += cast;
+  hits += hit;
+  Tensor bias;
+  if (m_hasBias) {
+    bias = ctx.autocast.castParameter(be, m_bias.value, d, hit, cast);
+    casts += cast;
+    hits += hit;
+  }
+  Tensor y = be.empty({x.dim(0), m_out}, d, MemCategory::Activations);
+  be.gemm(m_savedX, false, m_savedW, true, y, m_hasBias ? &bias : nullptr);
+  ctx.autocast.record({TracePhase::Forward, m_name, "linear",
+                       ctx.autocast.effectivePolicy("linear"), ctx.autocast.enabled(), inputs, d,
+                       d, casts, hits, hits ? "weight casts served by the cache" : ""});
+  return y;
+}
+
+Tensor Linear::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGrad) {
+  Backend& be = ctx.backend;
+  const DType d = m_savedW.dtype();
+  int casts = 0;
+  const Tensor dy = castActivation(be, dyIn, d, casts);
+
+  // Weight and bias gradients in the compute dtype (a 16-bit GEMM output is rounded to 16
+  // bits — where small gradients underflow), then handed to the fp32 .grad.
+  Tensor dw = be.empty({m_out, m_in}, d, MemCategory::Gradients);
+  be.gemm(dy, true, m_savedX, false, dw);
+  const bool dwCast = dw.dtype() != m_weight.value.dtype();
+  accumulateGrad(be, m_weight, std::move(dw));
+  if (m_hasBias) {
+    Tensor db = be.empty({m_out}, d, MemCategory::Gradients);
+    be.biasGrad(dy, db);
+    accumulateGrad(be, m_bias, std::move(db));
+  }
+  Tensor dx;
+  if (needInputGrad) {
+    dx = be.empty({dy.dim(0), m_in}, d, MemCategory::Activations);
+    be.gemm(dy, false, m_savedW, false, dx);
+    dx = castActivation(be, dx, m_inputDtype, casts).reshaped(m_inputShape);
+  }
+  ctx.autocast.record({TracePhase::Backward, m_name, "linear_backward",
+                       ctx.autocast.policy().policyFor("linear"), false,
+                       {dyIn.dtype()}, d, needInputGrad ? m_inputDtype : d, casts + int(dwCast), 0,
+                       dwCast ? "16-bit weight grad cast to fp32 for .grad" : ""});
+  releaseSaved();
+  return dx;
+}
+
+void Linear::releaseSaved() {
+  m_savedX = Tensor();
+  m_savedW = Tensor();
+}
+
+}  // namespace amp

@@ -1,0 +1,33 @@
+// y = x · Wᵀ + b, like torch.nn.Linear: W (out, in), b (out); x (batch, in) -> y (batch, out).
+#pragma once
+
+#include "engine/nn/layer.h"
+
+namespace amp {
+
+class Linear final : public Layer {
+ public:
+  Linear(std::int64_t in, std::int64_t out, bool bias = true);
+  std::string kind() const override { return "Linear"; }
+  std::string describe() const override;
+  Shape outputShape(const Shape& in) const override;
+  Tensor forward(LayerContext& ctx, const Tensor& x) override;
+  Tensor backward(LayerContext& ctx, const Tensor& dy, bool needInputGrad) override;
+  std::vector<Parameter*> parameters() override;
+  void initialize(Backend& be, Rng& rng, DType dtype, MemCategory category) override;
+  void releaseSaved() override;
+
+  std::int64_t inFeatures() const { return m_in; }
+  std::int64_t outFeatures() const { return m_out; }
+
+ private:
+  std::int64_t m_in, m_out;
+  bool m_hasBias;
+  Parameter m_weight, m_bias;
+  // Saved by forward for backward: the input and weight as the GEMM saw them.
+  Tensor m_savedX, m_savedW;
+  DType m_inputDtype = DType::F32;
+  Shape m_inputShape;
+};
+
+}  // namespace amp

@@ -1,0 +1,68 @@
+#include "engine/nn/max_pool2d.h"
+
+#include <stdexcept>
+
+namespace amp {
+
+MaxPool2d::MaxPool2d(std::int64_t kernel, std::int64_t stride) : m_kernel(kernel), m_stride(stride) {
+  if (kernel <= 0 || stride <= 0)
+    throw std::invalid_argument("MaxPool2d: kernel and stride must be positive");
+}
+
+std::string MaxPool2d::describe() const {
+  return "MaxPool2d(" + std::to_string(m_kernel) + ", stride " + std::to_string(m_stride) + ")";
+}
+
+Shape MaxPool2d::outputShape(const Shape& in) const {
+  if (in.size() != 3)
+    throw std::invalid_argument("MaxPool2d expects (C, H, W) per sample, got " + shapeString(in));
+  if (in[1] < m_kernel || in[2] < m_kernel)
+    throw std::invalid_argument("MaxPool2d: a " + std::to_string(m_kernel) + "x" +
+                                std::to_string(m_kernel) + " window does not fit a " +
+                                shapeString(in) + " input");
+  return {in[0], (in[1] - m_kernel) / m_stride + 1, (in[2] - m_kernel) / m_stride + 1};
+}
+
+Tensor MaxPool2d::forward(LayerContext& ctx, const Tensor& x) {
+  Backend& be = ctx.backend;
+  if (x.rank() != 4)
+    throw std::invalid_argument(describe() + ": input " + shapeString(x.shape()) +
+                                " is not (N, C, H, W)");
+  const Shape out = outputShape({x.dim(1), x.dim(2), x.dim(3)});
+  m_inputShape = x.shape();
+  m_inputDtype = x.dtype();
+  const DType d = ctx.autocast.computeDtype("max_pool2d", {x.dtype()});
+  int casts = 0;
+  const Tensor xc = castActivation(be, x, d, casts);
+  Pool2dGeometry& g = m_geometry;
+  g.n = x.dim(0), g.c = x.dim(1), g.h = x.dim(2), g.w = x.dim(3);
+  g.kernel = m_kernel, g.stride = m_stride;
+  Tensor y = be.empty({g.n, out[0], out[1], out[2]}, d, MemCategory::Activations);
+  m_argmax = be.empty(y.shape(), DType::I32, MemCategory::Activations);
+  be.maxPool2dForward(xc, y, m_argmax, g);
+  ctx.autocast.record({TracePhase::Forward, m_name, "max_pool2d",
+                       ctx.autocast.effectivePolicy("max_pool2d"), ctx.autocast.enabled(),
+                       {x.dtype()}, d, d, casts, 0, ""});
+  return y;
+}
+
+Tensor MaxPool2d::backward(LayerContext& ctx, const Tensor& dy, bool needInputGrad) {
+  Tensor dx;
+  if (needInputGrad) {
+    if (!m_argmax.defined()) throw std::logic_error(describe() + ": backward without forward");
+    Backend& be = ctx.backend;
+    dx = be.empty(m_inputShape, dy.dtype(), MemCategory::Activations);
+    be.maxPool2dBackward(dy, m_argmax, dx, m_geometry);
+    int casts = 0;
+    dx = castActivation(be, dx, m_inputDtype, casts);
+    ctx.autocast.record({TracePhase::Backward, m_name, "max_pool2d_backward",
+                         CastPolicy::PassThrough, false, {dy.dtype()}, dy.dtype(), m_inputDtype,
+                         casts, 0, ""});
+  }
+  releaseSaved();
+  return dx;
+}
+
+void MaxPool2d::releaseSaved() { m_argmax = Tensor(); }
+
+}  // namespace amp

@@ -1,0 +1,65 @@
+// SGD (momentum, Nesterov, weight decay) and Adam/AdamW over a model's parameters, as PyTorch's
+// torch.optim. State (momentum, moments) is fp32 and allocated on first use, as PyTorch does.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/nn/parameter.h"
+
+namespace amp {
+
+struct OptimizerConfig {
+  std::string name = "sgd";  // sgd | adam | adamw
+  double lr = 0.01;
+  double momentum = 0.0, dampening = 0.0;
+  bool nesterov = false;
+  double weightDecay = 0.0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+};
+
+struct OptimizerStepStats {
+  std::int64_t updated = 0;  // elements stepped
+  std::int64_t lost = 0;     // non-zero updates that left the weight unchanged (rounding)
+};
+
+class Optimizer {
+ public:
+  Optimizer(Backend& be, std::vector<Parameter*> params, OptimizerConfig config);
+
+  // One update with learning rate lr (from the schedule). Parameters without a gradient are
+  // skipped, as in PyTorch.
+  OptimizerStepStats step(double lr);
+  std::int64_t stepCount() const { return m_steps; }
+  const OptimizerConfig& config() const { return m_config; }
+  const std::vector<Parameter*>& params() const { return m_params; }
+
+  // Checkpoint state: tensors named "<param>.momentum_buffer" / ".exp_avg" / ".exp_avg_sq",
+  // and scalars (step).
+  std::vector<std::pair<std::string, Tensor*>> stateTensors();
+  std::map<std::string, double> stateScalars() const;
+  // Restores state; allocates the tensors that stateTensors() would name, for loading.
+  void prepareStateForLoad();
+  void setStateScalars(const std::map<std::string, double>& s);
+
+ private:
+  struct ParamState {
+    Tensor a, b;  // SGD: a = momentum buffer; Adam: a = exp_avg, b = exp_avg_sq
+    bool started = false;
+  };
+  void ensureState(std::size_t i);
+
+  Backend& m_be;
+  std::vector<Parameter*> m_params;
+  OptimizerConfig m_config;
+  std::vector<ParamState> m_state;
+  std::int64_t m_steps = 0;
+};
+
+// One-line message naming the key, or nothing when usable.
+std::optional<std::string> validateOptimizer(const OptimizerConfig& c);
+
+}  // namespace amp

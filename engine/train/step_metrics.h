@@ -1,0 +1,59 @@
+// What one training step reports: the scalars every chart plots, the scaler's decision, memory,
+// and (every K steps) exponent histograms per layer.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/core/dtype.h"
+#include "engine/core/memory_tracker.h"
+#include "engine/telemetry/exponent_histogram.h"
+
+namespace amp {
+
+enum class HistogramKind : std::uint8_t { WeightGrad, ActivationGrad, Activation };
+std::string_view histogramKindName(HistogramKind k);  // "weight_grad", ...
+
+struct HistogramRecord {
+  std::string tensor;  // "2.weight" for weight grads, layer "2" for activations
+  HistogramKind kind = HistogramKind::WeightGrad;
+  DType dtype = DType::F32;     // dtype the values were stored in
+  ExponentHistogram scaled;     // values as stored (gradients still multiplied by the scale)
+  ExponentHistogram unscaled;   // values / scale: what they are without loss scaling
+};
+
+struct StepMetrics {
+  std::int64_t step = 0;  // 1-based optimizer step
+  int epoch = 0;          // 0-based epoch the step's last batch came from
+  double loss = 0;        // mean loss of the step (x train.loss_weight), fp32, unscaled
+  float scale = 1;        // loss scale used for this step's backward
+  float scaleAfter = 1;   // scale after update(): what the next step uses
+  int growthTracker = 0;  // after update()
+  bool skipped = false;   // optimizer step skipped (non-finite gradients)
+  std::string scaleEvent; // "", "backoff", "growth", "growth_rejected", "clamped", "hysteresis"
+  double gradNorm = 0;    // global L2 norm after unscale, before clipping (inf/nan if so)
+  bool clipped = false;
+  double lr = 0;          // learning rate the optimizer used (or would have used)
+  bool schedulerStepOnSkip = false;  // the schedule advanced although the step was skipped
+  double stepMs = 0;
+  double samplesPerS = 0;
+  double gemmGflops = 0;  // GEMM throughput inside the step
+  MemorySnapshot memory;
+  std::string firstNonFinite;       // parameter whose gradient was non-finite first (backward order)
+  bool injected = false;            // a fault was injected this step
+  bool postUnscaleOverflow = false; // finite before unscale, non-finite after (scale < 1)
+  double lostUpdateFrac = 0;        // updates smaller than half an ulp of their weight
+  std::optional<double> testLoss, testAcc, trainAcc;
+  bool diverged = false;
+  std::string divergence;           // "step 812: non-finite loss; first non-finite tensor: ..."
+  std::vector<HistogramRecord> histograms;
+};
+
+struct EvalResult {
+  double loss = 0;
+  std::optional<double> accuracy;
+  std::int64_t samples = 0;
+};
+
+}  // namespace amp

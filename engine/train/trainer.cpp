@@ -1,0 +1,287 @@
+#include "engine/train/trainer.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+#include "engine/config/config_schema.h"
+#include "engine/train/histogram_recorder.h"
+#include "engine/train/model_factory.h"
+
+namespace amp {
+
+namespace {
+
+ScalerConfig effectiveScaler(const RunConfig& c) {
+  ScalerConfig s = c.scaler;
+  s.enabled = c.scalerActive();
+  // Pure fp16 has no fp32 master gradients to unscale; PyTorch refuses fp16 gradients, Apex's
+  // O3 scales them anyway. That lesson needs the latter.
+  if (c.mode == PrecisionMode::PureFp16) s.allowFp16Grads = true;
+  return s;
+}
+
+std::string scaleEventText(ScaleEvent::Kind k) {
+  switch (k) {
+    case ScaleEvent::Backoff: return "backoff";
+    case ScaleEvent::Growth: return "growth";
+    case ScaleEvent::GrowthRejected: return "growth_rejected";
+    case ScaleEvent::Clamped: return "clamped";
+    case ScaleEvent::HysteresisAbsorbed: return "hysteresis";
+    case ScaleEvent::Manual: return "manual";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> makeBackend(const std::string& name) {
+  if (name == "cpu") return makeCpuBackend();
+  if (name == "cuda")
+    throw ConfigError("backend: this build has no CUDA backend yet (use backend=cpu)");
+  throw ConfigError("backend: unknown backend '" + name + "'");
+}
+
+Trainer::Trainer(RunConfig config, std::unique_ptr<Backend> backend)
+    : m_config(std::move(config)) {
+  if (auto e = validateRunConfig(m_config)) throw ConfigError(*e);
+  for (const auto& [op, policy] : m_config.autocastOverrides)
+    m_autocast.policy().setPolicy(op, *parseCastPolicy(policy));
+  m_be = backend ? std::move(backend) : makeBackend(m_config.backend);
+
+  DataOptions d = m_config.data;
+  if (d.seed == 0) d.seed = m_config.seed;
+  d.batchSize = m_config.train.batchSize;  // the recipe's batches are the training batches
+  if (m_config.model.name == "recipe_mlp") d.width = m_config.model.width;
+  m_data = loadDataset(d);
+  if (m_data.train.count == 0) throw DataError("data: the training set is empty");
+
+  BatchLoaderOptions lo;
+  lo.batchSize = m_config.train.batchSize;
+  lo.shuffle = m_config.data.name != "synthetic";  // the recipe cycles its batches in order
+  lo.seed = m_config.seed;
+  m_loader = std::make_unique<BatchLoader>(m_data.train, lo);
+
+  const bool cls = m_data.train.isClassification();
+  std::string lossName = m_config.train.loss;
+  if (lossName == "auto") lossName = cls ? "cross_entropy" : "mse";
+  if (lossName == "cross_entropy" && !cls)
+    throw ConfigError("train.loss: cross_entropy needs class labels; data '" + d.name +
+                      "' has regression targets (use mse)");
+  if (lossName == "mse" && cls)
+    throw ConfigError("train.loss: mse needs regression targets; data '" + d.name +
+                      "' has class labels (use cross_entropy)");
+  m_loss = makeLoss(lossName);
+
+  const std::int64_t outputs = cls ? m_data.train.numClasses : m_data.train.targetDim;
+  m_model = buildModel(m_config.model, m_data.train.sampleShape, outputs);
+  const bool pure = m_config.mode == PrecisionMode::PureFp16;
+  m_model->initialize(*m_be, m_config.seed, pure ? DType::F16 : DType::F32,
+                      m_config.usesAutocast() ? MemCategory::MasterWeights : MemCategory::Weights);
+
+  m_optimizer = std::make_unique<Optimizer>(*m_be, m_model->parameters(), m_config.optimizer);
+  m_scaled = std::make_unique<ScaledOptimizer>(*m_be, *m_optimizer);
+  m_scaler = std::make_unique<GradScaler>(effectiveScaler(m_config));
+
+  const std::int64_t perEpoch = std::max<std::int64_t>(
+      1, m_loader->batchesPerEpoch() / m_config.train.accumulation);
+  m_totalSteps = m_config.train.steps > 0 ? m_config.train.steps : perEpoch * m_config.train.epochs;
+  m_schedule = std::make_unique<LrSchedule>(m_config.schedule, m_config.optimizer.lr, m_totalSteps);
+  if (!m_config.train.injectParam.empty() && !injectionTarget())
+    throw ConfigError("train.inject_param: the model has no parameter '" +
+                      m_config.train.injectParam + "'");
+}
+
+Trainer::~Trainer() = default;
+
+const Batch& Trainer::nextBatch() {
+  if (!m_loader->next(m_batch)) m_loader->next(m_batch);  // epoch ended: start the next one
+  return m_batch;
+}
+
+Tensor Trainer::uploadInput(const Batch& b) {
+  // Pure fp16 feeds the model fp16 inputs (model.half(); x.half()); otherwise fp32.
+  const DType dt = m_config.mode == PrecisionMode::PureFp16 ? DType::F16 : DType::F32;
+  return m_be->fromHost(b.x, b.xShape, dt, MemCategory::Activations);
+}
+
+Tensor Trainer::uploadTarget(const Batch& b) {
+  if (!b.labels.empty()) return m_be->fromHostInt(b.labels, {b.size}, MemCategory::Activations);
+  return m_be->fromHost(b.targets, {b.size, m_data.train.targetDim}, DType::F32,
+                        MemCategory::Activations);
+}
+
+Parameter* Trainer::injectionTarget() {
+  auto params = m_model->parameters();
+  if (m_config.train.injectParam.empty()) {
+    for (auto it = params.rbegin(); it != params.rend(); ++it)
+      if ((*it)->value.rank() >= 2) return *it;  // the last weight
+    return params.empty() ? nullptr : params.back();
+  }
+  for (Parameter* p : params)
+    if (p->name == m_config.train.injectParam) return p;
+  return nullptr;
+}
+
+double Trainer::globalGradNorm() {
+  double sum = 0;
+  for (Parameter* p : m_model->parameters())
+    if (p->grad.defined()) sum += m_be->sumOfSquares(p->grad);
+  return std::sqrt(sum);
+}
+
+bool Trainer::weightsNonFinite() {
+  for (Parameter* p : m_model->parameters())
+    if (m_be->countNonFinite(p->value)) return true;
+  return false;
+}
+
+StepMetrics Trainer::step() {
+  if (finished()) throw std::logic_error("step(): the run has finished");
+  if (m_config.train.threads > 0) omp_set_num_threads(m_config.train.threads);
+  const auto t0 = std::chrono::steady_clock::now();
+  m_be->resetGemmCounters();
+  m_be->memory().resetPeaks();
+
+  StepMetrics mt;
+  mt.step = m_step + 1;
+  const auto& tc = m_config.train;
+  const bool recordHist = tc.histogramEvery > 0 && (mt.step == 1 || mt.step % tc.histogramEvery == 0);
+  mt.scale = m_scaler->scale();
+  HistogramRecorder recorder(*m_be, mt.scale);
+  LayerContext ctx{*m_be, m_autocast, true, recordHist ? &recorder : nullptr,
+                   m_config.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(mt.step)};
+  m_autocast.setTracing(m_traceNext);
+
+  // backward(scaler.scale(loss * weight / accumulation)): the loss gradient seed, in fp32.
+  const float seed = static_cast<float>(
+      static_cast<float>(m_scaler->scaleLoss(tc.lossWeight)) / float(tc.accumulation));
+
+  m_model->zeroGrad();
+  double lossSum = 0;
+  std::int64_t samples = 0;
+  for (int micro = 0; micro < tc.accumulation; ++micro) {
+    const Batch& b = nextBatch();
+    Tensor x = uploadInput(b);
+    Tensor target = uploadTarget(b);
+    double loss;
+    {
+      AutocastRegion region(m_autocast, m_config.usesAutocast(), m_config.lowDtype());
+      Tensor out = m_model->forward(ctx, x);
+      loss = m_loss->forward(ctx, out, target);
+    }
+    lossSum += loss;
+    samples += b.size;
+    Tensor dout = m_loss->backward(ctx, seed);
+    m_model->backward(ctx, dout);
+  }
+  mt.loss = lossSum / tc.accumulation * tc.lossWeight;
+  mt.epoch = static_cast<int>(m_loader->epoch());
+
+  // Fault injection: an inf in one gradient, as an fp16 overflow would leave it.
+  const bool inject = m_injectNext || std::find(tc.injectNonFinite.begin(), tc.injectNonFinite.end(),
+                                                mt.step) != tc.injectNonFinite.end();
+  m_injectNext = false;
+  if (inject) {
+    Parameter* p = injectionTarget();
+    if (p && p->grad.defined()) {
+      m_be->setElement(p->grad, 0, INFINITY);
+      mt.injected = true;
+    }
+  }
+  if (recordHist)
+    for (Parameter* p : m_model->parameters())
+      if (p->grad.defined()) recorder.weightGrad(p->name, p->grad);
+
+  // unscale_ explicitly (as the recipe does before clipping), then look at the true gradients.
+  m_scaler->unscale(*m_scaled);
+  const auto outcome = m_scaler->lastUnscale(*m_scaled);
+  const bool foundInf = outcome && outcome->foundInf;
+  if (foundInf && outcome->firstNonFinite >= 0)
+    mt.firstNonFinite = m_scaled->backwardOrder()[outcome->firstNonFinite]->name;
+  mt.gradNorm = globalGradNorm();
+  mt.postUnscaleOverflow = !foundInf && !std::isfinite(mt.gradNorm);
+  if (tc.clipNorm > 0 && std::isfinite(mt.gradNorm)) {
+    const double coef = tc.clipNorm / (mt.gradNorm + 1e-6);  // clip_grad_norm_
+    if (coef < 1.0) {
+      for (Parameter* p : m_model->parameters())
+        if (p->grad.defined()) m_be->scaleInPlace(p->grad, static_cast<float>(coef));
+      mt.clipped = true;
+    }
+  }
+
+  mt.lr = m_schedule->lrAt(m_schedulerSteps);
+  m_scaled->prepare(mt.lr, mt.postUnscaleOverflow && tc.postUnscaleCheck == "skip");
+  m_scaler->step(*m_scaled);
+  m_scaler->update();
+  mt.skipped = !m_scaled->ran();
+  // PyTorch's schedulers step every iteration, also when the scaler skipped the update.
+  ++m_schedulerSteps;
+  mt.schedulerStepOnSkip = mt.skipped;
+  const ScaleEvent& ev = m_scaler->lastEvent();
+  mt.scaleEvent = scaleEventText(ev.kind);
+  mt.scaleAfter = m_scaler->scale();
+  mt.growthTracker = m_scaler->growthTracker();
+  const auto& st = m_scaled->stats();
+  mt.lostUpdateFrac = st.updated ? double(st.lost) / double(st.updated) : 0.0;
+  if (recordHist) mt.histograms = recorder.take();
+
+  if (m_traceNext) {
+    const char* masters = m_config.hasMasterWeights() ? "fp32 master weights" : "fp16 weights, no masters";
+    m_autocast.record({TracePhase::Optimizer, "scaler", "unscale_", CastPolicy::PassThrough, false,
+                       {m_config.mode == PrecisionMode::PureFp16 ? DType::F16 : DType::F32},
+                       DType::F32, DType::F32, 0, 0,
+                       foundInf ? "non-finite gradient found: step will be skipped" : "all gradients finite"});
+    m_autocast.record({TracePhase::Optimizer, "optimizer", m_config.optimizer.name + "_step",
+                       CastPolicy::PassThrough, false, {}, DType::F32,
+                       m_config.hasMasterWeights() ? DType::F32 : DType::F16, 0, 0,
+                       mt.skipped ? std::string("skipped") : std::string("updates ") + masters});
+    m_lastTrace = m_autocast.takeTrace();
+    m_autocast.setTracing(false);
+    m_traceNext = false;
+  }
+  ++m_step;
+
+  // Divergence: a non-finite loss the scaler did not absorb, or weights gone non-finite.
+  if (!std::isfinite(mt.loss) || !std::isfinite(mt.gradNorm)) {
+    if (!mt.skipped || weightsNonFinite()) {
+      mt.diverged = true;
+      mt.divergence = "step " + std::to_string(mt.step) + ": non-finite " +
+                      (std::isfinite(mt.loss) ? std::string("gradients") : std::string("loss")) +
+                      "; first non-finite tensor: " + diagnoseNonFinite();
+      if (tc.onDivergence == "stop") m_stopped = true;
+    }
+  }
+
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  mt.stepMs = secs * 1e3;
+  mt.samplesPerS = secs > 0 ? double(samples) / secs : 0.0;
+  const GemmCounters gc = m_be->gemmCounters();
+  mt.gemmGflops = gc.seconds > 0 ? gc.flops / gc.seconds / 1e9 : 0.0;
+  // Memory and time are the training step's own; evaluation comes after them.
+  mt.memory = m_be->memory().snapshot();
+  const bool epochDone = m_loader->position() == m_loader->batchesPerEpoch();
+  const bool evalNow = tc.evalEvery > 0 ? mt.step % tc.evalEvery == 0 : epochDone;
+  if (hasTestSet() && !mt.diverged && (evalNow || finished())) {
+    const EvalResult r = evaluate();
+    mt.testLoss = r.loss;
+    mt.testAcc = r.accuracy;
+  }
+
+  return mt;
+}
+
+TrainerProgress Trainer::progress() const {
+  return {m_step, m_schedulerSteps, m_loader->state()};
+}
+
+void Trainer::restoreProgress(const TrainerProgress& p) {
+  m_loader->restore(p.loader);
+  m_step = p.step;
+  m_schedulerSteps = p.schedulerSteps;
+}
+
+}  // namespace amp

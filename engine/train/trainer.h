@@ -1,0 +1,94 @@
+// One training run: model, data, autocast, loss scaler, optimizer, schedule, on one backend.
+// step() = forward under autocast -> scaled backward -> unscale -> [clip] -> step or skip ->
+// update, as PyTorch's AMP recipe, and reports everything the charts show.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/amp/autocast.h"
+#include "engine/amp/grad_scaler.h"
+#include "engine/backend/backend.h"
+#include "engine/config/run_config.h"
+#include "engine/data/batch_loader.h"
+#include "engine/nn/loss.h"
+#include "engine/nn/sequential.h"
+#include "engine/optim/lr_schedule.h"
+#include "engine/optim/optimizer.h"
+#include "engine/train/scaled_optimizer.h"
+#include "engine/train/step_metrics.h"
+
+namespace amp {
+
+// Counters a checkpoint must restore to continue a run exactly.
+struct TrainerProgress {
+  std::int64_t step = 0;
+  std::int64_t schedulerSteps = 0;
+  BatchLoaderState loader;
+};
+
+class Trainer {
+ public:
+  // Validates the config and loads the data; throws ConfigError / DataError with one-line
+  // messages. backend: nullptr = the one config.backend names.
+  explicit Trainer(RunConfig config, std::unique_ptr<Backend> backend = nullptr);
+  ~Trainer();
+
+  StepMetrics step();  // one optimizer step (config.train.accumulation micro-batches)
+  bool finished() const { return m_step >= m_totalSteps || m_stopped; }
+  std::int64_t stepsDone() const { return m_step; }
+  std::int64_t totalSteps() const { return m_totalSteps; }
+  bool diverged() const { return m_stopped; }
+
+  EvalResult evaluate();  // test set, under autocast like PyTorch inference
+  bool hasTestSet() const { return m_data.test.count > 0; }
+
+  // The next step records a per-op dtype trace (forward, backward, scaler, optimizer).
+  void requestTrace() { m_traceNext = true; }
+  const std::vector<OpTraceEntry>& lastTrace() const { return m_lastTrace; }
+  // Forces a non-finite gradient in the next step ("inject overflow now").
+  void injectNonFiniteNextStep() { m_injectNext = true; }
+
+  const RunConfig& config() const { return m_config; }
+  Backend& backend() { return *m_be; }
+  Sequential& model() { return *m_model; }
+  Optimizer& optimizer() { return *m_optimizer; }
+  GradScaler& scaler() { return *m_scaler; }
+  const DataSplit& data() const { return m_data; }
+  Shape sampleShape() const { return m_data.train.sampleShape; }
+  std::vector<std::string> modelSummary() { return m_model->summary(sampleShape()); }
+  std::int64_t batchesPerEpoch() const { return m_loader->batchesPerEpoch(); }
+
+  TrainerProgress progress() const;
+  void restoreProgress(const TrainerProgress& p);
+
+ private:
+  const Batch& nextBatch();
+  Tensor uploadInput(const Batch& b);
+  Tensor uploadTarget(const Batch& b);
+  double globalGradNorm();
+  bool weightsNonFinite();
+  std::string diagnoseNonFinite();
+  Parameter* injectionTarget();
+
+  RunConfig m_config;
+  std::unique_ptr<Backend> m_be;
+  DataSplit m_data;
+  std::unique_ptr<BatchLoader> m_loader;
+  std::unique_ptr<Sequential> m_model;
+  std::unique_ptr<Loss> m_loss;
+  std::unique_ptr<Optimizer> m_optimizer;
+  std::unique_ptr<ScaledOptimizer> m_scaled;
+  std::unique_ptr<GradScaler> m_scaler;
+  std::unique_ptr<LrSchedule> m_schedule;
+  Autocast m_autocast;
+  Batch m_batch;
+  std::int64_t m_step = 0, m_schedulerSteps = 0, m_totalSteps = 0;
+  bool m_traceNext = false, m_injectNext = false, m_stopped = false;
+  std::vector<OpTraceEntry> m_lastTrace;
+};
+
+std::unique_ptr<Backend> makeBackend(const std::string& name);
+
+}  // namespace amp

@@ -1,0 +1,88 @@
+// Trainer: evaluation on the test set and the diagnosis of a diverged step.
+#include <cmath>
+
+#include "engine/train/trainer.h"
+
+namespace amp {
+
+namespace {
+
+// Finds the first layer whose output holds a non-finite value.
+class NonFiniteFinder final : public TensorObserver {
+ public:
+  explicit NonFiniteFinder(Backend& be) : m_be(be) {}
+  void activation(const std::string& layer, const Tensor& y) override {
+    if (m_found.empty() && m_be.countNonFinite(y)) m_found = layer;
+  }
+  void activationGrad(const std::string&, const Tensor&) override {}
+  const std::string& found() const { return m_found; }
+
+ private:
+  Backend& m_be;
+  std::string m_found;
+};
+
+}  // namespace
+
+EvalResult Trainer::evaluate() {
+  EvalResult r;
+  const Dataset& test = m_data.test;
+  if (test.count == 0) return r;
+  constexpr std::int64_t kEvalBatch = 1000;
+  const std::int64_t fs = test.featureSize();
+  const bool pure = m_config.mode == PrecisionMode::PureFp16;
+  const bool wasTracing = m_autocast.tracing();
+  m_autocast.setTracing(false);
+  LayerContext ctx{*m_be, m_autocast, /*training=*/false, nullptr, 0};
+  double lossSum = 0;
+  std::int64_t correct = 0;
+  for (std::int64_t start = 0; start < test.count; start += kEvalBatch) {
+    const std::int64_t n = std::min(kEvalBatch, test.count - start);
+    Shape xs{n};
+    xs.insert(xs.end(), test.sampleShape.begin(), test.sampleShape.end());
+    std::span<const float> xv(test.features.data() + start * fs, static_cast<std::size_t>(n * fs));
+    Tensor x = m_be->fromHost(xv, xs, pure ? DType::F16 : DType::F32, MemCategory::Activations);
+    Tensor target;
+    if (test.isClassification())
+      target = m_be->fromHostInt(std::span<const std::int32_t>(test.labels.data() + start, n), {n},
+                                 MemCategory::Activations);
+    else
+      target = m_be->fromHost(std::span<const float>(test.targets.data() + start * test.targetDim,
+                                                     static_cast<std::size_t>(n * test.targetDim)),
+                              {n, test.targetDim}, DType::F32, MemCategory::Activations);
+    AutocastRegion region(m_autocast, m_config.usesAutocast(), m_config.lowDtype());
+    Tensor out = m_model->forward(ctx, x);
+    lossSum += m_loss->forward(ctx, out, target) * double(n);
+    if (test.isClassification()) correct += m_be->countCorrect(out, target);
+    m_loss->releaseSaved();
+    m_model->releaseSaved();
+  }
+  m_autocast.setTracing(wasTracing);
+  r.samples = test.count;
+  r.loss = lossSum / double(test.count);
+  if (test.isClassification()) r.accuracy = double(correct) / double(test.count);
+  return r;
+}
+
+std::string Trainer::diagnoseNonFinite() {
+  for (Parameter* p : m_model->parameters())
+    if (m_be->countNonFinite(p->value)) return p->name + " (weights)";
+  // Weights are finite: replay the last batch's forward pass and find the first bad output.
+  NonFiniteFinder finder(*m_be);
+  LayerContext ctx{*m_be, m_autocast, true, &finder, 0};
+  Tensor x = uploadInput(m_batch);
+  {
+    AutocastRegion region(m_autocast, m_config.usesAutocast(), m_config.lowDtype());
+    m_model->forward(ctx, x);
+  }
+  m_model->releaseSaved();
+  if (!finder.found().empty()) {
+    const auto& layers = m_model->layers();
+    for (const auto& l : layers)
+      if (l->name() == finder.found())
+        return "output of layer " + l->name() + " (" + l->describe() + ")";
+  }
+  return "the loss (every layer output was finite)";
+}
+
+}  // namespace amp

@@ -1,0 +1,58 @@
+// NCHW 2-D convolution through oneDNN (groups 1, dilation 1): forward, backward-data and
+// backward-weights with the bias gradient. fp32 and bf16 inputs; products and sums in fp32;
+// outputs fp32 or bf16 (one rounding at the end). Primitives are cached per shape and thread,
+// as in onednn_matmul: creating one costs far more than running it. No fp16: oneDNN 2.6 has no
+// CPU f16 convolution, so callers emulate fp16 through the fp32 path.
+//
+// Callers' buffers are plain nchw (activations) and oihw (weights). Internally oneDNN may pick
+// blocked layouts (nChw16c, OIhw16i16o, ...), for which we reorder on the way in and out; that
+// is the default because it measured faster on AVX-512 (see tests/bench/bench_conv.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/cpu/onednn_matmul.h"  // MatType
+
+namespace amp::cpu {
+
+struct ConvShape {
+  std::int64_t n = 0, c = 0, h = 0, w = 0;  // input
+  std::int64_t k = 0, r = 0, s = 0;         // output channels, kernel height and width
+  std::int64_t strideH = 1, strideW = 1, padH = 0, padW = 0;
+  std::int64_t outH() const { return (h + 2 * padH - r) / strideH + 1; }
+  std::int64_t outW() const { return (w + 2 * padW - s) / strideW + 1; }
+  // Multiply-adds of one pass (forward, backward-data and backward-weights all do this many).
+  double flops() const {
+    return 2.0 * double(n) * double(k) * double(outH()) * double(outW()) * double(c) * double(r) *
+           double(s);
+  }
+};
+
+enum class ConvPass : std::uint8_t { Forward, BackwardData, BackwardWeights };
+
+// How the primitive's own tensors are laid out. Auto lets oneDNN choose (format_tag::any) and
+// reorders to and from the callers' plain buffers; Plain runs directly on nchw/oihw.
+enum class ConvLayout : std::uint8_t { Auto, Plain };
+// Process-wide, for benchmarks and tests; not meant to race with running convolutions.
+void setConvLayout(ConvLayout layout);
+ConvLayout convLayout();
+
+// dst (N,K,OH,OW) = conv(src (N,C,H,W), wei (K,C,R,S)) [+ bias (K)]. src, wei and bias of type
+// `in`; dst of type `out`.
+void convForward(MatType in, MatType out, const ConvShape& s, const void* src, const void* wei,
+                 const void* bias, void* dst);
+// diffSrc (N,C,H,W) of type `out` from diffDst (N,K,OH,OW) and wei (K,C,R,S) of type `in`.
+void convBackwardData(MatType in, MatType out, const ConvShape& s, const void* diffDst,
+                      const void* wei, void* diffSrc);
+// diffWei (K,C,R,S) and, when not null, diffBias (K), both of type `out`, from src and diffDst
+// of type `in`.
+void convBackwardWeights(MatType in, MatType out, const ConvShape& s, const void* src,
+                         const void* diffDst, void* diffWei, void* diffBias);
+
+// The oneDNN implementation chosen for a pass ("jit:avx512_core", "brgconv:avx512_core_bf16",
+// ...), for the benchmark report and the UI.
+std::string convImplementation(ConvPass pass, MatType in, MatType out, const ConvShape& s,
+                               bool bias);
+
+}  // namespace amp::cpu
