@@ -1,5 +1,6 @@
 // `ampstudio-cli convert`: how decimal values round to fp16 or bf16, as a table or JSON.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -79,9 +80,10 @@ std::optional<std::string> parseOptions(const Args& args, ConvertOptions& o) {
 std::string formatError(double e) {
   if (std::isnan(e)) return "n/a";
   if (std::isinf(e)) return "inf";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", e);
-  return buf;
+  char buf[32];  // to_chars, not printf: the same output in every locale
+  const std::to_chars_result res =
+      std::to_chars(buf, buf + sizeof buf, e, std::chars_format::general, 6);
+  return std::string(buf, res.ptr);
 }
 
 std::string notesFor(const FormatInspection& r) {
@@ -144,11 +146,12 @@ std::string jsonString(std::string_view s) {
   return out + "\"";
 }
 
-std::string jsonNumber(double v) {  // JSON has no inf or nan
+// Shortest text that reads back as the same double; locale-independent. JSON has no inf or nan.
+std::string jsonNumber(double v) {
   if (!std::isfinite(v)) return "null";
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
+  const std::to_chars_result res = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, res.ptr);
 }
 
 void printJson(const FormatFacts& f, const std::vector<FormatInspection>& rows) {

@@ -131,8 +131,10 @@ class Backend : public BufferAllocator {
                                  const Tensor& saveMean, const Tensor& saveInvStd, Tensor& dx,
                                  Tensor& dgamma, Tensor& dbeta) = 0;
 
-  // ---- losses (fp32 in, fp32 out, as autocast's fp32 list demands) -----------------------
-  // Mean softmax cross-entropy over the batch; probs (M,C) kept for the backward pass.
+  // ---- losses (computed in fp32, as autocast's fp32 list demands) -------------------------
+  // Inputs of any float dtype are widened as they are read and gradients rounded once into
+  // their tensor's dtype: the numerics of cast-to-fp32 + fp32 loss + cast back, without the
+  // fp32 copies. Mean softmax cross-entropy over the batch; probs (M,C) fp32 for backward.
   virtual double crossEntropyForward(const Tensor& logits, const Tensor& labels,
                                      Tensor& probs) = 0;
   // dlogits = (probs - onehot) * gradScale / M, where gradScale = dLoss (the loss scale).

@@ -2,6 +2,7 @@
 // in fp32; reductions accumulate in double, as PyTorch's CPU kernels do for float.
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "engine/backend/cpu_backend.h"
 
@@ -21,69 +22,88 @@ void checkLabels(const Tensor& logits, const Tensor& labels) {
 
 double CpuBackend::crossEntropyForward(const Tensor& logits, const Tensor& labels,
                                        Tensor& probs) {
-  requireF32(logits, "cross-entropy logits");
   checkLabels(logits, labels);
+  requireF32(probs, "cross-entropy probabilities");
   const std::int64_t m = logits.dim(0), c = logits.dim(1);
-  const float* z = logits.data<float>();
   const std::int32_t* y = labels.data<std::int32_t>();
   float* p = probs.data<float>();
   double total = 0;
-  for (std::int64_t r = 0; r < m; ++r) {
-    const float* zr = z + r * c;
-    float mx = zr[0];
-    for (std::int64_t j = 1; j < c; ++j) mx = std::fmax(mx, zr[j]);
-    double sum = 0;
-    for (std::int64_t j = 0; j < c; ++j) sum += std::exp(double(zr[j]) - mx);
-    const double logSum = std::log(sum) + mx;
-    for (std::int64_t j = 0; j < c; ++j) p[r * c + j] = float(std::exp(double(zr[j]) - logSum));
-    const std::int32_t label = y[r];
-    if (label < 0 || label >= c)
-      throw std::invalid_argument("cross-entropy: label " + std::to_string(label) +
-                                  " out of range [0, " + std::to_string(c) + ")");
-    total += logSum - zr[label];
-  }
+  // 16-bit logits are widened as they are read (exact), which is what casting them to fp32
+  // first would give, without materialising the fp32 copy.
+  cpu::dispatchFloatCode(cpu::floatCode(logits), [&](auto tag) {
+    using T = decltype(tag);
+    const auto* zs = logits.data<typename T::Storage>();
+    std::vector<float> zr(static_cast<std::size_t>(c));
+    for (std::int64_t r = 0; r < m; ++r) {
+      for (std::int64_t j = 0; j < c; ++j) zr[j] = T::load(zs[r * c + j]);
+      float mx = zr[0];
+      for (std::int64_t j = 1; j < c; ++j) mx = std::fmax(mx, zr[j]);
+      double sum = 0;
+      for (std::int64_t j = 0; j < c; ++j) sum += std::exp(double(zr[j]) - mx);
+      const double logSum = std::log(sum) + mx;
+      for (std::int64_t j = 0; j < c; ++j) p[r * c + j] = float(std::exp(double(zr[j]) - logSum));
+      const std::int32_t label = y[r];
+      if (label < 0 || label >= c)
+        throw std::invalid_argument("cross-entropy: label " + std::to_string(label) +
+                                    " out of range [0, " + std::to_string(c) + ")");
+      total += logSum - zr[label];
+    }
+  });
   return total / double(m);
 }
 
 void CpuBackend::crossEntropyBackward(const Tensor& probs, const Tensor& labels,
                                       float gradScale, Tensor& dlogits) {
-  requireF32(dlogits, "cross-entropy gradient");
+  requireF32(probs, "cross-entropy probabilities");
   const std::int64_t m = probs.dim(0), c = probs.dim(1);
   const float* p = probs.data<float>();
   const std::int32_t* y = labels.data<std::int32_t>();
-  float* g = dlogits.data<float>();
   const float k = gradScale / float(m);
-  for (std::int64_t r = 0; r < m; ++r)
-    for (std::int64_t j = 0; j < c; ++j)
-      g[r * c + j] = (p[r * c + j] - (j == y[r] ? 1.f : 0.f)) * k;
+  // The fp32 gradient is rounded once into dlogits' dtype (the cast's backward, fused).
+  cpu::dispatchFloatCode(cpu::floatCode(dlogits), [&](auto tag) {
+    using T = decltype(tag);
+    auto* g = dlogits.data<typename T::Storage>();
+    for (std::int64_t r = 0; r < m; ++r)
+      for (std::int64_t j = 0; j < c; ++j)
+        g[r * c + j] = T::store((p[r * c + j] - (j == y[r] ? 1.f : 0.f)) * k);
+  });
 }
 
 double CpuBackend::mseForward(const Tensor& pred, const Tensor& target) {
-  requireF32(pred, "mse input");
   requireF32(target, "mse target");
   cpu::requireSameShape(pred, target, "mse");
-  const float* a = pred.data<float>();
   const float* b = target.data<float>();
   const std::int64_t n = pred.numel();
   double sum = 0;
-#pragma omp parallel for reduction(+ : sum) if (n > cpu::kParallelThreshold)
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double d = double(a[i]) - double(b[i]);
-    sum += d * d;
-  }
+  cpu::dispatchFloatCode(cpu::floatCode(pred), [&](auto tag) {
+    using T = decltype(tag);
+    const auto* a = pred.data<typename T::Storage>();
+    double s = 0;
+#pragma omp parallel for reduction(+ : s) if (n > cpu::kParallelThreshold)
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double d = double(T::load(a[i])) - double(b[i]);
+      s += d * d;
+    }
+    sum = s;
+  });
   return sum / double(n);
 }
 
 void CpuBackend::mseBackward(const Tensor& pred, const Tensor& target, float gradScale,
                              Tensor& dpred) {
-  requireF32(dpred, "mse gradient");
-  const float* a = pred.data<float>();
   const float* b = target.data<float>();
-  float* g = dpred.data<float>();
   const std::int64_t n = pred.numel();
   const float k = 2.f * gradScale / float(n);
+  cpu::dispatchFloatCode(cpu::floatCode(pred), [&](auto pt) {
+    cpu::dispatchFloatCode(cpu::floatCode(dpred), [&](auto gt) {
+      using P = decltype(pt);
+      using G = decltype(gt);
+      const auto* a = pred.data<typename P::Storage>();
+      auto* g = dpred.data<typename G::Storage>();
 #pragma omp parallel for if (n > cpu::kParallelThreshold)
-  for (std::int64_t i = 0; i < n; ++i) g[i] = (a[i] - b[i]) * k;
+      for (std::int64_t i = 0; i < n; ++i) g[i] = G::store((P::load(a[i]) - b[i]) * k);
+    });
+  });
 }
 
 std::int64_t CpuBackend::countCorrect(const Tensor& logits, const Tensor& labels) {

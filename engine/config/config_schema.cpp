@@ -178,7 +178,7 @@ std::vector<ConfigKey> buildKeys() {
   k.push_back(intKey("train.accumulation", "micro-batches per optimizer step (gradient accumulation)", [](RunConfig& c) { return &c.train.accumulation; }));
   k.push_back(numKey("train.clip_norm", "clip_grad_norm_ max norm after unscale (0 = off)", [](RunConfig& c) { return &c.train.clipNorm; }));
   k.push_back(choiceKey("train.loss", "auto | cross_entropy | mse", {"auto", "cross_entropy", "mse"}, [](RunConfig& c) { return &c.train.loss; }));
-  k.push_back(numKey("train.loss_weight", "multiplies the loss (small values push gradients toward fp16 underflow)", [](RunConfig& c) { return &c.train.lossWeight; }));
+  k.push_back(numKey("train.loss_weight", "multiplies the backpropagated loss (small values push gradients below fp16's range); the reported loss is unweighted", [](RunConfig& c) { return &c.train.lossWeight; }));
   k.push_back(intKey("train.histogram_every", "record exponent histograms every K steps (0 = never)", [](RunConfig& c) { return &c.train.histogramEvery; }));
   k.push_back(intKey("train.eval_every", "evaluate on the test set every N steps (0 = each epoch)", [](RunConfig& c) { return &c.train.evalEvery; }));
   k.push_back(choiceKey("train.on_divergence", "stop | continue when the loss or weights go non-finite", {"stop", "continue"}, [](RunConfig& c) { return &c.train.onDivergence; }));

@@ -18,7 +18,7 @@ const Overrides kUnderflow = {
     {"model.name", "mlp"},          {"model.hidden", "64,64"},       {"model.activation", "tanh"},
     {"data.name", "spirals"},       {"data.samples", "2000"},        {"data.noise", "0.05"},
     {"train.batch_size", "100"},    {"train.steps", "600"},          {"optimizer.name", "adam"},
-    {"optimizer.lr", "0.01"},       {"train.loss_weight", "0.0001"}, {"train.histogram_every", "20"},
+    {"optimizer.lr", "0.01"},       {"train.loss_weight", "0.000001"}, {"train.histogram_every", "20"},
     {"train.eval_every", "50"}};
 
 std::vector<Preset> build() {
@@ -30,7 +30,7 @@ std::vector<Preset> build() {
                "on CPUs with AVX512-BF16 or AMX, while fp16 is emulated exactly on the CPU.",
                [] { auto o = kRecipe; o.push_back({"amp.mode", "fp16"}); return o; }(), {}});
   v.push_back({"underflow", "Underflow without loss scaling",
-               "The loss is multiplied by 1e-4, so its gradients fall below fp16's smallest "
+               "The loss is multiplied by 1e-6 (think of a small auxiliary-loss coefficient), so its gradients fall below fp16's smallest "
                "subnormal (2^-24 = 6e-8) and round to zero: without loss scaling the fp16 run's "
                "weights stop changing, while fp32 and fp16 with dynamic loss scaling keep "
                "learning. Watch the gradient histograms: the unscaled gradients sit left of the "

@@ -21,32 +21,31 @@ double CrossEntropyLoss::forward(LayerContext& ctx, const Tensor& logits, const 
   int casts = 0;
   bool widened = false;
   const DType d = lossDtype(ctx, op(), logits.dtype(), casts, widened);
-  Tensor z = logits.dtype() == DType::F32 ? logits
-                                          : ctx.backend.cast(logits, DType::F32, MemCategory::Activations);
-  if (d != DType::F32) {
+  Tensor z = logits;
+  if (widened && logits.dtype() != d) {
     // The edited policy asked for 16-bit: round the inputs as a 16-bit kernel would see them.
-    Tensor low = ctx.backend.cast(z, d, MemCategory::Workspace);
-    z = ctx.backend.cast(low, DType::F32, MemCategory::Activations);
+    z = ctx.backend.cast(logits, d, MemCategory::Activations);
   }
   m_probs = ctx.backend.empty(z.shape(), DType::F32, MemCategory::Activations);
   m_labels = labels;
   const double loss = ctx.backend.crossEntropyForward(z, labels, m_probs);
   ctx.autocast.record({TracePhase::Forward, "loss", op(), ctx.autocast.effectivePolicy(op()),
                        ctx.autocast.enabled(), {logits.dtype()}, d, DType::F32, casts, 0,
-                       widened ? "policy edited: inputs rounded to 16 bits" : ""});
+                       widened ? "policy edited: inputs rounded to 16 bits"
+                               : (casts ? "cast to fp32 fused into the loss kernel" : "")});
   return loss;
 }
 
 Tensor CrossEntropyLoss::backward(LayerContext& ctx, float seed) {
-  Tensor g = ctx.backend.empty(m_probs.shape(), DType::F32, MemCategory::Activations);
+  // The gradient is born in the logits' dtype: fp32 math, one rounding (the cast's backward).
+  Tensor g = ctx.backend.empty(m_probs.shape(), m_outputDtype, MemCategory::Activations);
   ctx.backend.crossEntropyBackward(m_probs, m_labels, seed, g);
   ctx.autocast.record({TracePhase::Backward, "loss", "cross_entropy_backward", CastPolicy::Fp32,
                        false, {DType::F32}, DType::F32, m_outputDtype,
                        m_outputDtype != DType::F32 ? 1 : 0, 0,
-                       m_outputDtype != DType::F32 ? "gradient cast to the logits' dtype" : ""});
+                       m_outputDtype != DType::F32 ? "gradient rounded to the logits' dtype" : ""});
   releaseSaved();
-  if (m_outputDtype == DType::F32) return g;
-  return ctx.backend.cast(g, m_outputDtype, MemCategory::Activations);
+  return g;
 }
 
 void CrossEntropyLoss::releaseSaved() {
@@ -59,31 +58,26 @@ double MseLoss::forward(LayerContext& ctx, const Tensor& pred, const Tensor& tar
   int casts = 0;
   bool widened = false;
   const DType d = lossDtype(ctx, op(), pred.dtype(), casts, widened);
-  Tensor p = pred.dtype() == DType::F32 ? pred
-                                        : ctx.backend.cast(pred, DType::F32, MemCategory::Activations);
-  if (d != DType::F32) {
-    Tensor low = ctx.backend.cast(p, d, MemCategory::Workspace);
-    p = ctx.backend.cast(low, DType::F32, MemCategory::Activations);
-  }
-  m_pred = p;
+  m_pred = widened && pred.dtype() != d ? ctx.backend.cast(pred, d, MemCategory::Activations) : pred;
   m_target = target.dtype() == DType::F32 ? target
-                                          : ctx.backend.cast(target, DType::F32, MemCategory::Activations);
+                                          : ctx.backend.cast(target, DType::F32, MemCategory::Workspace);
   const double loss = ctx.backend.mseForward(m_pred, m_target);
   ctx.autocast.record({TracePhase::Forward, "loss", op(), ctx.autocast.effectivePolicy(op()),
                        ctx.autocast.enabled(), {pred.dtype(), target.dtype()}, d, DType::F32,
-                       casts, 0, widened ? "policy edited: inputs rounded to 16 bits" : ""});
+                       casts, 0,
+                       widened ? "policy edited: inputs rounded to 16 bits"
+                               : (casts ? "cast to fp32 fused into the loss kernel" : "")});
   return loss;
 }
 
 Tensor MseLoss::backward(LayerContext& ctx, float seed) {
-  Tensor g = ctx.backend.empty(m_pred.shape(), DType::F32, MemCategory::Activations);
+  Tensor g = ctx.backend.empty(m_pred.shape(), m_outputDtype, MemCategory::Activations);
   ctx.backend.mseBackward(m_pred, m_target, seed, g);
   ctx.autocast.record({TracePhase::Backward, "loss", "mse_loss_backward", CastPolicy::Fp32, false,
                        {DType::F32}, DType::F32, m_outputDtype,
                        m_outputDtype != DType::F32 ? 1 : 0, 0, ""});
   releaseSaved();
-  if (m_outputDtype == DType::F32) return g;
-  return ctx.backend.cast(g, m_outputDtype, MemCategory::Activations);
+  return g;
 }
 
 void MseLoss::releaseSaved() {

@@ -157,11 +157,13 @@ std::string exactDecimal(double v) {
   if (std::isnan(v)) return std::signbit(v) ? "-nan" : "nan";
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
   if (v == 0) return std::signbit(v) ? "-0" : "0";
-  // glibc's printf prints exact decimal expansions; a double needs at most 767 significant
+  // std::to_chars prints exact digits at any precision, whatever the C locale (Qt sets it from
+  // the environment, and printf would then write "1,5"); a double has at most 767 significant
   // digits, so 800 after the point is always enough. Then drop the trailing zeros.
   char buf[900];
-  std::snprintf(buf, sizeof buf, "%.800e", std::fabs(v));
-  const std::string s(buf);
+  const std::to_chars_result res =
+      std::to_chars(buf, buf + sizeof buf, std::fabs(v), std::chars_format::scientific, 800);
+  const std::string s(buf, res.ptr);
   const std::size_t ePos = s.find('e');
   std::string digits = s.substr(0, 1) + s.substr(2, ePos - 2);  // without the point
   const int exp10 = std::stoi(s.substr(ePos + 1));

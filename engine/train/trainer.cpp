@@ -105,13 +105,13 @@ const Batch& Trainer::nextBatch() {
 Tensor Trainer::uploadInput(const Batch& b) {
   // Pure fp16 feeds the model fp16 inputs (model.half(); x.half()); otherwise fp32.
   const DType dt = m_config.mode == PrecisionMode::PureFp16 ? DType::F16 : DType::F32;
-  return m_be->fromHost(b.x, b.xShape, dt, MemCategory::Activations);
+  return m_be->fromHost(b.x, b.xShape, dt, MemCategory::Workspace);  // data, not activations
 }
 
 Tensor Trainer::uploadTarget(const Batch& b) {
-  if (!b.labels.empty()) return m_be->fromHostInt(b.labels, {b.size}, MemCategory::Activations);
+  if (!b.labels.empty()) return m_be->fromHostInt(b.labels, {b.size}, MemCategory::Workspace);
   return m_be->fromHost(b.targets, {b.size, m_data.train.targetDim}, DType::F32,
-                        MemCategory::Activations);
+                        MemCategory::Workspace);
 }
 
 Parameter* Trainer::injectionTarget() {
@@ -178,7 +178,7 @@ StepMetrics Trainer::step() {
     Tensor dout = m_loss->backward(ctx, seed);
     m_model->backward(ctx, dout);
   }
-  mt.loss = lossSum / tc.accumulation * tc.lossWeight;
+  mt.loss = lossSum / tc.accumulation;  // the criterion's value; loss_weight scales only the gradient
   mt.epoch = static_cast<int>(m_loader->epoch());
 
   // Fault injection: an inf in one gradient, as an fp16 overflow would leave it.

@@ -41,15 +41,15 @@ EvalResult Trainer::evaluate() {
     Shape xs{n};
     xs.insert(xs.end(), test.sampleShape.begin(), test.sampleShape.end());
     std::span<const float> xv(test.features.data() + start * fs, static_cast<std::size_t>(n * fs));
-    Tensor x = m_be->fromHost(xv, xs, pure ? DType::F16 : DType::F32, MemCategory::Activations);
+    Tensor x = m_be->fromHost(xv, xs, pure ? DType::F16 : DType::F32, MemCategory::Workspace);
     Tensor target;
     if (test.isClassification())
       target = m_be->fromHostInt(std::span<const std::int32_t>(test.labels.data() + start, n), {n},
-                                 MemCategory::Activations);
+                                 MemCategory::Workspace);
     else
       target = m_be->fromHost(std::span<const float>(test.targets.data() + start * test.targetDim,
                                                      static_cast<std::size_t>(n * test.targetDim)),
-                              {n, test.targetDim}, DType::F32, MemCategory::Activations);
+                              {n, test.targetDim}, DType::F32, MemCategory::Workspace);
     AutocastRegion region(m_autocast, m_config.usesAutocast(), m_config.lowDtype());
     Tensor out = m_model->forward(ctx, x);
     lossSum += m_loss->forward(ctx, out, target) * double(n);

@@ -45,9 +45,9 @@ void roundBf16Scalar(float* data, std::size_t n) {
 
 // Explicit round-to-nearest-even in the instruction's immediate, so a caller that changed
 // MXCSR.RC (fesetround) cannot change the results. SAE: no FP exception flags raised.
-// vcvtps2ph keeps fp16 subnormal results even under MXCSR.FTZ, and fp32 subnormal inputs (what
-// DAZ would zero) round to +-0 in fp16 anyway, so FTZ/DAZ cannot change the results either (the
-// unit test checks this with both flags set). NaNs: the hardware keeps sign and top payload and
+// vcvtps2ph keeps fp16 subnormal results even under MXCSR.FTZ, fp32 subnormal inputs (what DAZ
+// would zero) round to +-0 in fp16 anyway, and vcvtph2ps widens fp16 subnormals under DAZ, so
+// FTZ/DAZ cannot change the results either (the unit test checks this with both flags set). NaNs: the hardware keeps sign and top payload and
 // sets the quiet bit, exactly like float16.h.
 constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 

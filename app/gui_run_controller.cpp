@@ -1,0 +1,310 @@
+#include "app/gui_run_controller.h"
+
+#include <algorithm>
+
+#include "app/gui_training_worker.h"
+#include "engine/train/event_text.h"
+#include "ui/theme.h"
+
+namespace amp::gui {
+
+namespace {
+// Redraws may take at most this share of a core, so training keeps its speed (the brief: within
+// 3% of the CLI). The drain interval grows when a redraw gets expensive.
+constexpr int kRedrawCostFactor = 30;
+constexpr int kMinDrainMs = 33;  // ~30 redraws a second
+constexpr int kMaxDrainMs = 500;
+}  // namespace
+
+RunController::RunController(QObject* parent) : QObject(parent) {
+  m_drainTimer.setSingleShot(true);
+  connect(&m_drainTimer, &QTimer::timeout, this, &RunController::drainNow);
+  m_sinceDrain.start();
+}
+
+RunController::~RunController() { shutdown(); }
+
+ui::RunData* RunController::enqueue(RunConfig config, bool startPaused) {
+  auto run = std::make_unique<ui::RunData>();
+  run->id = m_nextId++;
+  QString name = QString::fromStdString(config.displayName());
+  for (const auto& r : m_runs)
+    if (r->name == name) {
+      name += QStringLiteral(" #%1").arg(run->id);
+      break;
+    }
+  run->name = name;
+  run->color = ui::runColor(run->id - 1);
+  run->totalSteps = config.train.steps;  // refined when the trainer knows its epochs
+  run->config = std::move(config);
+  ui::RunData* raw = run.get();
+  m_runs.push_back(std::move(run));
+  m_queue.append(raw->id);
+  if (startPaused) m_queuePaused.append(raw->id);
+  emit runAdded(raw);
+  scheduleQueue();
+  return raw;
+}
+
+QVector<const ui::RunData*> RunController::runs() const {
+  QVector<const ui::RunData*> out;
+  for (const auto& r : m_runs) out.append(r.get());
+  return out;
+}
+
+ui::RunData* RunController::run(int id) const {
+  for (const auto& r : m_runs)
+    if (r->id == id) return r.get();
+  return nullptr;
+}
+
+const ui::RunData* RunController::currentRun() const {
+  return m_active.empty() ? nullptr : m_active.back().run;
+}
+
+int RunController::queuedCount() const { return m_queue.size(); }
+
+bool RunController::anyRunning() const {
+  return std::any_of(m_active.begin(), m_active.end(),
+                     [](const Active& a) { return !a.worker->pauseRequested(); });
+}
+
+bool RunController::anyPaused() const {
+  return std::any_of(m_active.begin(), m_active.end(),
+                     [](const Active& a) { return a.worker->pauseRequested(); });
+}
+
+void RunController::setMaxConcurrent(int n) {
+  m_maxConcurrent = std::max(1, n);
+  scheduleQueue();
+}
+
+void RunController::scheduleQueue() {
+  while (!m_queue.isEmpty() && int(m_active.size()) < m_maxConcurrent) {
+    const int id = m_queue.takeFirst();
+    const bool paused = m_queuePaused.removeOne(id);
+    if (ui::RunData* r = run(id)) startRun(r, paused);
+  }
+}
+
+void RunController::startRun(ui::RunData* run, bool paused) {
+  auto* worker = new TrainingWorker(run->config, paused, this);
+  connect(worker, &TrainingWorker::metricsReady, this, &RunController::scheduleDrain);
+  connect(worker, &TrainingWorker::runStarted, this,
+          [this, worker](qint64 total, const QString& backend, const QStringList& model) {
+            onRunStarted(worker, total, backend, model);
+          });
+  connect(worker, &TrainingWorker::runPaused, this,
+          [this, worker](qint64 done) { onRunPaused(worker, done); });
+  connect(worker, &TrainingWorker::runEnded, this,
+          [this, worker](int outcome, const QString& msg) { onRunEnded(worker, outcome, msg); });
+  m_active.push_back({run, worker, false});
+  setStatus(run, paused ? ui::RunStatus::Paused : ui::RunStatus::Running);
+  worker->start();
+  emit activityChanged();
+}
+
+void RunController::shutdown() {
+  m_queue.clear();
+  m_queuePaused.clear();
+  for (auto& a : m_active) a.worker->cancel();
+  for (auto& a : m_active) a.worker->wait();
+  for (auto& a : m_active) {
+    if (a.run->status == ui::RunStatus::Running || a.run->status == ui::RunStatus::Paused)
+      a.run->status = ui::RunStatus::Stopped;
+    delete a.worker;
+  }
+  m_active.clear();
+}
+
+void RunController::scheduleDrain() {
+  if (m_drainTimer.isActive()) return;
+  const qint64 wait = std::max<qint64>(0, m_minDrainMs - m_sinceDrain.elapsed());
+  m_drainTimer.start(int(wait));
+}
+
+void RunController::drainNow() {
+  m_drainTimer.stop();
+  QElapsedTimer cost;
+  cost.start();
+  bool updated = false;
+  for (auto& a : m_active) drainRun(a, updated);
+  if (updated) emit runsUpdated();  // the window redraws here, inside the measured cost
+  m_minDrainMs = std::clamp(int(cost.elapsed()) * kRedrawCostFactor, kMinDrainMs, kMaxDrainMs);
+  m_sinceDrain.restart();
+}
+
+void RunController::drainRun(Active& a, bool& updated) {
+  DrainedMetrics d = a.worker->buffer().drain();
+  if (d.empty()) return;
+  updated = true;
+  ui::RunData* run = a.run;
+  QStringList lines;
+  const int growth = run->config.scaler.growthInterval;
+  for (const StepMetrics& m : d.steps) {
+    run->append(m);
+    for (const std::string& e : describeEvents(m, growth)) lines << QString::fromStdString(e);
+    if (m.diverged && !a.diverged) {
+      a.diverged = true;
+      run->statusDetail = QString::fromStdString(m.divergence);
+    }
+  }
+  if (d.trace) {
+    run->trace = std::move(*d.trace);
+    emit traceUpdated(run);
+  }
+  log(run, lines);
+}
+
+RunController::Active* RunController::findActive(const TrainingWorker* w) {
+  for (auto& a : m_active)
+    if (a.worker == w) return &a;
+  return nullptr;
+}
+
+RunController::Active* RunController::findActive(int runId) {
+  for (auto& a : m_active)
+    if (a.run->id == runId) return &a;
+  return nullptr;
+}
+
+void RunController::onRunStarted(TrainingWorker* w, qint64 total, const QString& backend,
+                                 const QStringList& model) {
+  Active* a = findActive(w);
+  if (!a) return;
+  a->run->totalSteps = total;
+  a->run->backendInfo = backend;
+  a->run->modelSummary = model;
+  log(a->run, {tr("started: %1 steps, %2").arg(total).arg(
+                   QString::fromStdString(std::string(precisionModeName(a->run->config.mode))))});
+  emit runStatusChanged(a->run);
+}
+
+void RunController::onRunPaused(TrainingWorker* w, qint64 stepsDone) {
+  Active* a = findActive(w);
+  if (!a) return;
+  bool updated = false;
+  drainRun(*a, updated);  // the steps before the pause are in the buffer: show them all
+  if (updated) emit runsUpdated();
+  if (w->pauseRequested()) setStatus(a->run, ui::RunStatus::Paused);
+  Q_UNUSED(stepsDone);
+}
+
+void RunController::onRunEnded(TrainingWorker* w, int outcome, const QString& message) {
+  auto it = std::find_if(m_active.begin(), m_active.end(),
+                         [w](const Active& a) { return a.worker == w; });
+  if (it == m_active.end()) return;
+  bool updated = false;
+  drainRun(*it, updated);  // the last steps may still be waiting in the buffer
+  Active a = *it;
+  m_active.erase(it);
+  w->wait();
+  w->deleteLater();
+  ui::RunData* run = a.run;
+  const auto& s = run->summary.summary();
+  switch (RunOutcome(outcome)) {
+    case RunOutcome::Finished:
+      if (a.diverged) {
+        setStatus(run, ui::RunStatus::Diverged, run->statusDetail);
+        log(run, {tr("finished after diverging (train.on_divergence = continue)")});
+      } else {
+        setStatus(run, ui::RunStatus::Finished);
+        log(run, {tr("finished: %1 steps, final loss %2, %3 skipped")
+                      .arg(s.steps).arg(s.finalLoss, 0, 'g', 4).arg(s.skippedSteps)});
+      }
+      break;
+    case RunOutcome::Stopped:
+      setStatus(run, a.diverged ? ui::RunStatus::Diverged : ui::RunStatus::Stopped,
+                a.diverged ? run->statusDetail : QString());
+      log(run, {tr("stopped at step %1").arg(run->series.size())});
+      break;
+    case RunOutcome::Diverged:
+      setStatus(run, ui::RunStatus::Diverged,
+                message.isEmpty() ? run->statusDetail : message);
+      log(run, {tr("diverged — run stopped (%1)").arg(run->statusDetail)});
+      break;
+    case RunOutcome::Failed:
+      setStatus(run, ui::RunStatus::Failed, message);
+      log(run, {tr("failed: %1").arg(message)});
+      emit runFailed(run, message);
+      break;
+  }
+  if (updated) emit runsUpdated();
+  scheduleQueue();
+  emit activityChanged();
+  if (m_active.empty() && m_queue.isEmpty()) emit allRunsEnded();
+}
+
+void RunController::setStatus(ui::RunData* run, ui::RunStatus s, const QString& detail) {
+  run->status = s;
+  if (!detail.isEmpty()) run->statusDetail = detail;
+  emit runStatusChanged(run);
+}
+
+void RunController::log(const ui::RunData* run, const QStringList& lines) {
+  if (lines.isEmpty()) return;
+  const_cast<ui::RunData*>(run)->events << lines;
+  emit eventsLogged(run, lines);
+}
+
+void RunController::pauseAll() {
+  for (auto& a : m_active) a.worker->pause();
+  emit activityChanged();
+}
+
+void RunController::resumeAll() {
+  for (auto& a : m_active) {
+    a.worker->resume();
+    setStatus(a.run, ui::RunStatus::Running);
+  }
+  emit activityChanged();
+}
+
+void RunController::togglePause() {
+  if (anyRunning())
+    pauseAll();
+  else
+    resumeAll();
+}
+
+void RunController::stepAll() {
+  for (auto& a : m_active)
+    if (a.worker->pauseRequested()) a.worker->stepOnce();
+}
+
+void RunController::stopAll() {
+  for (int id : std::as_const(m_queue))
+    if (ui::RunData* r = run(id)) setStatus(r, ui::RunStatus::Stopped, tr("cancelled before it started"));
+  m_queue.clear();
+  m_queuePaused.clear();
+  for (auto& a : m_active) a.worker->cancel();
+  emit activityChanged();
+  if (m_active.empty()) emit allRunsEnded();
+}
+
+void RunController::stopRun(int id) {
+  if (m_queue.removeOne(id)) {
+    m_queuePaused.removeOne(id);
+    if (ui::RunData* r = run(id)) setStatus(r, ui::RunStatus::Stopped, tr("cancelled before it started"));
+    return;
+  }
+  if (Active* a = findActive(id)) a->worker->cancel();
+}
+
+void RunController::removeRun(int id) {
+  if (findActive(id) || m_queue.contains(id)) return;  // only ended runs can go
+  auto it = std::find_if(m_runs.begin(), m_runs.end(), [id](const auto& r) { return r->id == id; });
+  if (it == m_runs.end()) return;
+  emit runRemoved(id);  // listeners drop their pointers before the record is freed
+  m_runs.erase(it);
+}
+
+void RunController::injectOverflow() {
+  for (auto& a : m_active) a.worker->injectOverflow();
+}
+
+void RunController::traceNextStep() {
+  for (auto& a : m_active) a.worker->requestTrace();
+}
+
+}  // namespace amp::gui

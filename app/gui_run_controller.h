@@ -1,0 +1,99 @@
+// Every run of the session: a queue that starts at most maxConcurrent() training threads, the
+// controls that act on the active runs (pause, single step, stop, inject an overflow, trace),
+// and the GUI side of the metrics hand-off: a single-shot timer drains every run's buffer at
+// most ~30 times a second, appends to its RunData and then announces one update, so the charts
+// redraw once per batch of steps however fast the runs go.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <QTimer>
+#include <QVector>
+#include <memory>
+#include <vector>
+
+#include "ui/run_data.h"
+
+namespace amp::gui {
+
+class TrainingWorker;
+
+class RunController : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit RunController(QObject* parent = nullptr);
+  ~RunController() override;  // shutdown()
+
+  // Queues a run; it starts when a slot is free. Returns its record (owned here).
+  ui::RunData* enqueue(RunConfig config, bool startPaused = false);
+  QVector<const ui::RunData*> runs() const;
+  ui::RunData* run(int id) const;
+  // The most recently started run that is still training (nullptr if none).
+  const ui::RunData* currentRun() const;
+  int activeCount() const { return int(m_active.size()); }
+  int queuedCount() const;
+  bool anyRunning() const;  // active and not paused
+  bool anyPaused() const;
+
+  int maxConcurrent() const { return m_maxConcurrent; }
+  void setMaxConcurrent(int n);
+
+  // Cancels every run and waits for the threads: what closing the window does.
+  void shutdown();
+  // Forces a drain now (tests, screenshots); normally the timer does it.
+  void drainNow();
+
+ public slots:
+  void pauseAll();
+  void resumeAll();
+  void togglePause();
+  void stepAll();        // one step of every paused run
+  void stopAll();        // cancels active runs and the queue
+  void stopRun(int id);
+  void removeRun(int id);  // forgets an ended run
+  void injectOverflow();   // into every active run's next step
+  void traceNextStep();
+
+ signals:
+  void runAdded(amp::ui::RunData* run);
+  void runRemoved(int id);
+  void runStatusChanged(amp::ui::RunData* run);
+  void runsUpdated();  // new steps were appended to one or more runs (at most ~30/s)
+  void eventsLogged(const amp::ui::RunData* run, const QStringList& lines);
+  void traceUpdated(const amp::ui::RunData* run);
+  void runFailed(const amp::ui::RunData* run, const QString& message);
+  void activityChanged();  // a run started, ended, paused or resumed
+  void allRunsEnded();     // nothing active and nothing queued
+
+ private:
+  struct Active {
+    ui::RunData* run = nullptr;
+    TrainingWorker* worker = nullptr;
+    bool diverged = false;
+  };
+
+  void scheduleQueue();
+  void startRun(ui::RunData* run, bool paused);
+  void scheduleDrain();
+  void drainRun(Active& a, bool& updated);
+  Active* findActive(const TrainingWorker* w);
+  Active* findActive(int runId);
+  void onRunStarted(TrainingWorker* w, qint64 total, const QString& backend, const QStringList& model);
+  void onRunPaused(TrainingWorker* w, qint64 stepsDone);
+  void onRunEnded(TrainingWorker* w, int outcome, const QString& message);
+  void setStatus(ui::RunData* run, ui::RunStatus s, const QString& detail = {});
+  void log(const ui::RunData* run, const QStringList& lines);
+
+  std::vector<std::unique_ptr<ui::RunData>> m_runs;
+  std::vector<Active> m_active;
+  QVector<int> m_queue;        // run ids waiting for a slot
+  QVector<int> m_queuePaused;  // of those, the ones to start paused
+  int m_nextId = 1;
+  int m_maxConcurrent = 1;
+  QTimer m_drainTimer;
+  QElapsedTimer m_sinceDrain;
+  int m_minDrainMs = 33;
+};
+
+}  // namespace amp::gui

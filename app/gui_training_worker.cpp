@@ -1,0 +1,124 @@
+#include "app/gui_training_worker.h"
+
+#include <exception>
+
+#include "engine/train/trainer.h"
+
+namespace amp::gui {
+
+TrainingWorker::TrainingWorker(RunConfig config, bool startPaused, QObject* parent)
+    : QThread(parent), m_config(std::move(config)), m_paused(startPaused) {}
+
+TrainingWorker::~TrainingWorker() {
+  cancel();
+  wait();
+}
+
+void TrainingWorker::pause() {
+  std::lock_guard lock(m_mutex);
+  m_paused = true;
+}
+
+void TrainingWorker::resume() {
+  {
+    std::lock_guard lock(m_mutex);
+    m_paused = false;
+    m_stepBudget = 0;
+  }
+  m_wake.notify_all();
+}
+
+void TrainingWorker::stepOnce() {
+  {
+    std::lock_guard lock(m_mutex);
+    if (!m_paused) return;  // running anyway: a "single step" means nothing
+    ++m_stepBudget;
+  }
+  m_wake.notify_all();
+}
+
+void TrainingWorker::cancel() {
+  {
+    std::lock_guard lock(m_mutex);
+    m_cancel = true;
+  }
+  m_wake.notify_all();
+}
+
+void TrainingWorker::injectOverflow() {
+  std::lock_guard lock(m_mutex);
+  m_inject = true;
+}
+
+void TrainingWorker::requestTrace() {
+  std::lock_guard lock(m_mutex);
+  m_trace = true;
+}
+
+bool TrainingWorker::pauseRequested() const {
+  std::lock_guard lock(m_mutex);
+  return m_paused;
+}
+
+bool TrainingWorker::waitForNextStep(qint64 stepsDone, bool& inject, bool& trace) {
+  std::unique_lock lock(m_mutex);
+  if (!m_cancel && m_paused && m_stepBudget == 0) {
+    // Announce the pause outside the lock (a queued signal, but keep the critical section tiny).
+    lock.unlock();
+    emit runPaused(stepsDone);
+    lock.lock();
+    m_wake.wait(lock, [this] { return m_cancel || !m_paused || m_stepBudget > 0; });
+  }
+  if (m_cancel) return false;
+  trace = std::exchange(m_trace, false);
+  if (m_paused && m_stepBudget > 0) {
+    --m_stepBudget;
+    trace = true;  // a single step is for looking closely: show its per-op trace
+  }
+  inject = std::exchange(m_inject, false);
+  return true;
+}
+
+void TrainingWorker::run() {
+  std::unique_ptr<Trainer> trainer;
+  try {
+    trainer = std::make_unique<Trainer>(m_config);
+  } catch (const std::exception& e) {
+    emit runEnded(int(RunOutcome::Failed), QString::fromStdString(e.what()));
+    return;
+  }
+  QStringList summary;
+  for (const auto& line : trainer->modelSummary()) summary << QString::fromStdString(line);
+  emit runStarted(trainer->totalSteps(), QString::fromStdString(trainer->backend().description()),
+                  summary);
+  trainer->requestTrace();  // the first step's trace, so the inspector has something to show
+
+  std::string divergence;
+  try {
+    while (!trainer->finished()) {
+      bool inject = false, trace = false;
+      if (!waitForNextStep(trainer->stepsDone(), inject, trace)) {
+        emit runEnded(int(RunOutcome::Stopped), {});
+        return;
+      }
+      if (inject) trainer->injectNonFiniteNextStep();
+      if (trace) trainer->requestTrace();
+      const bool traced = trace || trainer->stepsDone() == 0;
+      StepMetrics m = trainer->step();
+      if (m.diverged && divergence.empty()) divergence = m.divergence;
+      bool signal = false;
+      if (traced) signal |= m_buffer.pushTrace(trainer->lastTrace());
+      signal |= m_buffer.push(std::move(m));
+      if (signal) emit metricsReady();
+    }
+  } catch (const std::exception& e) {
+    emit runEnded(int(RunOutcome::Failed), QString::fromStdString(e.what()));
+    return;
+  }
+  if (trainer->diverged() || !divergence.empty())
+    emit runEnded(int(RunOutcome::Diverged), QString::fromStdString(divergence));
+  else
+    emit runEnded(int(RunOutcome::Finished), {});
+}
+
+}  // namespace amp::gui

@@ -1,0 +1,63 @@
+// One training run on its own thread. The thread owns the Trainer (built there, so loading a data
+// set never freezes the window) and runs steps back to back; the GUI steers it only between
+// steps, through a mutex and a condition variable (pause, single step, stop) and flags the worker
+// applies itself (inject an overflow, trace the next step), so the Trainer is never touched from
+// two threads. Metrics go through a MetricsBuffer; rare events are queued signals.
+#pragma once
+
+#include <QStringList>
+#include <QThread>
+#include <condition_variable>
+#include <mutex>
+
+#include "app/gui_metrics_buffer.h"
+#include "engine/config/run_config.h"
+
+namespace amp::gui {
+
+enum class RunOutcome { Finished, Stopped, Diverged, Failed };
+
+class TrainingWorker : public QThread {
+  Q_OBJECT
+
+ public:
+  explicit TrainingWorker(RunConfig config, bool startPaused = false, QObject* parent = nullptr);
+  ~TrainingWorker() override;  // cancels, then waits for the thread
+
+  MetricsBuffer& buffer() { return m_buffer; }
+  const RunConfig& config() const { return m_config; }
+
+  // Thread-safe; each takes effect before the next step begins.
+  void pause();
+  void resume();
+  void stepOnce();  // while paused: exactly one more step (its dtype trace is recorded too)
+  void cancel();
+  void injectOverflow();
+  void requestTrace();
+  bool pauseRequested() const;
+
+ signals:
+  void runStarted(qint64 totalSteps, const QString& backendInfo, const QStringList& modelSummary);
+  void metricsReady();             // the buffer went from empty to non-empty
+  void runPaused(qint64 stepsDone);  // the worker is waiting; every step so far is in the buffer
+  void runEnded(int outcome, const QString& message);  // outcome: RunOutcome
+
+ protected:
+  void run() override;
+
+ private:
+  // Blocks while paused; false when the run should end. Sets what the next step should do.
+  bool waitForNextStep(qint64 stepsDone, bool& inject, bool& trace);
+
+  const RunConfig m_config;
+  MetricsBuffer m_buffer;
+  mutable std::mutex m_mutex;
+  std::condition_variable m_wake;
+  bool m_paused = false;
+  bool m_cancel = false;
+  int m_stepBudget = 0;  // single steps granted while paused
+  bool m_inject = false;
+  bool m_trace = false;
+};
+
+}  // namespace amp::gui

@@ -1,0 +1,90 @@
+// Config keys: one-line errors naming the key, presets that validate, JSON files.
+#include <gtest/gtest.h>
+
+#include <QTemporaryDir>
+#include <fstream>
+
+#include "engine/config/config_schema.h"
+#include "engine/config/presets.h"
+#include "engine/io/config_json.h"
+
+using namespace amp;
+
+namespace {
+std::string errorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(Config, BadValuesNameTheKeyAndWhatWasExpected) {
+  RunConfig c;
+  EXPECT_EQ(errorOf([&] { setConfigValue(c, "scaler.growth_interval", "abc"); }),
+            "scaler.growth_interval: expected an integer, got 'abc'");
+  EXPECT_EQ(errorOf([&] { setConfigValue(c, "optimizer.lr", "fast"); }),
+            "optimizer.lr: expected a number, got 'fast'");
+  EXPECT_EQ(errorOf([&] { setConfigValue(c, "amp.mode", "fp8"); }),
+            "amp.mode: expected one of fp32 | fp16 | bf16 | pure_fp16, got 'fp8'");
+  EXPECT_NE(errorOf([&] { setConfigValue(c, "nope.key", "1"); }).find("unknown config key 'nope.key'"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { applyOverride(c, "noequals"); }).find("key=value"), std::string::npos);
+}
+
+TEST(Config, ValidationCatchesSizesAndNonFiniteValues) {
+  auto problem = [](const std::string& key, const std::string& value) {
+    RunConfig c;
+    setConfigValue(c, key, value);
+    return validateRunConfig(c).value_or("");
+  };
+  EXPECT_EQ(problem("train.batch_size", "0"), "train.batch_size must be > 0");
+  EXPECT_EQ(problem("model.width", "-4"), "model.width must be > 0");
+  EXPECT_EQ(problem("optimizer.lr", "nan"), "optimizer.lr must be a finite number >= 0");
+  EXPECT_EQ(problem("optimizer.lr", "inf"), "optimizer.lr must be a finite number >= 0");
+  EXPECT_EQ(problem("scaler.growth_factor", "0.5"), "scaler.growth_factor must be > 1");
+  EXPECT_EQ(problem("scaler.backoff_factor", "1"), "scaler.backoff_factor must be in (0, 1)");
+  EXPECT_EQ(problem("train.inject_nonfinite", "0"), "train.inject_nonfinite steps are 1-based and must be > 0");
+  RunConfig ok;
+  EXPECT_FALSE(validateRunConfig(ok).has_value());
+}
+
+TEST(Config, EveryPresetAndVariantValidates) {
+  for (const auto& p : presets()) {
+    EXPECT_FALSE(validateRunConfig(presetConfig(p)).has_value()) << p.name;
+    for (const auto& v : p.variants)
+      EXPECT_FALSE(validateRunConfig(presetConfig(p, &v)).has_value()) << p.name << "/" << v.label;
+  }
+}
+
+TEST(Config, JsonFilesRoundTripAndReportTheirErrors) {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("c.json").toStdString();
+  {
+    std::ofstream f(path);
+    f << R"({"amp": {"mode": "bf16"}, "scaler": {"growth_interval": 3, "init_scale": 1024},
+            "train": {"inject_nonfinite": [2, 7]}, "autocast": {"softmax": "lower_precision"}})";
+  }
+  RunConfig c;
+  applyConfigFile(c, path);
+  EXPECT_EQ(c.mode, PrecisionMode::AmpBf16);
+  EXPECT_EQ(c.scaler.growthInterval, 3);
+  EXPECT_EQ(c.scaler.initScale, 1024.0);
+  EXPECT_EQ(c.train.injectNonFinite, (std::vector<std::int64_t>{2, 7}));
+  EXPECT_EQ(c.autocastOverrides.at("softmax"), "lower_precision");
+  // Written back and read again: the same flattened keys.
+  RunConfig again;
+  applyConfigJson(again, configToJson(c));
+  EXPECT_EQ(flattenConfig(again), flattenConfig(c));
+
+  { std::ofstream f(path); f << R"({"scaler": {"growth_interval": "often"}})"; }
+  RunConfig bad;
+  EXPECT_EQ(errorOf([&] { applyConfigFile(bad, path); }),
+            path + ": scaler.growth_interval: expected an integer, got 'often'");
+  { std::ofstream f(path); f << "{ not json"; }
+  EXPECT_NE(errorOf([&] { applyConfigFile(bad, path); }).find(path + ": not valid JSON"), std::string::npos);
+  EXPECT_NE(errorOf([&] { applyConfigFile(bad, "/nonexistent/x.json"); }).find("/nonexistent/x.json: cannot open"),
+            std::string::npos);
+}

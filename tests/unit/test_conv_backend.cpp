@@ -1,0 +1,293 @@
+// CpuBackend convolutions against a naive direct convolution written here in double: forward
+// in fp32, bf16 and fp16 (whose emulation must equal the fp32 path on widened inputs rounded
+// once), and backward data / weights / bias by central finite differences of a scalar loss.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/data/rng.h"
+#include "kernels/common/float16.h"
+
+namespace amp {
+namespace {
+
+using Vec = std::vector<double>;
+
+std::vector<float> randomVec(std::int64_t n, std::uint64_t seed, double lo = -1, double hi = 1) {
+  Rng rng(seed);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = static_cast<float>(rng.uniform(lo, hi));
+  return v;
+}
+
+// The values a tensor of dtype d holds for host values v.
+Vec roundedTo(const std::vector<float>& v, DType d) {
+  Vec out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i)
+    out[i] = d == DType::F16 ? roundToHalf(v[i]) : d == DType::BF16 ? roundToBf16(v[i]) : v[i];
+  return out;
+}
+
+Shape inShape(const Conv2dGeometry& g) { return {g.n, g.c, g.h, g.w}; }
+Shape weiShape(const Conv2dGeometry& g) { return {g.k, g.c, g.r, g.s}; }
+Shape outShape(const Conv2dGeometry& g) { return {g.n, g.k, g.outH(), g.outW()}; }
+
+// y = conv(x, w) + b in double; `absSum` (if given) receives sum |x*w| + |b| per output, the
+// scale of the fp32 summation error.
+Vec naiveConv(const Vec& x, const Vec& w, const Vec* b, const Conv2dGeometry& g,
+              Vec* absSum = nullptr) {
+  const std::int64_t oh = g.outH(), ow = g.outW();
+  Vec y(static_cast<std::size_t>(g.n * g.k * oh * ow));
+  if (absSum) absSum->assign(y.size(), 0.0);
+  for (std::int64_t n = 0; n < g.n; ++n)
+    for (std::int64_t k = 0; k < g.k; ++k)
+      for (std::int64_t i = 0; i < oh; ++i)
+        for (std::int64_t j = 0; j < ow; ++j) {
+          double acc = b ? (*b)[k] : 0.0, mag = b ? std::fabs((*b)[k]) : 0.0;
+          for (std::int64_t c = 0; c < g.c; ++c)
+            for (std::int64_t r = 0; r < g.r; ++r)
+              for (std::int64_t s = 0; s < g.s; ++s) {
+                const std::int64_t hi = i * g.strideH - g.padH + r, wi = j * g.strideW - g.padW + s;
+                if (hi < 0 || hi >= g.h || wi < 0 || wi >= g.w) continue;
+                const double p = x[((n * g.c + c) * g.h + hi) * g.w + wi] * w[((k * g.c + c) * g.r + r) * g.s + s];
+                acc += p;
+                mag += std::fabs(p);
+              }
+          const std::size_t o = static_cast<std::size_t>(((n * g.k + k) * oh + i) * ow + j);
+          y[o] = acc;
+          if (absSum) (*absSum)[o] = mag;
+        }
+  return y;
+}
+
+double dot(const Vec& a, const Vec& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// A rigorous bound on fp32 summation error for `terms` products summed in any order.
+double fp32SumBound(const Conv2dGeometry& g, double absSum) {
+  return double(g.c * g.r * g.s + 2) * std::ldexp(1.0, -23) * absSum + 1e-30;
+}
+
+Conv2dGeometry geom(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
+                    std::int64_t r, std::int64_t s, std::int64_t stride, std::int64_t pad) {
+  Conv2dGeometry g;
+  g.n = n, g.c = c, g.h = h, g.w = w, g.k = k, g.r = r, g.s = s;
+  g.strideH = g.strideW = stride;
+  g.padH = g.padW = pad;
+  return g;
+}
+
+// Geometries covering the fmnist shapes (scaled down), stride 2, no padding, odd sizes,
+// a non-square kernel and unequal padding.
+std::vector<Conv2dGeometry> geometries() {
+  std::vector<Conv2dGeometry> gs{geom(4, 1, 28, 28, 32, 3, 3, 1, 1), geom(3, 32, 14, 14, 64, 3, 3, 1, 1),
+                                 geom(2, 3, 9, 7, 5, 3, 3, 2, 0), geom(2, 5, 6, 6, 17, 1, 1, 1, 0),
+                                 geom(2, 4, 8, 9, 6, 5, 5, 1, 2)};
+  Conv2dGeometry odd = geom(2, 3, 7, 10, 4, 3, 2, 1, 0);
+  odd.padW = 1;
+  odd.strideW = 2;
+  gs.push_back(odd);
+  return gs;
+}
+
+class ConvBackendTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Backend> be = makeCpuBackend();
+  Tensor make(const std::vector<float>& v, const Shape& s, DType d) {
+    return be->fromHost(v, s, d, MemCategory::Workspace);
+  }
+};
+
+TEST_F(ConvBackendTest, ForwardFp32MatchesNaiveWithinSummationBound) {
+  for (const auto& g : geometries()) {
+    const auto xv = randomVec(shapeNumel(inShape(g)), 1), wv = randomVec(shapeNumel(weiShape(g)), 2),
+               bv = randomVec(g.k, 3);
+    Tensor x = make(xv, inShape(g), DType::F32), w = make(wv, weiShape(g), DType::F32),
+           b = make(bv, {g.k}, DType::F32);
+    Tensor y = be->empty(outShape(g), DType::F32, MemCategory::Workspace);
+    be->conv2dForward(x, w, &b, y, g);
+    const Vec bd(bv.begin(), bv.end());
+    Vec mag;
+    const Vec ref = naiveConv(Vec(xv.begin(), xv.end()), Vec(wv.begin(), wv.end()), &bd, g, &mag);
+    const auto got = be->toHostFloat(y);
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      ASSERT_NEAR(got[i], ref[i], fp32SumBound(g, mag[i])) << "output " << i << " of " << shapeString(outShape(g));
+    // Without bias as well.
+    be->conv2dForward(x, w, nullptr, y, g);
+    const Vec ref0 = naiveConv(Vec(xv.begin(), xv.end()), Vec(wv.begin(), wv.end()), nullptr, g, &mag);
+    const auto got0 = be->toHostFloat(y);
+    for (std::size_t i = 0; i < ref0.size(); ++i) ASSERT_NEAR(got0[i], ref0[i], fp32SumBound(g, mag[i]));
+  }
+}
+
+TEST_F(ConvBackendTest, ForwardBf16IsFp32AccumulationRoundedOnce) {
+  for (const auto& g : geometries()) {
+    const auto xv = randomVec(shapeNumel(inShape(g)), 4), wv = randomVec(shapeNumel(weiShape(g)), 5),
+               bv = randomVec(g.k, 6);
+    Tensor x = make(xv, inShape(g), DType::BF16), w = make(wv, weiShape(g), DType::BF16),
+           b = make(bv, {g.k}, DType::BF16);
+    const Vec bd = roundedTo(bv, DType::BF16);
+    Vec mag;
+    const Vec ref = naiveConv(roundedTo(xv, DType::BF16), roundedTo(wv, DType::BF16), &bd, g, &mag);
+    for (DType out : {DType::BF16, DType::F32}) {
+      Tensor y = be->empty(outShape(g), out, MemCategory::Workspace);
+      be->conv2dForward(x, w, &b, y, g);
+      const auto got = be->toHostFloat(y);
+      for (std::size_t i = 0; i < ref.size(); ++i) {
+        // fp32 accumulation error, plus half a bf16 ulp when the output is bf16.
+        const double tol = fp32SumBound(g, mag[i]) + (out == DType::BF16 ? std::fabs(ref[i]) * 0x1p-8 : 0.0);
+        ASSERT_NEAR(got[i], ref[i], tol) << dtypeName(out) << " output " << i;
+      }
+    }
+  }
+}
+
+// fp16 is emulated exactly as gemm: widen (exact), fp32 convolution, round once. So the fp16
+// result must equal the fp32 path run on the widened values, rounded to fp16, bit for bit; and
+// it must lie between the fp16 roundings of the exact result minus and plus the fp32
+// summation bound (rounding is monotonic), which holds whatever order oneDNN sums in.
+TEST_F(ConvBackendTest, ForwardFp16EmulationIsExact) {
+  for (const auto& g : geometries()) {
+    const auto xv = randomVec(shapeNumel(inShape(g)), 7, -2, 2), wv = randomVec(shapeNumel(weiShape(g)), 8),
+               bv = randomVec(g.k, 9);
+    Tensor x = make(xv, inShape(g), DType::F16), w = make(wv, weiShape(g), DType::F16),
+           b = make(bv, {g.k}, DType::F16);
+    Tensor y = be->empty(outShape(g), DType::F16, MemCategory::Workspace);
+    be->conv2dForward(x, w, &b, y, g);
+
+    Tensor x32 = be->cast(x, DType::F32, MemCategory::Workspace), w32 = be->cast(w, DType::F32, MemCategory::Workspace),
+           b32 = be->cast(b, DType::F32, MemCategory::Workspace);
+    Tensor y32 = be->empty(outShape(g), DType::F32, MemCategory::Workspace);
+    be->conv2dForward(x32, w32, &b32, y32, g);
+    Tensor y32to16 = be->cast(y32, DType::F16, MemCategory::Workspace);
+    EXPECT_EQ(be->toHostBytes(y), be->toHostBytes(y32to16)) << shapeString(outShape(g));
+
+    const Vec bd = roundedTo(bv, DType::F16);
+    Vec mag;
+    const Vec ref = naiveConv(roundedTo(xv, DType::F16), roundedTo(wv, DType::F16), &bd, g, &mag);
+    const auto got = be->toHostFloat(y);
+    std::size_t exact = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      const double e = fp32SumBound(g, mag[i]);
+      const float lo = roundToHalf(float(ref[i] - e)), hi = roundToHalf(float(ref[i] + e));
+      ASSERT_GE(got[i], lo) << "output " << i;
+      ASSERT_LE(got[i], hi) << "output " << i;
+      exact += got[i] == roundToHalf(float(ref[i]));
+    }
+    // Away from rounding midpoints the result is the correctly rounded one.
+    EXPECT_GE(double(exact), 0.99 * double(ref.size()));
+  }
+}
+
+// Backward passes against central differences of L = sum(y * G) computed with the naive
+// convolution in double (L is linear in x and w, so the differences are exact up to rounding).
+class ConvGradTest : public ConvBackendTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(ConvGradTest, BackwardMatchesFiniteDifferences) {
+  const Conv2dGeometry g = GetParam() == 0 ? geom(2, 3, 5, 5, 4, 3, 3, 1, 1)
+                           : GetParam() == 1 ? geom(2, 2, 7, 6, 3, 3, 3, 2, 0)
+                                             : geom(1, 2, 6, 6, 3, 2, 2, 2, 1);
+  const auto xv = randomVec(shapeNumel(inShape(g)), 11), wv = randomVec(shapeNumel(weiShape(g)), 12),
+             bv = randomVec(g.k, 13), gv = randomVec(shapeNumel(outShape(g)), 14);
+  Vec x(xv.begin(), xv.end()), w(wv.begin(), wv.end()), b(bv.begin(), bv.end());
+  const Vec G(gv.begin(), gv.end());
+  auto loss = [&] { return dot(naiveConv(x, w, &b, g), G); };
+  const double h = 1e-3;
+  auto fd = [&](Vec& v, std::size_t i) {
+    const double keep = v[i];
+    v[i] = keep + h;
+    const double up = loss();
+    v[i] = keep - h;
+    const double down = loss();
+    v[i] = keep;
+    return (up - down) / (2 * h);
+  };
+
+  Tensor dy = make(gv, outShape(g), DType::F32), wt = make(wv, weiShape(g), DType::F32),
+         xt = make(xv, inShape(g), DType::F32);
+  Tensor dx = be->empty(inShape(g), DType::F32, MemCategory::Workspace);
+  Tensor dw = be->empty(weiShape(g), DType::F32, MemCategory::Workspace);
+  Tensor db = be->empty({g.k}, DType::F32, MemCategory::Workspace);
+  be->conv2dBackwardData(dy, wt, dx, g);
+  be->conv2dBackwardWeights(dy, xt, dw, &db, g);
+  const auto dxv = be->toHostFloat(dx), dwv = be->toHostFloat(dw), dbv = be->toHostFloat(db);
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(dxv[i], fd(x, i), 1e-4) << "dx " << i;
+  for (std::size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(dwv[i], fd(w, i), 1e-4) << "dw " << i;
+  for (std::size_t i = 0; i < b.size(); ++i) ASSERT_NEAR(dbv[i], fd(b, i), 1e-4) << "db " << i;
+
+  // Without a bias gradient the weight gradient is the same.
+  Tensor dw2 = be->empty(weiShape(g), DType::F32, MemCategory::Workspace);
+  be->conv2dBackwardWeights(dy, xt, dw2, nullptr, g);
+  EXPECT_EQ(be->toHostBytes(dw2), be->toHostBytes(dw));
+}
+
+INSTANTIATE_TEST_SUITE_P(Geometries, ConvGradTest, ::testing::Values(0, 1, 2));
+
+// 16-bit backward passes: fp16 equals the fp32 path on widened values rounded once (bit for
+// bit); bf16 is within half a bf16 ulp (plus summation error) of the fp32 result.
+TEST_F(ConvBackendTest, Backward16BitFollowsFp32Path) {
+  const Conv2dGeometry g = geom(4, 8, 10, 10, 16, 3, 3, 1, 1);
+  const auto xv = randomVec(shapeNumel(inShape(g)), 21), wv = randomVec(shapeNumel(weiShape(g)), 22),
+             gv = randomVec(shapeNumel(outShape(g)), 23);
+  for (DType d : {DType::F16, DType::BF16}) {
+    Tensor x = make(xv, inShape(g), d), w = make(wv, weiShape(g), d), dy = make(gv, outShape(g), d);
+    Tensor dx = be->empty(inShape(g), d, MemCategory::Workspace), dw = be->empty(weiShape(g), d, MemCategory::Workspace),
+           db = be->empty({g.k}, d, MemCategory::Workspace);
+    be->conv2dBackwardData(dy, w, dx, g);
+    be->conv2dBackwardWeights(dy, x, dw, &db, g);
+    // The fp32 path on the same (rounded) values.
+    auto wide = [&](const Tensor& t) { return be->cast(t, DType::F32, MemCategory::Workspace); };
+    Tensor dx32 = be->empty(inShape(g), DType::F32, MemCategory::Workspace), dw32 = be->empty(weiShape(g), DType::F32, MemCategory::Workspace),
+           db32 = be->empty({g.k}, DType::F32, MemCategory::Workspace);
+    be->conv2dBackwardData(wide(dy), wide(w), dx32, g);
+    be->conv2dBackwardWeights(wide(dy), wide(x), dw32, &db32, g);
+    if (d == DType::F16) {
+      EXPECT_EQ(be->toHostBytes(dx), be->toHostBytes(be->cast(dx32, d, MemCategory::Workspace)));
+      EXPECT_EQ(be->toHostBytes(dw), be->toHostBytes(be->cast(dw32, d, MemCategory::Workspace)));
+      EXPECT_EQ(be->toHostBytes(db), be->toHostBytes(be->cast(db32, d, MemCategory::Workspace)));
+      continue;
+    }
+    for (auto [got16, ref32, terms] : {std::tuple{&dx, &dx32, g.k * 9}, std::tuple{&dw, &dw32, g.n * 100},
+                                       std::tuple{&db, &db32, g.n * 100}}) {
+      const auto a = be->toHostFloat(*got16), r = be->toHostFloat(*ref32);
+      double scale = 0;
+      for (float v : r) scale = std::max(scale, double(std::fabs(v)));
+      for (std::size_t i = 0; i < a.size(); ++i)
+        ASSERT_NEAR(a[i], r[i], std::fabs(r[i]) * 0x1p-8 + terms * 0x1p-22 * scale) << i;
+    }
+  }
+}
+
+TEST_F(ConvBackendTest, RejectsMismatchedShapesAndDtypes) {
+  const Conv2dGeometry g = geom(1, 2, 4, 4, 3, 3, 3, 1, 1);
+  Tensor x = be->zeros(inShape(g), DType::F32, MemCategory::Workspace);
+  Tensor w = be->zeros(weiShape(g), DType::BF16, MemCategory::Workspace);
+  Tensor y = be->zeros(outShape(g), DType::F32, MemCategory::Workspace);
+  EXPECT_THROW(be->conv2dForward(x, w, nullptr, y, g), std::invalid_argument);
+  Tensor w32 = be->zeros({3, 2, 2, 2}, DType::F32, MemCategory::Workspace);
+  EXPECT_THROW(be->conv2dForward(x, w32, nullptr, y, g), std::invalid_argument);
+  Tensor xb = be->zeros(inShape(g), DType::BF16, MemCategory::Workspace);
+  Tensor y16 = be->zeros(outShape(g), DType::F16, MemCategory::Workspace);
+  EXPECT_THROW(be->conv2dForward(xb, w, nullptr, y16, g), std::invalid_argument);
+}
+
+TEST_F(ConvBackendTest, CountsConvolutionFlops) {
+  const Conv2dGeometry g = geom(2, 3, 8, 8, 4, 3, 3, 1, 1);
+  Tensor x = be->zeros(inShape(g), DType::F32, MemCategory::Workspace);
+  Tensor w = be->zeros(weiShape(g), DType::F32, MemCategory::Workspace);
+  Tensor y = be->empty(outShape(g), DType::F32, MemCategory::Workspace);
+  be->resetGemmCounters();
+  be->conv2dForward(x, w, nullptr, y, g);
+  const GemmCounters c = be->gemmCounters();
+  EXPECT_EQ(c.calls, 1);
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 2 * 4 * 8 * 8 * 3 * 9);
+  EXPECT_GE(c.seconds, 0.0);
+}
+
+}  // namespace
+}  // namespace amp

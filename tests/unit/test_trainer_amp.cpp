@@ -1,0 +1,208 @@
+// End-to-end AMP behaviour of the trainer: mixed precision tracks fp32, loss scaling rescues
+// underflowing gradients, the scaler's decisions reach the metrics, pure fp16 loses updates,
+// and a diverging run is reported, not crashed.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/config/config_schema.h"
+#include "engine/config/presets.h"
+#include "engine/train/trainer.h"
+
+using namespace amp;
+
+namespace {
+
+RunConfig recipe(const std::string& mode, int steps) {
+  // The recipe MLP at width 128 (CI-sized), SGD with momentum.
+  RunConfig c;
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"model.name", "recipe_mlp"}, {"model.width", "128"}, {"model.layers", "3"},
+           {"data.name", "synthetic"}, {"data.batches", "4"}, {"train.batch_size", "64"},
+           {"optimizer.name", "sgd"}, {"optimizer.lr", "0.05"}, {"optimizer.momentum", "0.9"},
+           {"train.steps", std::to_string(steps)}, {"train.histogram_every", "0"},
+           {"seed", "7"}, {"amp.mode", mode}})
+    setConfigValue(c, k, v);
+  return c;
+}
+
+std::vector<StepMetrics> runAll(const RunConfig& c) {
+  Trainer t(c);
+  std::vector<StepMetrics> out;
+  while (!t.finished()) out.push_back(t.step());
+  return out;
+}
+
+std::vector<float> weights(Trainer& t) {
+  std::vector<float> all;
+  for (Parameter* p : t.model().parameters()) {
+    auto v = t.backend().toHostFloat(p->value);
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  return all;
+}
+
+}  // namespace
+
+TEST(TrainerAmp, Fp16AndBf16TrackTheFp32Loss) {
+  const auto f32 = runAll(recipe("fp32", 60));
+  const auto f16 = runAll(recipe("fp16", 60));
+  const auto b16 = runAll(recipe("bf16", 60));
+  ASSERT_EQ(f32.size(), 60u);
+  // Learning happened at all (else tracking would be trivial).
+  // (random regression targets: the recipe memorises slowly, but measurably)
+  EXPECT_LT(f32.back().loss, 0.97 * f32.front().loss);
+  // Stated tolerances, relative to the fp32 loss at every step: fp16 within 0.1%, bf16 within
+  // 0.5% (measured: 2e-5 and 3e-5; the mean over 8192 outputs averages rounding errors out).
+  for (std::size_t i = 0; i < f32.size(); ++i) {
+    EXPECT_NEAR(f16[i].loss, f32[i].loss, 0.001 * f32[i].loss) << "fp16 step " << i + 1;
+    EXPECT_NEAR(b16[i].loss, f32[i].loss, 0.005 * f32[i].loss) << "bf16 step " << i + 1;
+    EXPECT_FALSE(f16[i].skipped);
+  }
+  // The first step is identical in fp32 up to the rounding of the inputs: not bit-equal.
+  EXPECT_NE(f16.front().loss, f32.front().loss);
+}
+
+TEST(TrainerAmp, UnderflowPresetStallsWithoutScalingAndLearnsWithIt) {
+  const Preset* p = findPreset("underflow");
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(p->variants.size(), 3u);
+  auto variant = [&](const std::string& label) {
+    for (const auto& v : p->variants)
+      if (v.label == label) {
+        RunConfig c = presetConfig(*p, &v);
+        c.train.steps = 150;
+        return c;
+      }
+    ADD_FAILURE() << label;
+    return RunConfig{};
+  };
+  auto lossDrop = [](const RunConfig& c, double* changed) {
+    Trainer t(c);
+    const auto before = weights(t);
+    double first = 0, last = 0;
+    while (!t.finished()) {
+      const auto m = t.step();
+      if (m.step == 1) first = m.loss;
+      last = m.loss;
+    }
+    const auto after = weights(t);
+    double diff = 0;
+    for (std::size_t i = 0; i < before.size(); ++i) diff += std::fabs(after[i] - before[i]);
+    *changed = diff;
+    return last / first;
+  };
+  double d32, dNo, dDyn;
+  const double r32 = lossDrop(variant("fp32"), &d32);
+  const double rNo = lossDrop(variant("fp16_noscale"), &dNo);
+  const double rDyn = lossDrop(variant("fp16_dynamic"), &dDyn);
+  EXPECT_LT(r32, 0.9) << "fp32 must learn";
+  EXPECT_LT(rDyn, 0.9) << "fp16 with dynamic scaling must learn";
+  EXPECT_NEAR(rDyn, r32, 0.05);
+  // Without scaling every fp16 gradient rounds to zero: the weights do not move at all.
+  EXPECT_EQ(dNo, 0.0);
+  EXPECT_GT(rNo, 0.97);  // the loss only moves with the batch drawn, not with learning
+  EXPECT_GT(dDyn, 0.0);
+}
+
+TEST(TrainerAmp, ScaleSequenceAndAttributionThroughTheTrainer) {
+  RunConfig c = recipe("fp16", 9);
+  setConfigValue(c, "scaler.growth_interval", "3");
+  setConfigValue(c, "train.inject_nonfinite", "2,7");
+  const auto m = runAll(c);
+  // By hand: 65536 at step 1 (tracker 1), step 2 overflow -> 32768 (tracker 0), steps 3,4,5
+  // clean -> growth at 5 -> 65536, step 6 clean (tracker 1), step 7 overflow -> 32768, 8, 9.
+  const float scaleUsed[] = {65536, 65536, 32768, 32768, 32768, 65536, 65536, 32768, 32768};
+  const int tracker[] = {1, 0, 1, 2, 0, 1, 0, 1, 2};
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_EQ(m[i].scale, scaleUsed[i]) << "step " << i + 1;
+    EXPECT_EQ(m[i].growthTracker, tracker[i]) << "step " << i + 1;
+    EXPECT_EQ(m[i].skipped, i == 1 || i == 6) << "step " << i + 1;
+  }
+  EXPECT_EQ(m[1].scaleEvent, "backoff");
+  EXPECT_EQ(m[4].scaleEvent, "growth");
+  EXPECT_EQ(m[1].firstNonFinite, "4.weight");  // the injected (last) weight, first in backward
+  EXPECT_TRUE(m[1].injected);
+  // The schedule advanced on the skipped steps too (PyTorch), and the metrics say so.
+  EXPECT_TRUE(m[1].schedulerStepOnSkip);
+  EXPECT_FALSE(m[2].schedulerStepOnSkip);
+}
+
+TEST(TrainerAmp, SkippedStepLeavesWeightsUntouched) {
+  RunConfig c = recipe("fp16", 2);
+  setConfigValue(c, "train.inject_nonfinite", "2");
+  Trainer t(c);
+  t.step();
+  const auto before = weights(t);
+  const auto m = t.step();
+  EXPECT_TRUE(m.skipped);
+  EXPECT_EQ(weights(t), before);
+}
+
+TEST(TrainerAmp, PureFp16LosesUpdatesThatMasterWeightsKeep) {
+  RunConfig pure = recipe("pure_fp16", 5), mixed = recipe("fp16", 5);
+  for (RunConfig* c : {&pure, &mixed}) {
+    setConfigValue(*c, "optimizer.lr", "0.0001");
+    setConfigValue(*c, "optimizer.momentum", "0");
+  }
+  const auto p = runAll(pure), a = runAll(mixed);
+  // fp32 masters lose only updates below half an fp32 ulp; fp16 weights lose most of them.
+  EXPECT_GT(p.back().lostUpdateFrac, 0.3);
+  EXPECT_LT(a.back().lostUpdateFrac * 5, p.back().lostUpdateFrac);
+}
+
+TEST(TrainerAmp, SchedulerStepsFollowPyTorchOnSkippedSteps) {
+  RunConfig c = recipe("fp16", 3);
+  setConfigValue(c, "schedule.name", "step");
+  setConfigValue(c, "schedule.step_size", "1");
+  setConfigValue(c, "schedule.gamma", "0.5");
+  setConfigValue(c, "train.inject_nonfinite", "1");
+  const auto m = runAll(c);
+  EXPECT_TRUE(m[0].skipped);
+  EXPECT_DOUBLE_EQ(m[0].lr, 0.05);
+  EXPECT_DOUBLE_EQ(m[1].lr, 0.025);  // not 0.05: the scheduler stepped although step 1 was skipped
+  EXPECT_DOUBLE_EQ(m[2].lr, 0.0125);
+}
+
+TEST(TrainerAmp, DivergenceIsReportedWithTheStepAndTensor) {
+  RunConfig c = recipe("fp32", 20);
+  setConfigValue(c, "optimizer.lr", "1e30");
+  setConfigValue(c, "optimizer.momentum", "0");
+  Trainer t(c);
+  StepMetrics last;
+  while (!t.finished()) last = t.step();
+  EXPECT_TRUE(t.diverged());
+  EXPECT_TRUE(last.diverged);
+  EXPECT_NE(last.divergence.find("step " + std::to_string(last.step)), std::string::npos);
+  EXPECT_NE(last.divergence.find("first non-finite tensor: "), std::string::npos);
+  EXPECT_LT(t.stepsDone(), 20);  // stopped (train.on_divergence = stop)
+}
+
+TEST(TrainerAmp, Bf16ActivationsTakeHalfTheBytes) {
+  Trainer f32(recipe("fp32", 2)), b16(recipe("bf16", 2));
+  StepMetrics a, b;
+  while (!f32.finished()) a = f32.step();
+  while (!b16.finished()) b = b16.step();
+  const int act = int(MemCategory::Activations);
+  EXPECT_LE(double(b.memory.peak[act]), 0.6 * double(a.memory.peak[act]));
+  EXPECT_GT(b.memory.peak[int(MemCategory::MasterWeights)], 0);
+  EXPECT_EQ(a.memory.peak[int(MemCategory::MasterWeights)], 0);
+}
+
+TEST(TrainerAmp, HistogramsShowUnderflowFractionsInBothDomains) {
+  const Preset* p = findPreset("underflow");
+  RunConfig c = presetConfig(*p, &p->variants[2]);  // fp16 with dynamic scaling
+  c.train.steps = 1;
+  Trainer t(c);
+  const auto m = t.step();
+  ASSERT_FALSE(m.histograms.empty());
+  bool sawActGrad = false;
+  for (const auto& h : m.histograms) {
+    if (h.kind != HistogramKind::ActivationGrad) continue;
+    sawActGrad = true;
+    EXPECT_EQ(h.dtype, DType::F16);
+    // Scaled by 65536 the gradients sit inside fp16's range; unscaled, many would underflow.
+    EXPECT_LT(h.scaled.fraction(h.scaled.underflow), h.unscaled.fraction(h.unscaled.underflow));
+  }
+  EXPECT_TRUE(sawActGrad);
+}

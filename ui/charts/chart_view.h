@@ -1,0 +1,164 @@
+// The one plotting widget the rest of the UI talks to. Wraps QChartView + QChart (Qt Charts is
+// deprecated after Qt 6.10, so nothing outside ui/charts touches Qt Charts directly): titles,
+// legend, light/dark theme, auto-range, x zoom (rubber band, wheel), pan (middle/right drag,
+// arrows), reset (double-click, Home), an optional log y axis, a nearest-point hover tooltip and
+// export to PNG/SVG/PDF with background, titles, axis labels and legend included.
+//
+// Log y is drawn as log_base(value) on a linear axis labelled in powers of the base (2¹⁶, 0.01):
+// such labels read better than QLogValueAxis's printf formats, and QLogValueAxis drops a whole
+// series holding one value <= 0. Panels feed it data through decimateMinMax(..., yDomain()).
+//
+// Refresh protocol for a panel: range = decimationRange(dataXMin, dataXMax); replace() each
+// series with decimated points; then applyAutoRange(dataXMin, dataXMax). Re-run it when
+// viewChanged() is emitted (zoom, pan, resize, log toggle, export at another size).
+#pragma once
+
+#include <QChartView>
+#include <QHash>
+#include <QPointer>
+#include <functional>
+
+#include "ui/charts/chart_export.h"
+#include "ui/charts/decimation.h"
+
+class QAbstractAxis;
+class QAbstractSeries;
+class QCategoryAxis;
+class QGraphicsSimpleTextItem;
+class QValueAxis;
+
+namespace amp::ui {
+
+class ChartView : public QChartView {
+  Q_OBJECT
+
+ public:
+  enum class Theme { Light, Dark };
+
+  explicit ChartView(QWidget* parent = nullptr);
+
+  // --- content -------------------------------------------------------------------------------
+  void setTitle(const QString& title);
+  QString title() const;
+  void setAxisTitles(const QString& x, const QString& y);
+  QValueAxis* xAxis() const { return m_x; }
+  QValueAxis* yAxis() const;  // the primary y axis in use (a QCategoryAxis while log)
+  // A linear axis on the right, auto-ranged like the primary one.
+  QValueAxis* addSecondaryYAxis(const QString& title);
+  // Replaces the step axis (e.g. by an exponent axis). nullptr: no x value axis (bar charts).
+  void setXAxis(QValueAxis* axis);
+  // Adds an axis the panel manages itself (bar categories); styled with the theme.
+  void addAxis(QAbstractAxis* axis, Qt::Alignment alignment);
+  // Attaches to x and to `y` (nullptr: the primary y, which follows the log toggle).
+  void addSeries(QAbstractSeries* series, QAbstractAxis* y = nullptr);
+  void removeAllSeries();
+  void setLegendEntryVisible(QAbstractSeries* series, bool visible);
+  // Centred message over the plot area ("no test set"); empty hides it. Exported too.
+  void setPlaceholder(const QString& text);
+  // Keeps 0 inside the automatic range of this y axis (bytes, samples/s).
+  void setIncludeZero(QAbstractAxis* yAxis, bool include);
+  // Lets panels draw extra items (a heat map) above the plot background.
+  QChart* chart() const { return m_chart; }
+
+  // --- log y ---------------------------------------------------------------------------------
+  void setLogYAllowed(bool allowed, YDomain logDomain = YDomain::Log10);
+  bool isLogYAllowed() const { return m_logAllowed; }
+  void setLogY(bool on);
+  bool isLogY() const { return m_logY; }
+  YDomain yDomain() const { return m_logY ? m_logDomain : YDomain::Linear; }
+
+  // --- ranges --------------------------------------------------------------------------------
+  DecimationRange decimationRange(double dataXMin, double dataXMax) const;
+  void applyAutoRange(double dataXMin, double dataXMax);
+  bool isAutoRange() const { return m_autoX && m_autoY; }
+  void setInteractive(bool on) { m_interactive = on; }  // zoom and pan (off for bar charts)
+  // Replaces the nearest-point tooltip (heat maps): value coordinates in, text out.
+  void setHoverTextProvider(std::function<QString(const QPointF&)> provider);
+
+  // --- theme ---------------------------------------------------------------------------------
+  void setTheme(Theme theme);
+  Theme theme() const { return m_theme; }
+  QColor backgroundColor() const;
+  QColor textColor() const;
+  QColor gridColor() const;
+
+  // --- export --------------------------------------------------------------------------------
+  // Lays the chart out at target's size, paints it, and lays it back out at the view's size.
+  void renderChart(QPainter* painter, const QRectF& target);
+  bool exportImage(const QString& path, const QString& format = {}, QSize size = {}, int dpi = 96);
+  bool exportPng(const QString& path, QSize size = {}, int dpi = 96);
+  bool exportSvg(const QString& path, QSize size = {});
+  bool exportPdf(const QString& path, QSize size = {});
+
+ public slots:
+  void resetView();
+  void toggleLogY() { setLogY(!m_logY); }
+
+ signals:
+  void viewChanged();  // the visible x range or pixel width changed: re-decimate
+  void logYToggled(bool on);
+  void themeChanged();
+  void exportRequested(amp::ui::ExportFormat format);  // from the context menu
+
+ protected:
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mouseReleaseEvent(QMouseEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
+  void wheelEvent(QWheelEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
+  void leaveEvent(QEvent* event) override;
+
+ private:
+  struct AxisState {
+    bool includeZero = false;
+  };
+
+  void styleAxis(QAbstractAxis* axis) const;
+  void applyTheme();
+  void onPlotAreaChanged(const QRectF& plotArea);
+  void onXRangeChanged();
+  void setXRangeGuarded(double min, double max);
+  void setYRangeGuarded(QValueAxis* axis, double min, double max);
+  void updateLogLabels();
+  void fitYAxis(QValueAxis* axis, bool log);
+  void setUserXRange(double min, double max);
+  void panBy(double dxPixels, double dyPixels);
+  void zoomXAround(double factor, double pixelX);
+  void zoomYAround(double factor, double pixelY);
+  void showContextMenu(const QPoint& pos);
+  void updateHover(const QPoint& pos);
+  QString nearestPointText(const QPointF& pos) const;
+  double deviceColumnsPerPixel() const;
+
+  QChart* m_chart;
+  QValueAxis* m_x = nullptr;
+  QValueAxis* m_yLinear;
+  QCategoryAxis* m_yLog;
+  QValueAxis* m_ySecondary = nullptr;
+  QList<QAbstractSeries*> m_primarySeries;  // follow the log toggle
+  QHash<QAbstractAxis*, AxisState> m_axisState;
+  QGraphicsSimpleTextItem* m_placeholder;
+  std::function<QString(const QPointF&)> m_hoverProvider;
+
+  Theme m_theme = Theme::Light;
+  YDomain m_logDomain = YDomain::Log10;
+  bool m_logAllowed = false;
+  bool m_logY = false;
+  bool m_autoX = true;
+  bool m_autoY = true;
+  bool m_interactive = true;
+  bool m_settingRange = false;  // our own setRange calls are not user zooms
+  bool m_labelsBusy = false;
+  double m_renderColumnsPerPixel = 0;  // > 0 while rendering for export
+  double m_lastPlotWidth = 0;
+
+  // Pan state (middle or right button drag).
+  Qt::MouseButton m_panButton = Qt::NoButton;
+  QPoint m_panLast;
+  QPoint m_panStart;
+  bool m_panMoved = false;
+  QPoint m_lastHoverPos;
+};
+
+}  // namespace amp::ui

@@ -1,0 +1,61 @@
+// The UI's record of one run: its config, every step's scalars as column arrays (append-only,
+// so charts can decimate without copying), histogram frames, events and status. Lives in the
+// GUI thread; the training worker's metrics reach it through a drained buffer.
+#pragma once
+
+#include <QColor>
+#include <QString>
+#include <QStringList>
+#include <QVector>
+#include <array>
+#include <optional>
+#include <vector>
+
+#include "engine/amp/op_trace.h"
+#include "engine/config/run_config.h"
+#include "engine/train/run_summary.h"
+#include "engine/train/step_metrics.h"
+
+namespace amp::ui {
+
+enum class RunStatus { Queued, Running, Paused, Finished, Stopped, Diverged, Failed };
+QString runStatusName(RunStatus s);
+
+struct RunSeries {
+  QVector<double> step, loss, scale, growthTracker, gradNorm, lr, stepMs, samplesPerS,
+      lostUpdateFrac;
+  QVector<double> skippedStep, skippedScale;  // steps whose update was skipped, and the scale used
+  QVector<double> testStep, testLoss, testAcc;
+  std::array<QVector<double>, kMemCategoryCount> memCurrent;  // bytes after each step
+  std::array<QVector<double>, kMemCategoryCount> memPeak;     // peak bytes within each step
+  int size() const { return step.size(); }
+};
+
+struct HistogramFrame {
+  std::int64_t step = 0;
+  float scale = 1;  // loss scale the gradients carried
+  std::vector<HistogramRecord> records;
+};
+
+struct RunData {
+  int id = 0;
+  QString name;
+  QColor color;
+  RunConfig config;
+  RunStatus status = RunStatus::Queued;
+  QString statusDetail;     // divergence text, failure message
+  QString backendInfo;      // what runs natively and what is emulated
+  QStringList modelSummary; // one line per layer, from Trainer::modelSummary()
+  std::int64_t totalSteps = 0;
+  bool visible = true;      // ticked in the run table: overlaid in the charts
+  RunSeries series;
+  std::vector<HistogramFrame> histograms;
+  QStringList events;
+  std::vector<OpTraceEntry> trace;  // latest per-op dtype trace
+  RunSummaryBuilder summary;
+
+  // Appends one step (GUI thread).
+  void append(const StepMetrics& m);
+};
+
+}  // namespace amp::ui

@@ -1,0 +1,60 @@
+#include "ui/theme.h"
+
+#include <QApplication>
+#include <QPalette>
+#include <QStyleFactory>
+
+namespace amp::ui {
+
+namespace {
+Theme g_theme = Theme::Light;
+
+QPalette darkPalette() {
+  QPalette p;
+  const QColor window(45, 45, 48), base(30, 30, 32), text(220, 220, 220), disabled(120, 120, 120);
+  p.setColor(QPalette::Window, window);
+  p.setColor(QPalette::WindowText, text);
+  p.setColor(QPalette::Base, base);
+  p.setColor(QPalette::AlternateBase, QColor(40, 40, 43));
+  p.setColor(QPalette::ToolTipBase, QColor(60, 60, 64));
+  p.setColor(QPalette::ToolTipText, text);
+  p.setColor(QPalette::PlaceholderText, disabled);
+  p.setColor(QPalette::Text, text);
+  p.setColor(QPalette::Button, window);
+  p.setColor(QPalette::ButtonText, text);
+  p.setColor(QPalette::BrightText, Qt::white);
+  p.setColor(QPalette::Link, QColor(100, 170, 255));
+  p.setColor(QPalette::Highlight, QColor(42, 110, 190));
+  p.setColor(QPalette::HighlightedText, Qt::white);
+  p.setColor(QPalette::Light, QColor(70, 70, 74));
+  p.setColor(QPalette::Midlight, QColor(60, 60, 64));
+  p.setColor(QPalette::Mid, QColor(38, 38, 40));
+  p.setColor(QPalette::Dark, QColor(25, 25, 27));
+  p.setColor(QPalette::Shadow, Qt::black);
+  for (auto role : {QPalette::WindowText, QPalette::Text, QPalette::ButtonText})
+    p.setColor(QPalette::Disabled, role, disabled);
+  return p;
+}
+}  // namespace
+
+void applyTheme(Theme theme) {
+  g_theme = theme;
+  if (auto* style = QStyleFactory::create(QStringLiteral("Fusion"))) QApplication::setStyle(style);
+  QApplication::setPalette(theme == Theme::Dark ? darkPalette() : QApplication::style()->standardPalette());
+}
+
+Theme currentTheme() { return g_theme; }
+
+QColor runColor(int index) {
+  // Tableau 10: distinct hues of similar weight, readable on light and dark backgrounds.
+  static const QColor colors[] = {QColor(0x4e79a7), QColor(0xf28e2b), QColor(0xe15759),
+                                  QColor(0x76b7b2), QColor(0x59a14f), QColor(0xedc948),
+                                  QColor(0xb07aa1), QColor(0xff9da7), QColor(0x9c755f),
+                                  QColor(0xbab0ac)};
+  return colors[((index % 10) + 10) % 10];
+}
+
+QColor errorColor() { return g_theme == Theme::Dark ? QColor(255, 110, 100) : QColor(200, 30, 30); }
+QColor warningColor() { return g_theme == Theme::Dark ? QColor(255, 190, 80) : QColor(190, 110, 0); }
+
+}  // namespace amp::ui
