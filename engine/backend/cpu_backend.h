@@ -2,6 +2,10 @@
 // emulated exactly (fp32 math on fp16-rounded inputs, output rounded to fp16), OpenMP loops.
 #pragma once
 
+#include <map>
+#include <mutex>
+#include <vector>
+
 #include "engine/backend/backend.h"
 #include "kernels/cpu/float_io.h"
 
@@ -88,6 +92,12 @@ class CpuBackend final : public Backend {
  private:
   MemoryTracker m_memory;
   GemmCounters m_gemm;
+  // Freed blocks kept for reuse by size, as PyTorch's caching allocator does: a training step
+  // allocates the same sizes every time, and fresh multi-MB blocks would be mmap'ed and
+  // page-faulted anew each step. The tracker counts live tensors only (PyTorch's "allocated").
+  std::mutex m_cacheMutex;
+  std::multimap<std::size_t, void*> m_freeBlocks;
+  std::size_t m_cachedBytes = 0;
   bool m_nativeBf16 = false;
 };
 

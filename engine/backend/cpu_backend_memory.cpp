@@ -1,4 +1,5 @@
 // CPU backend: allocation, host transfer, casts and simple elementwise updates.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -26,7 +27,13 @@ CpuBackend::CpuBackend() {
   m_nativeBf16 = isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
 }
 
-CpuBackend::~CpuBackend() = default;
+CpuBackend::~CpuBackend() {
+  for (auto& [bytes, p] : m_freeBlocks) std::free(p);
+}
+
+namespace {
+constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;
+}
 
 std::string CpuBackend::description() const {
   const auto isa = dnnl::get_effective_cpu_isa();
@@ -39,13 +46,32 @@ std::string CpuBackend::description() const {
 
 void* CpuBackend::allocateBytes(std::size_t bytes) {
   // 64-byte alignment for AVX-512 loads; at least one line so empty tensors still own memory.
-  const std::size_t rounded = ((bytes + 63) / 64) * 64;
-  void* p = std::aligned_alloc(64, rounded ? rounded : 64);
+  const std::size_t rounded = std::max<std::size_t>(64, ((bytes + 63) / 64) * 64);
+  {
+    std::lock_guard lock(m_cacheMutex);
+    auto it = m_freeBlocks.find(rounded);
+    if (it != m_freeBlocks.end()) {
+      void* p = it->second;
+      m_freeBlocks.erase(it);
+      m_cachedBytes -= rounded;
+      return p;
+    }
+  }
+  void* p = std::aligned_alloc(64, rounded);
   if (!p) throw std::bad_alloc();
   return p;
 }
 
-void CpuBackend::freeBytes(void* p, std::size_t) { std::free(p); }
+void CpuBackend::freeBytes(void* p, std::size_t bytes) {
+  const std::size_t rounded = std::max<std::size_t>(64, ((bytes + 63) / 64) * 64);
+  std::lock_guard lock(m_cacheMutex);
+  if (m_cachedBytes + rounded > kMaxCachedBytes) {
+    std::free(p);
+    return;
+  }
+  m_freeBlocks.emplace(rounded, p);
+  m_cachedBytes += rounded;
+}
 
 void CpuBackend::uploadFloat(Tensor& dst, std::span<const float> src) {
   if (static_cast<std::int64_t>(src.size()) != dst.numel())
