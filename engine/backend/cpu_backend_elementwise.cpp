@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "engine/backend/cpu_backend.h"
+#include "kernels/cpu/chunked.h"
 
 namespace amp {
 
@@ -50,24 +51,19 @@ inline std::uint64_t mix64(std::uint64_t z) {
 
 void CpuBackend::activationForward(Activation a, const Tensor& x, Tensor& y) {
   cpu::requireSameShape(x, y, "activation");
-  const std::int64_t n = x.numel();
-  cpu::dispatchFloatCode(floatCode(x), [&](auto st) {
-    cpu::dispatchFloatCode(floatCode(y), [&](auto dt) {
-      using S = decltype(st);
-      using D = decltype(dt);
-      const auto* in = x.data<typename S::Storage>();
-      auto* out = y.data<typename D::Storage>();
-      if (a == Activation::ReLU) {
-#pragma omp parallel for if (n > kParallelThreshold)
-        for (std::int64_t i = 0; i < n; ++i) {
-          const float v = S::load(in[i]);
-          out[i] = D::store(v > 0.f ? v : 0.f);
-        }
-        return;
-      }
-#pragma omp parallel for if (n > kParallelThreshold / 8)
-      for (std::int64_t i = 0; i < n; ++i) out[i] = D::store(activate(a, S::load(in[i])));
-    });
+  const int xc = floatCode(x), yc = floatCode(y);
+  const void* xs = x.rawData();
+  void* ys = y.rawData();
+  cpu::forEachChunk(x.numel(), [&](std::int64_t b, std::int64_t n) {
+    float in[cpu::kChunk], out[cpu::kChunk];
+    const float* v = cpu::widenChunk(xc, xs, b, n, in);
+    float* o = cpu::outputChunk(yc, ys, b, out);
+    if (a == Activation::ReLU) {
+      for (std::int64_t i = 0; i < n; ++i) o[i] = v[i] > 0.f ? v[i] : 0.f;
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) o[i] = activate(a, v[i]);
+    }
+    cpu::narrowChunk(yc, ys, b, n, o);
   });
 }
 
@@ -76,21 +72,19 @@ void CpuBackend::activationBackward(Activation a, const Tensor& x, const Tensor&
   cpu::requireSameShape(y, dy, "activation backward");
   cpu::requireSameShape(dy, dx, "activation backward");
   if (x.dtype() != y.dtype()) throw std::invalid_argument("activation backward: x/y dtypes");
-  const std::int64_t n = dy.numel();
-  cpu::dispatchFloatCode(floatCode(y), [&](auto vt) {
-    cpu::dispatchFloatCode(floatCode(dy), [&](auto gt) {
-      using V = decltype(vt);
-      using G = decltype(gt);
-      const auto* xs = x.data<typename V::Storage>();
-      const auto* ys = y.data<typename V::Storage>();
-      const auto* g = dy.data<typename G::Storage>();
-      auto* out = dx.data<typename G::Storage>();
-#pragma omp parallel for if (n > kParallelThreshold)
-      for (std::int64_t i = 0; i < n; ++i) {
-        const float d = derivative(a, V::load(xs[i]), V::load(ys[i]));
-        out[i] = G::store(G::load(g[i]) * d);
-      }
-    });
+  const int vc = floatCode(y), gc = floatCode(dy), dc = floatCode(dx);
+  cpu::forEachChunk(dy.numel(), [&](std::int64_t b, std::int64_t n) {
+    float xb[cpu::kChunk], yb[cpu::kChunk], gb[cpu::kChunk], ob[cpu::kChunk];
+    const float* ys = cpu::widenChunk(vc, y.rawData(), b, n, yb);
+    const float* g = cpu::widenChunk(gc, dy.rawData(), b, n, gb);
+    float* o = cpu::outputChunk(dc, dx.rawData(), b, ob);
+    if (a == Activation::ReLU) {  // threshold_backward on the result
+      for (std::int64_t i = 0; i < n; ++i) o[i] = ys[i] > 0.f ? g[i] : 0.f;
+    } else {
+      const float* xs = cpu::widenChunk(vc, x.rawData(), b, n, xb);
+      for (std::int64_t i = 0; i < n; ++i) o[i] = g[i] * derivative(a, xs[i], ys[i]);
+    }
+    cpu::narrowChunk(dc, dx.rawData(), b, n, o);
   });
 }
 

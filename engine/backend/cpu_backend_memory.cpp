@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "engine/backend/cpu_backend.h"
+#include "kernels/cpu/chunked.h"
 #include "kernels/cpu/convert.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -173,26 +174,23 @@ void CpuBackend::copyInto(const Tensor& src, Tensor& dst) {
 
 void CpuBackend::accumulate(Tensor& dst, const Tensor& src) {
   cpu::requireSameShape(src, dst, "accumulate");
-  const std::int64_t n = src.numel();
-  cpu::dispatchFloatCode(floatCode(src), [&](auto st) {
-    cpu::dispatchFloatCode(floatCode(dst), [&](auto dt) {
-      using S = decltype(st);
-      using D = decltype(dt);
-      const auto* in = src.data<typename S::Storage>();
-      auto* out = dst.data<typename D::Storage>();
-#pragma omp parallel for if (n > kParallelThreshold)
-      for (std::int64_t i = 0; i < n; ++i) out[i] = D::store(D::load(out[i]) + S::load(in[i]));
-    });
+  const int sc = floatCode(src), dc = floatCode(dst);
+  cpu::forEachChunk(src.numel(), [&](std::int64_t b, std::int64_t n) {
+    float sb[cpu::kChunk], db[cpu::kChunk];
+    const float* in = cpu::widenChunk(sc, src.rawData(), b, n, sb);
+    float* acc = const_cast<float*>(cpu::widenChunk(dc, dst.rawData(), b, n, db));
+    for (std::int64_t i = 0; i < n; ++i) acc[i] += in[i];
+    cpu::narrowChunk(dc, dst.rawData(), b, n, acc);
   });
 }
 
 void CpuBackend::scaleInPlace(Tensor& t, float factor) {
-  const std::int64_t n = t.numel();
-  cpu::dispatchFloatCode(floatCode(t), [&](auto tag) {
-    using T = decltype(tag);
-    auto* p = t.data<typename T::Storage>();
-#pragma omp parallel for if (n > kParallelThreshold)
-    for (std::int64_t i = 0; i < n; ++i) p[i] = T::store(T::load(p[i]) * factor);
+  const int tc = floatCode(t);
+  cpu::forEachChunk(t.numel(), [&](std::int64_t b, std::int64_t n) {
+    float buf[cpu::kChunk];
+    float* v = const_cast<float*>(cpu::widenChunk(tc, t.rawData(), b, n, buf));
+    for (std::int64_t i = 0; i < n; ++i) v[i] *= factor;
+    cpu::narrowChunk(tc, t.rawData(), b, n, v);
   });
 }
 

@@ -4,7 +4,11 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <algorithm>
+#include <cstring>
+
 #include "engine/backend/cpu_backend.h"
+#include "kernels/cpu/chunked.h"
 
 namespace amp {
 
@@ -18,36 +22,52 @@ void requireF32State(const Tensor* t, const Tensor& param, const char* what) {
 }
 }  // namespace
 
+namespace {
+
+// Runs `update(w, g, globalIndex, delta)` over chunks of a parameter and its gradient (any
+// float dtypes), writing the parameter back in its dtype. `update` returns the new fp32 value
+// and sets `delta` to the change it intended before any rounding; a non-zero delta that left
+// the stored weight unchanged is a lost update (|delta| below half an ulp of the weight).
+template <class Update>
+std::int64_t updateInChunks(Tensor& param, const Tensor& grad, Update update) {
+  const int pc = cpu::floatCode(param), gc = cpu::floatCode(grad);
+  const std::int64_t n = param.numel(), chunks = (n + cpu::kChunk - 1) / cpu::kChunk;
+  std::int64_t lost = 0;
+#pragma omp parallel for reduction(+ : lost) if (n > kParallelThreshold / 4)
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t b = c * cpu::kChunk, len = std::min(cpu::kChunk, n - b);
+    float wb[cpu::kChunk], gb[cpu::kChunk], old[cpu::kChunk], delta[cpu::kChunk];
+    float* w = const_cast<float*>(cpu::widenChunk(pc, param.rawData(), b, len, wb));
+    const float* g = cpu::widenChunk(gc, grad.rawData(), b, len, gb);
+    std::memcpy(old, w, static_cast<std::size_t>(len) * 4);
+    for (std::int64_t i = 0; i < len; ++i) w[i] = update(w[i], g[i], b + i, delta[i]);
+    cpu::narrowChunk(pc, param.rawData(), b, len, w);
+    if (pc != 0) cpu::widenChunk(pc, param.rawData(), b, len, w);  // what was stored
+    std::int64_t l = 0;
+    for (std::int64_t i = 0; i < len; ++i) l += (delta[i] != 0.f && w[i] == old[i]);
+    lost += l;
+  }
+  return lost;
+}
+
+}  // namespace
+
 std::int64_t CpuBackend::sgdStep(Tensor& param, const Tensor& grad, Tensor* momentumBuf,
                                  const SgdParams& p) {
   cpu::requireSameShape(param, grad, "sgd");
   requireF32State(momentumBuf, param, "momentum buffer");
-  const std::int64_t n = param.numel();
-  std::int64_t lost = 0;
   float* buf = momentumBuf ? momentumBuf->data<float>() : nullptr;
-  cpu::dispatchFloatCode(floatCode(param), [&](auto pt) {
-    cpu::dispatchFloatCode(floatCode(grad), [&](auto gt) {
-      using P = decltype(pt);
-      using G = decltype(gt);
-      auto* w = param.data<typename P::Storage>();
-      const auto* g = grad.data<typename G::Storage>();
-#pragma omp parallel for reduction(+ : lost) if (n > kParallelThreshold)
-      for (std::int64_t i = 0; i < n; ++i) {
-        const auto old = w[i];
-        const float wf = P::load(old);
-        float d = G::load(g[i]);
-        if (p.weightDecay != 0.f) d += p.weightDecay * wf;
-        if (p.momentum != 0.f) {
-          buf[i] = p.firstStep ? d : buf[i] * p.momentum + (1.f - p.dampening) * d;
-          d = p.nesterov ? d + p.momentum * buf[i] : buf[i];
-        }
-        const float update = -p.lr * d;
-        w[i] = P::store(wf + update);
-        lost += (update != 0.f && w[i] == old);
-      }
-    });
+  const bool momentum = p.momentum != 0.f;
+  return updateInChunks(param, grad, [&](float w, float g, std::int64_t k, float& delta) {
+    float d = g;
+    if (p.weightDecay != 0.f) d += p.weightDecay * w;
+    if (momentum) {
+      buf[k] = p.firstStep ? d : buf[k] * p.momentum + (1.f - p.dampening) * d;
+      d = p.nesterov ? d + p.momentum * buf[k] : buf[k];
+    }
+    delta = -p.lr * d;
+    return w + delta;
   });
-  return lost;
 }
 
 std::int64_t CpuBackend::adamStep(Tensor& param, const Tensor& grad, Tensor& expAvg,
@@ -56,7 +76,6 @@ std::int64_t CpuBackend::adamStep(Tensor& param, const Tensor& grad, Tensor& exp
   requireF32State(&expAvg, param, "adam exp_avg");
   requireF32State(&expAvgSq, param, "adam exp_avg_sq");
   if (p.step < 1) throw std::invalid_argument("adam: step count starts at 1");
-  const std::int64_t n = param.numel();
   // Scalars in double as PyTorch computes them in Python, then used in fp32 arithmetic.
   const double bc1 = 1.0 - std::pow(double(p.beta1), double(p.step));
   const double bc2 = 1.0 - std::pow(double(p.beta2), double(p.step));
@@ -66,30 +85,17 @@ std::int64_t CpuBackend::adamStep(Tensor& param, const Tensor& grad, Tensor& exp
   const float oneMinusB1 = float(1.0 - p.beta1), oneMinusB2 = float(1.0 - p.beta2);
   float* m = expAvg.data<float>();
   float* v = expAvgSq.data<float>();
-  std::int64_t lost = 0;
-  cpu::dispatchFloatCode(floatCode(param), [&](auto pt) {
-    cpu::dispatchFloatCode(floatCode(grad), [&](auto gt) {
-      using P = decltype(pt);
-      using G = decltype(gt);
-      auto* w = param.data<typename P::Storage>();
-      const auto* g = grad.data<typename G::Storage>();
-#pragma omp parallel for reduction(+ : lost) if (n > kParallelThreshold / 4)
-      for (std::int64_t i = 0; i < n; ++i) {
-        const auto old = w[i];
-        float wf = P::load(old);
-        float gi = G::load(g[i]);
-        if (p.decoupled) wf *= decay;
-        else if (p.weightDecay != 0.f) gi += p.weightDecay * wf;
-        m[i] += (gi - m[i]) * oneMinusB1;  // exp_avg.lerp_(grad, 1 - beta1)
-        v[i] = v[i] * p.beta2 + oneMinusB2 * gi * gi;
-        const float denom = std::sqrt(v[i]) / bc2Sqrt + p.eps;
-        const float target = wf - stepSize * (m[i] / denom);
-        w[i] = P::store(target);
-        lost += (target != wf && P::load(w[i]) == wf && !p.decoupled);
-      }
-    });
+  return updateInChunks(param, grad, [&](float w, float g, std::int64_t k, float& delta) {
+    const float w0 = w;
+    if (p.decoupled) w *= decay;
+    else if (p.weightDecay != 0.f) g += p.weightDecay * w;
+    m[k] += (g - m[k]) * oneMinusB1;  // exp_avg.lerp_(grad, 1 - beta1)
+    v[k] = v[k] * p.beta2 + oneMinusB2 * g * g;
+    const float denom = std::sqrt(v[k]) / bc2Sqrt + p.eps;
+    const float step = stepSize * (m[k] / denom);
+    delta = (w - w0) - step;  // decoupled decay and the Adam step together
+    return w - step;
   });
-  return lost;
 }
 
 }  // namespace amp

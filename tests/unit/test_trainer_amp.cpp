@@ -206,3 +206,13 @@ TEST(TrainerAmp, HistogramsShowUnderflowFractionsInBothDomains) {
   }
   EXPECT_TRUE(sawActGrad);
 }
+
+TEST(TrainerAmp, LostUpdatesAreCountedForFp32MastersToo) {
+  // An SGD update far below half an fp32 ulp of its weight is lost even in fp32: the meter must
+  // see it (lr 1e-12 against weights of ~0.05: ulp ~3.7e-9).
+  RunConfig c = recipe("fp32", 1);
+  setConfigValue(c, "optimizer.lr", "1e-12");
+  setConfigValue(c, "optimizer.momentum", "0");
+  const auto m = runAll(c);
+  EXPECT_GT(m[0].lostUpdateFrac, 0.99);
+}

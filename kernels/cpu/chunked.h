@@ -1,0 +1,56 @@
+// Chunked elementwise processing for mixed dtypes: a chunk of 16-bit values is widened to fp32
+// with the vectorised (bit-exact) converters, the op runs as a plain fp32 loop the compiler
+// vectorises, and results are rounded back once. Identical numerics to converting element by
+// element, at vector speed. fp32 data is used in place, without copies.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/convert.h"
+
+namespace amp::cpu {
+
+constexpr std::int64_t kChunk = 4096;  // 16 KiB of fp32: stays in L1/L2
+
+// dtype codes as amp::DType: 0 fp32, 1 fp16, 2 bf16.
+// Returns fp32 values of [offset, offset+n): a pointer into base when fp32, else `scratch`.
+inline const float* widenChunk(int code, const void* base, std::int64_t offset, std::int64_t n,
+                               float* scratch) {
+  if (code == 0) return static_cast<const float*>(base) + offset;
+  const auto* p = static_cast<const std::uint16_t*>(base) + offset;
+  if (code == 1) convertF16ToF32(p, scratch, static_cast<std::size_t>(n));
+  else convertBf16ToF32(p, scratch, static_cast<std::size_t>(n));
+  return scratch;
+}
+
+// Where to write fp32 results for [offset, offset+n): into base when fp32, else `scratch`
+// (then call narrowChunk).
+inline float* outputChunk(int code, void* base, std::int64_t offset, float* scratch) {
+  return code == 0 ? static_cast<float*>(base) + offset : scratch;
+}
+
+inline void narrowChunk(int code, void* base, std::int64_t offset, std::int64_t n,
+                        const float* values) {
+  if (code == 0) {
+    float* dst = static_cast<float*>(base) + offset;
+    if (dst != values) std::memcpy(dst, values, static_cast<std::size_t>(n) * 4);
+    return;
+  }
+  auto* p = static_cast<std::uint16_t*>(base) + offset;
+  if (code == 1) convertF32ToF16(values, p, static_cast<std::size_t>(n));
+  else convertF32ToBf16(values, p, static_cast<std::size_t>(n));
+}
+
+// Calls fn(begin, length) for every chunk, in parallel when there is enough work.
+template <class Fn>
+void forEachChunk(std::int64_t n, Fn&& fn, std::int64_t parallelThreshold = 1 << 15) {
+  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n > parallelThreshold)
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t begin = c * kChunk;
+    fn(begin, begin + kChunk <= n ? kChunk : n - begin);
+  }
+}
+
+}  // namespace amp::cpu
