@@ -2,11 +2,18 @@
 
 #include <unistd.h>
 
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
+#include <QJsonDocument>
+#include <QSaveFile>
 #include <chrono>
 #include <cstdio>
 
+#include "engine/io/checkpoint.h"
 #include "engine/io/config_json.h"
+#include "engine/io/metrics_json.h"
 #include "engine/io/run_output.h"
 #include "engine/train/event_text.h"
 
@@ -44,6 +51,7 @@ ExperimentArgs parseExperimentArgs(const Args& args, const std::vector<std::stri
 }
 
 std::vector<NamedConfig> buildConfigs(const ExperimentArgs& a) {
+  if (!a.resume.empty()) throw UsageError("--resume works with 'ampstudio-cli run' only");
   std::vector<NamedConfig> out;
   const Preset* preset = nullptr;
   if (!a.preset.empty()) {
@@ -69,6 +77,30 @@ std::vector<NamedConfig> buildConfigs(const ExperimentArgs& a) {
     finish(preset ? presetConfig(*preset) : RunConfig{}, "");
   }
   return out;
+}
+
+RunConfig buildResumeConfig(const ExperimentArgs& a) {
+  if (!a.preset.empty() || !a.configFile.empty())
+    throw UsageError(std::string("--resume: the checkpoint holds the run's config; change it with --set, not ") +
+                     (a.preset.empty() ? "a config file" : "--preset"));
+  const CheckpointInfo info = readCheckpointInfo(QString::fromStdString(a.resume));
+  RunConfig c = info.config;
+  for (const auto& kv : a.overrides) {
+    try {
+      applyOverride(c, kv);
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string("--set ") + e.what());
+    }
+  }
+  if (auto e = resumeConfigError(info.config, c)) throw UsageError("--resume: --set " + *e);
+  if (auto e = validateRunConfig(c)) throw ConfigError(*e);
+  return c;
+}
+
+std::string defaultResumeOutDir(const std::string& checkpoint) {
+  const QDir folder = QFileInfo(QString::fromStdString(checkpoint)).absoluteDir();
+  if (folder.dirName() == "checkpoints") return QFileInfo(folder.absolutePath()).absolutePath().toStdString();
+  return "ampstudio-run";
 }
 
 std::string formatBytes(std::int64_t b) {
@@ -103,12 +135,93 @@ QJsonObject traceToJson(const std::vector<OpTraceEntry>& trace) {
   return o;
 }
 
+namespace {
+
+QByteArray readAll(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) throw std::runtime_error(path.toStdString() + ": cannot read");
+  return f.readAll();
+}
+
+void writeAll(const QString& path, const QByteArray& bytes) {
+  QSaveFile f(path);
+  if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit())
+    throw std::runtime_error(path.toStdString() + ": cannot write");
+}
+
+// Drops the lines of steps after `step`: a run killed after its last checkpoint wrote them, and
+// the resumed run is about to write those steps again. JSON lines ({"step": N, ...}) that do
+// not parse are dropped too (a line cut short by the kill); events.log lines are "step N: ...".
+void keepStepsUpTo(const QString& path, std::int64_t step, bool jsonLines) {
+  if (!QFile::exists(path)) return;
+  const QByteArray all = readAll(path);
+  QByteArray kept;
+  for (const QByteArray& line : all.split('\n')) {
+    if (line.trimmed().isEmpty()) continue;
+    bool keep;
+    if (jsonLines) {
+      const QJsonObject o = QJsonDocument::fromJson(line).object();
+      keep = o.contains("step") && static_cast<std::int64_t>(o["step"].toDouble()) <= step;
+    } else {
+      bool numbered = false;
+      const qint64 n = line.startsWith("step ") ? line.mid(5, line.indexOf(':') - 5).toLongLong(&numbered) : 0;
+      keep = !numbered || n <= step;
+    }
+    if (keep) kept += line + '\n';
+  }
+  if (kept != all) writeAll(path, kept);
+}
+
+// A resumed run continues its folder: metrics.jsonl up to the checkpoint's step, then the new
+// steps appended. A new folder starts with the checkpoint's own metrics (and their events).
+void prepareResumedFolder(const QString& dir, const QByteArray& history, std::int64_t step, int growthInterval) {
+  if (!QDir().mkpath(dir)) throw std::runtime_error(dir.toStdString() + ": cannot create the output folder");
+  const QString metrics = dir + "/metrics.jsonl";
+  if (QFile::exists(metrics)) {
+    keepStepsUpTo(metrics, step, true);
+  } else {
+    writeAll(metrics, history);
+    QByteArray events;
+    for (const QByteArray& line : history.split('\n'))
+      if (!line.trimmed().isEmpty())
+        for (const auto& e : describeEvents(stepMetricsFromJson(QJsonDocument::fromJson(line).object()), growthInterval))
+          events += QByteArray::fromStdString(e) + '\n';
+    if (!QFile::exists(dir + "/events.log")) writeAll(dir + "/events.log", events);
+  }
+  keepStepsUpTo(dir + "/histograms.jsonl", step, true);
+  keepStepsUpTo(dir + "/events.log", step, false);
+}
+
+QByteArray metricsLine(const StepMetrics& m) {
+  return QJsonDocument(stepMetricsToJson(m)).toJson(QJsonDocument::Compact) + '\n';
+}
+
+}  // namespace
+
 RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quiet, bool trace,
                    const std::string& label, const std::string& resumeFrom) {
   Trainer trainer(config);
-  if (!resumeFrom.empty()) throw UsageError("--resume: checkpoints are not supported by this build yet");
+  const bool resumed = !resumeFrom.empty();
+  const bool checkpoints = !outDir.empty() && (config.checkpoint.every > 0 || config.checkpoint.atEnd);
+  RunSummaryBuilder builder;
+  QByteArray metricsSoFar;  // the whole run's metrics.jsonl, stored in every checkpoint
+  if (resumed) {
+    const QString ckpt = QString::fromStdString(resumeFrom);
+    loadCheckpoint(trainer, ckpt);
+    metricsSoFar = checkpointMetrics(ckpt);
+    // The summary covers the whole run, not only the steps of this process.
+    for (const QByteArray& line : metricsSoFar.split('\n'))
+      if (!line.trimmed().isEmpty()) builder.add(stepMetricsFromJson(QJsonDocument::fromJson(line).object()));
+  }
+  const std::int64_t startStep = trainer.stepsDone();
   std::unique_ptr<RunOutputWriter> writer;
-  if (!outDir.empty()) writer = std::make_unique<RunOutputWriter>(QString::fromStdString(outDir), config);
+  if (!outDir.empty()) {
+    const QString dir = QString::fromStdString(outDir);
+    if (resumed) prepareResumedFolder(dir, metricsSoFar, startStep, config.scaler.growthInterval);
+    writer = std::make_unique<RunOutputWriter>(dir, config, resumed);
+  }
+  const QString checkpointDir = QString::fromStdString(outDir) + "/checkpoints/";
+  std::int64_t lastCheckpoint = resumed ? startStep : -1;
   if (trace) trainer.requestTrace();
 
   RunResult result;
@@ -129,7 +242,21 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
                  config.displayName().c_str(), static_cast<long long>(trainer.model().parameterCount()),
                  static_cast<long long>(trainer.totalSteps()), trainer.backend().description().c_str());
   }
-  RunSummaryBuilder builder;
+  if (!quiet && resumed)
+    std::fprintf(stderr, "[%s] resumed from %s at step %lld\n", tag.c_str(), resumeFrom.c_str(),
+                 static_cast<long long>(startStep));
+  // A checkpoint that cannot be written is reported and the run goes on: the earlier ones are
+  // intact, and stopping would lose the training done since them.
+  auto checkpoint = [&] {
+    if (lastCheckpoint == trainer.stepsDone()) return;
+    lastCheckpoint = trainer.stepsDone();
+    try {
+      saveCheckpoint(trainer, checkpointDir + checkpointFileName(lastCheckpoint), metricsSoFar);
+    } catch (const CheckpointError& e) {
+      std::fprintf(stderr, "%s[%s] warning: checkpoint not written: %s\n", tty ? "\r\033[K" : "", tag.c_str(),
+                   e.what());
+    }
+  };
   const auto start = std::chrono::steady_clock::now();
   std::int64_t lastPrinted = -1;
   while (!trainer.finished()) {
@@ -137,12 +264,16 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
     builder.add(m);
     const auto events = describeEvents(m, config.scaler.growthInterval);
     if (writer) writer->writeStep(m, events);
+    if (checkpoints) {
+      metricsSoFar += metricsLine(m);
+      if (config.checkpoint.every > 0 && m.step % config.checkpoint.every == 0) checkpoint();
+    }
     if (!quiet) {
       for (const auto& e : events) std::fprintf(stderr, "%s[%s] %s\n", tty ? "\r\033[K" : "", tag.c_str(), e.c_str());
       const std::int64_t total = trainer.totalSteps();
       const std::int64_t pct = m.step * 100 / total;
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const double eta = elapsed / double(m.step) * double(total - m.step);
+      const double eta = elapsed / double(m.step - startStep) * double(total - m.step);
       const bool print = tty || pct / 10 != lastPrinted / 10 || m.step == total;
       if (print) {
         std::string acc = m.testAcc ? " test_acc " + std::to_string(*m.testAcc).substr(0, 6) : "";
@@ -156,6 +287,11 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
     }
   }
   if (!quiet && tty) std::fputc('\n', stderr);
+  if (checkpoints && config.checkpoint.atEnd) checkpoint();
+  if (resumed) {
+    result.extra["resumed_from"] = QString::fromStdString(resumeFrom);
+    result.extra["resumed_at_step"] = static_cast<double>(startStep);
+  }
   result.summary = builder.summary();
   if (result.summary.status == "running") result.summary.status = "finished";
   if (trace) result.trace = trainer.lastTrace();

@@ -41,8 +41,17 @@ struct NamedConfig {
   std::string label;  // variant label ("" for a single run)
   RunConfig config;
 };
-// Preset (with its variants) -> config file -> --set overrides. Throws ConfigError/UsageError.
+// Preset (with its variants) -> config file -> --set overrides. Throws ConfigError/UsageError
+// (also for --resume, which only buildResumeConfig handles).
 std::vector<NamedConfig> buildConfigs(const ExperimentArgs& a);
+
+// --resume CKPT: the checkpoint's config with the --set overrides on top. A preset or config file
+// is refused (the checkpoint defines the run), and so is a change of the model, data, seed or
+// precision. Throws UsageError, ConfigError or CheckpointError (one line naming file and entry).
+RunConfig buildResumeConfig(const ExperimentArgs& a);
+// Where a resumed run writes without --out: the run folder holding the checkpoint
+// (DIR/checkpoints/step-N.zip -> DIR), else "ampstudio-run".
+std::string defaultResumeOutDir(const std::string& checkpoint);
 
 struct RunResult {
   RunSummary summary;
@@ -50,7 +59,10 @@ struct RunResult {
   std::vector<OpTraceEntry> trace;
 };
 
-// Runs `config` to the end. outDir "" = no files. Progress on stderr unless quiet.
+// Runs `config` to the end. outDir "" = no files (and no checkpoints). Progress on stderr unless
+// quiet. checkpoint.every / checkpoint.at_end write outDir/checkpoints/step-<N>.zip. resumeFrom:
+// a checkpoint whose state is loaded first (config must come from buildResumeConfig); the
+// folder's metrics then continue from the checkpoint's step.
 RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quiet, bool trace,
                    const std::string& label, const std::string& resumeFrom = "");
 

@@ -6,6 +6,7 @@
 
 #include "app/cli_experiment.h"
 #include "app/cli_report.h"
+#include "engine/io/checkpoint.h"
 #include "engine/io/run_output.h"
 
 namespace amp::cli {
@@ -16,9 +17,14 @@ void printRunHelp() {
   std::printf(
       "usage: ampstudio-cli run [CONFIG.json] [--preset NAME] [--set key=value]... [--out DIR]\n"
       "                         [--inject-nonfinite 2,7] [--trace] [--quiet]\n"
+      "       ampstudio-cli run --resume CKPT.zip [--set key=value]... [--out DIR]\n"
       "Writes DIR/config.json, metrics.jsonl (one object per step), histograms.jsonl,\n"
       "events.log and summary.json (a preset with variants: one sub-folder per variant and a\n"
       "comparison in DIR/summary.json). Default DIR: ampstudio-run.\n"
+      "checkpoint.every=N writes DIR/checkpoints/step-<N>.zip every N steps, checkpoint.at_end=true\n"
+      "one at the end. --resume continues such a checkpoint exactly, with its config (--set may\n"
+      "change e.g. train.steps, not the model, data, seed or precision), appending to\n"
+      "DIR/metrics.jsonl. Default DIR: the run folder the checkpoint lies in.\n"
       "presets: %s\nkeys:\n", presetNames().c_str());
   for (const auto& k : configKeys())
     std::printf("  %-26s %-8s %s\n", k.key.c_str(), k.type.c_str(), k.help.c_str());
@@ -38,12 +44,15 @@ int cmdRun(const Args& args) {
   ExperimentArgs ea;
   try {
     ea = parseExperimentArgs(args);
-    configs = buildConfigs(ea);
+    if (ea.resume.empty()) configs = buildConfigs(ea);
+    else configs = {{"", buildResumeConfig(ea)}};
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ampstudio-cli run: %s\n", e.what());
     return 2;
   }
-  const std::string out = ea.outDir.empty() ? "ampstudio-run" : ea.outDir;
+  const std::string out = !ea.outDir.empty() ? ea.outDir
+                          : ea.resume.empty() ? "ampstudio-run"
+                                              : defaultResumeOutDir(ea.resume);
   std::vector<LabelledResult> results;
   bool diverged = false;
   for (const auto& nc : configs) {
@@ -60,6 +69,9 @@ int cmdRun(const Args& args) {
       std::fprintf(stderr, "ampstudio-cli run: %s\n", e.what());
       return 2;
     } catch (const UsageError& e) {
+      std::fprintf(stderr, "ampstudio-cli run: %s\n", e.what());
+      return 2;
+    } catch (const CheckpointError& e) {
       std::fprintf(stderr, "ampstudio-cli run: %s\n", e.what());
       return 2;
     }

@@ -90,6 +90,9 @@ class Backend : public BufferAllocator {
   // dst += src (src widened/rounded to dst's dtype; fp32 gradient accumulation).
   virtual void accumulate(Tensor& dst, const Tensor& src) = 0;
   virtual void scaleInPlace(Tensor& t, float factor) = 0;
+  // Rounds an fp32 tensor's values to `through` (fp16/bf16) and back, in place: an fp32 GEMM
+  // output rounded this way equals a 16-bit GEMM output widened to fp32.
+  virtual void roundThrough(Tensor& t, DType through) = 0;
   virtual void activationForward(Activation a, const Tensor& x, Tensor& y) = 0;
   // dx = dy * f'(x), given x and y = f(x).
   virtual void activationBackward(Activation a, const Tensor& x, const Tensor& y,

@@ -37,6 +37,7 @@ class CpuBackend final : public Backend {
   void copyInto(const Tensor& src, Tensor& dst) override;
   void accumulate(Tensor& dst, const Tensor& src) override;
   void scaleInPlace(Tensor& t, float factor) override;
+  void roundThrough(Tensor& t, DType through) override;
   void activationForward(Activation a, const Tensor& x, Tensor& y) override;
   void activationBackward(Activation a, const Tensor& x, const Tensor& y, const Tensor& dy,
                           Tensor& dx) override;

@@ -194,6 +194,15 @@ void CpuBackend::scaleInPlace(Tensor& t, float factor) {
   });
 }
 
+void CpuBackend::roundThrough(Tensor& t, DType through) {
+  if (t.dtype() != DType::F32) throw std::invalid_argument("roundThrough: needs an fp32 tensor");
+  cpu::forEachChunk(t.numel(), [&](std::int64_t b, std::int64_t n) {
+    float* p = t.data<float>() + b;
+    if (through == DType::F16) roundF32ThroughF16(p, static_cast<std::size_t>(n));
+    else if (through == DType::BF16) roundF32ThroughBf16(p, static_cast<std::size_t>(n));
+  });
+}
+
 void CpuBackend::setElement(Tensor& t, std::int64_t index, float value) {
   if (index < 0 || index >= t.numel()) throw std::out_of_range("setElement: index out of range");
   cpu::dispatchFloatCode(floatCode(t), [&](auto tag) {

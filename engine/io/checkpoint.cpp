@@ -122,16 +122,16 @@ struct Slot {
   Tensor* tensor;
 };
 
-// Matches a file's tensors to the trainer's: same names, dtypes and shapes. Every slot needs a
-// tensor unless `optional`; tensors without a slot do not belong to this model.
+// Matches a file's tensors to the trainer's: same names, dtypes and shapes, one tensor for
+// every slot and none left over.
 std::vector<const SafeTensor*> matchTensors(const QString& path, const char* entry, const SafetensorsFile& file,
-                                            const std::vector<Slot>& slots, bool optional) {
+                                            const std::vector<Slot>& wanted) {
   std::vector<const SafeTensor*> out;
   std::set<std::string> names;
-  for (const Slot& s : slots) {
+  for (const Slot& s : wanted) {
     names.insert(s.name);
     const SafeTensor* t = file.find(s.name);
-    if (!t && !optional) fail(path, entry, "no tensor '" + s.name + "' (a checkpoint of another model?)");
+    if (!t) fail(path, entry, "no tensor '" + s.name + "' (a checkpoint of another model?)");
     if (t && (t->dtype != s.tensor->dtype() || t->shape != s.tensor->shape()))
       fail(path, entry, "tensor '" + s.name + "' is " + specText(t->dtype, t->shape) + ", but this model's is " +
                             specText(s.tensor->dtype(), s.tensor->shape()) + " (a checkpoint of another model?)");
@@ -291,7 +291,7 @@ void loadCheckpoint(Trainer& trainer, const QString& zipPath) {
                                       " (a checkpoint of another model?)");
   std::vector<Slot> all = params;
   all.insert(all.end(), buffers.begin(), buffers.end());
-  const auto modelTensors = matchTensors(zipPath, kModelEntry, c.model, all, false);
+  const auto modelTensors = matchTensors(zipPath, kModelEntry, c.model, all);
   validateOptimizer(zipPath, c, trainer.optimizer());
   validateScaler(zipPath, c, trainer.scaler());
   validateProgress(zipPath, c, trainer);

@@ -35,12 +35,11 @@ std::string jsonString(const std::string& s) {
 
 std::string tensorText(const std::string& name) { return "tensor '" + name + "'"; }
 
-// A JSON number that must be a non-negative integer a double holds exactly.
-std::optional<std::uint64_t> jsonCount(const QJsonValue& v) {
-  if (!v.isDouble()) return std::nullopt;
+// A JSON number that must be a non-negative integer a double holds exactly; -1 if it is not.
+std::int64_t jsonCount(const QJsonValue& v) {
   const double d = v.toDouble();
-  if (!(d >= 0 && d <= kMaxExactInteger && d == std::floor(d))) return std::nullopt;
-  return static_cast<std::uint64_t>(d);
+  if (!v.isDouble() || !(d >= 0 && d <= kMaxExactInteger && d == std::floor(d))) return -1;
+  return static_cast<std::int64_t>(d);
 }
 
 struct Entry {
@@ -65,23 +64,24 @@ SafeTensor parseTensorEntry(const std::string& name, const QJsonValue& value, En
   if (!shape.isArray()) throw SafetensorsError(where + ": missing \"shape\"");
   double numel = 1;
   for (const QJsonValue& d : shape.toArray()) {
-    const auto n = jsonCount(d);
-    if (!n) throw SafetensorsError(where + ": shape entries must be integers >= 0");
-    t.shape.push_back(static_cast<std::int64_t>(*n));
-    numel *= static_cast<double>(*n);
+    const std::int64_t n = jsonCount(d);
+    if (n < 0) throw SafetensorsError(where + ": shape entries must be integers >= 0");
+    t.shape.push_back(n);
+    numel *= static_cast<double>(n);
   }
-  const QJsonValue offsets = o.value("data_offsets");
-  const QJsonArray off = offsets.toArray();
-  const auto begin = off.size() == 2 ? jsonCount(off[0]) : std::nullopt;
-  const auto end = off.size() == 2 ? jsonCount(off[1]) : std::nullopt;
-  if (!offsets.isArray() || !begin || !end || *end < *begin)
+  // Both offsets parsed before either is used; [begin, end] with begin <= end.
+  const QJsonArray off = o.value("data_offsets").toArray();
+  const std::int64_t first = off.size() == 2 ? jsonCount(off[0]) : -1;
+  const std::int64_t last = off.size() == 2 ? jsonCount(off[1]) : -1;
+  if (first < 0 || last < first)
     throw SafetensorsError(where + ": \"data_offsets\" must be [begin, end] with 0 <= begin <= end");
+  const auto begin = static_cast<std::uint64_t>(first), end = static_cast<std::uint64_t>(last);
   const double expected = numel * static_cast<double>(dtypeSize(t.dtype));
-  if (expected > kMaxExactInteger || static_cast<double>(*end - *begin) != expected)
-    throw SafetensorsError(where + ": " + std::to_string(*end - *begin) + " bytes of data, but shape " +
+  if (expected > kMaxExactInteger || static_cast<double>(end - begin) != expected)
+    throw SafetensorsError(where + ": " + std::to_string(end - begin) + " bytes of data, but shape " +
                            shapeString(t.shape) + " of " + dt.toString().toStdString() + " needs " +
                            QString::number(expected, 'f', 0).toStdString());
-  range = {name, *begin, *end};
+  range = {name, begin, end};
   return t;
 }
 

@@ -83,10 +83,15 @@ Tensor Linear::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
   const Tensor dy = castActivation(be, dyIn, d, casts);
 
   // Weight and bias gradients in the compute dtype (a 16-bit GEMM output is rounded to 16
-  // bits — where small gradients underflow), then handed to the fp32 .grad.
-  Tensor dw = be.empty({m_out, m_in}, d, MemCategory::Gradients);
+  // bits — where small gradients underflow), then handed to the fp32 .grad. When .grad is
+  // still empty the GEMM writes fp32 straight into it and rounds through 16 bits in place:
+  // the same values, without a 16-bit temporary and a separate cast.
+  const bool direct = !m_weight.grad.defined() && isLowPrecision(d) &&
+                      m_weight.value.dtype() == DType::F32;
+  Tensor dw = be.empty({m_out, m_in}, direct ? DType::F32 : d, MemCategory::Gradients);
   be.gemm(dy, true, m_savedX, false, dw);
-  const bool dwCast = dw.dtype() != m_weight.value.dtype();
+  if (direct) be.roundThrough(dw, d);
+  const bool dwCast = isLowPrecision(d) && m_weight.value.dtype() == DType::F32;
   accumulateGrad(be, m_weight, std::move(dw));
   if (m_hasBias) {
     Tensor db = be.empty({m_out}, d, MemCategory::Gradients);
