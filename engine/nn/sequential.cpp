@@ -27,10 +27,22 @@ Tensor Sequential::forward(LayerContext& ctx, const Tensor& x) {
 }
 
 void Sequential::backward(LayerContext& ctx, const Tensor& dy) {
+  // A layer needs its input's gradient only if some layer before it has parameters (the
+  // model's input needs none): with Flatten first, the first Linear skips its dX GEMM.
+  std::size_t firstTrainable = m_layers.size();
+  for (std::size_t i = 0; i < m_layers.size(); ++i)
+    if (!m_layers[i]->parameters().empty()) {
+      firstTrainable = i;
+      break;
+    }
   Tensor g = dy;
   for (std::size_t i = m_layers.size(); i-- > 0;) {
     if (ctx.observer) ctx.observer->activationGrad(m_layers[i]->name(), g);
-    g = m_layers[i]->backward(ctx, g, /*needInputGrad=*/i > 0);
+    g = m_layers[i]->backward(ctx, g, /*needInputGrad=*/i > firstTrainable);
+    if (i <= firstTrainable) {
+      for (std::size_t j = 0; j < i; ++j) m_layers[j]->releaseSaved();
+      break;  // nothing below needs a gradient
+    }
   }
 }
 
