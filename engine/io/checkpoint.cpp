@@ -234,6 +234,7 @@ void saveCheckpoint(Trainer& trainer, const QString& zipPath, const QByteArray& 
   m.step = p.step;
   m.epoch = p.loader.epoch;
   m.schedulerSteps = p.schedulerSteps;
+  m.stopped = p.stopped;
   m.loader = p.loader;
 
   std::vector<SafeTensor> model, optimizer;
@@ -307,7 +308,7 @@ void loadCheckpoint(Trainer& trainer, const QString& zipPath) {
   }
   opt.setStateScalars(c.info.optimizerScalars);
   trainer.scaler().loadStateDict(c.scaler);
-  trainer.restoreProgress({c.info.step, c.info.schedulerSteps, c.info.loader});
+  trainer.restoreProgress({c.info.step, c.info.schedulerSteps, c.info.loader, c.info.stopped});
 }
 
 std::optional<std::string> resumeConfigError(const RunConfig& saved, const RunConfig& wanted) {

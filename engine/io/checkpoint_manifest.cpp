@@ -133,6 +133,7 @@ QByteArray manifestToJson(const CheckpointInfo& m) {
   o["step"] = static_cast<double>(m.step);
   o["epoch"] = static_cast<double>(m.epoch);
   o["scheduler_steps"] = static_cast<double>(m.schedulerSteps);
+  if (m.stopped) o["stopped"] = true;
   QJsonObject loader;
   loader["epoch"] = static_cast<double>(m.loader.epoch);
   loader["position"] = static_cast<double>(m.loader.position);
@@ -191,6 +192,7 @@ CheckpointInfo manifestFromJson(const QByteArray& bytes) {
   m.step = r.integer("step");
   m.epoch = r.integer("epoch");
   m.schedulerSteps = r.integer("scheduler_steps");
+  m.stopped = r.raw().value("stopped").toBool(false);  // optional: absent in running checkpoints
   const Reader loader = r.object("loader");
   m.loader.epoch = loader.integer("epoch");
   m.loader.position = loader.integer("position");

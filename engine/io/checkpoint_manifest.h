@@ -54,6 +54,7 @@ struct CheckpointInfo {
   std::int64_t step = 0;            // optimizer steps done
   std::int64_t epoch = 0;           // the loader's epoch
   std::int64_t schedulerSteps = 0;  // LR scheduler steps taken (also on skipped steps)
+  bool stopped = false;             // the run had diverged and stopped
   BatchLoaderState loader;          // position, RNG state, sizes
   std::vector<TensorSpec> parameters;  // in model order, as model.safetensors names them
   std::vector<TensorSpec> buffers;     // BatchNorm running statistics

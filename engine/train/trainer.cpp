@@ -275,13 +275,14 @@ StepMetrics Trainer::step() {
 }
 
 TrainerProgress Trainer::progress() const {
-  return {m_step, m_schedulerSteps, m_loader->state()};
+  return {m_step, m_schedulerSteps, m_loader->state(), m_stopped};
 }
 
 void Trainer::restoreProgress(const TrainerProgress& p) {
   m_loader->restore(p.loader);
   m_step = p.step;
   m_schedulerSteps = p.schedulerSteps;
+  m_stopped = p.stopped;
 }
 
 }  // namespace amp

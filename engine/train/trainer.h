@@ -26,6 +26,7 @@ struct TrainerProgress {
   std::int64_t step = 0;
   std::int64_t schedulerSteps = 0;
   BatchLoaderState loader;
+  bool stopped = false;  // diverged and stopped: a resumed run must not train on
 };
 
 class Trainer {

@@ -262,3 +262,24 @@ TEST(CheckpointResumeConfig, ModelAndDataChangesAreRefused) {
 
 }  // namespace
 }  // namespace amp
+
+TEST(CheckpointResume, ADivergedRunStaysStoppedAfterLoading) {
+  using namespace amp;
+  RunConfig c;
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"model.name", "recipe_mlp"}, {"model.width", "32"}, {"data.batches", "2"},
+           {"train.batch_size", "16"}, {"optimizer.lr", "1e30"}, {"train.steps", "30"},
+           {"amp.mode", "fp32"}, {"train.histogram_every", "0"}})
+    setConfigValue(c, k, v);
+  Trainer t(c);
+  while (!t.finished()) t.step();
+  ASSERT_TRUE(t.diverged());
+  QTemporaryDir dir;
+  const QString path = dir.filePath("diverged.zip");
+  saveCheckpoint(t, path, QByteArray());
+  Trainer resumed(readCheckpointInfo(path).config);
+  EXPECT_FALSE(resumed.finished());
+  loadCheckpoint(resumed, path);
+  EXPECT_TRUE(resumed.diverged());
+  EXPECT_TRUE(resumed.finished());
+}
