@@ -1,16 +1,49 @@
-// ampstudio-cli export: a run folder's metrics as CSV or JSON.
-#include <QFile>
-#include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
+// ampstudio-cli export: the metrics of one or more run folders as CSV or JSON (charts later).
+#include <QSaveFile>
+#include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "app/cli_experiment.h"
+#include "engine/io/metrics_export.h"
+#include "engine/io/run_record.h"
 
 namespace amp::cli {
 
+namespace {
+
+constexpr const char* kExportUsage =
+    "usage: ampstudio-cli export --run DIR [--run DIR2 ...] --format csv|json|png|svg|pdf\n"
+    "                            [--smoothing W] [--output FILE]\n"
+    "  --run DIR        a run folder (ampstudio-cli run --out DIR), or a folder whose sub-folders\n"
+    "                   are runs (a preset with variants); repeat to export several\n"
+    "  --format F       csv: one row per run per step; json: per run its name, config, summary\n"
+    "                   and one array per column\n"
+    "  --smoothing W    weight of loss_smoothed, TensorBoard's debiased EMA, 0 <= W < 1\n"
+    "                   (default 0: loss_smoothed equals loss)\n"
+    "  --output FILE    write FILE (atomically) instead of standard output\n";
+
+int usageError(const std::string& what) {
+  std::fprintf(stderr, "ampstudio-cli export: %s\n", what.c_str());
+  return 2;
+}
+
+}  // namespace
+
+// TODO(charts): render the dashboard's charts (ui/charts/chart_export) for `runs` into `output`
+// once ampstudio-cli links the GUI library; until then image formats are refused in one line.
+int exportCharts(const std::vector<RunRecord>& runs, const std::string& format, const std::string& output) {
+  (void)runs;
+  (void)output;
+  return usageError("--format " + format +
+                    ": image export needs the charts of the desktop app, which this ampstudio-cli is "
+                    "built without; use --format csv|json, or File > Export in AMP Studio");
+}
+
 int cmdExport(const Args& args) {
-  std::string run, format, out;
+  std::vector<std::string> dirs;
+  std::string format, out;
+  double smoothing = 0;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& s = args[i];
     auto value = [&]() -> std::string {
@@ -19,70 +52,56 @@ int cmdExport(const Args& args) {
     };
     try {
       if (s == "--help" || s == "-h") {
-        std::printf("usage: ampstudio-cli export --run DIR --format csv|json [--output FILE]\n");
+        std::fputs(kExportUsage, stdout);
         return 0;
-      } else if (s == "--run") run = value();
+      } else if (s == "--run") dirs.push_back(value());
       else if (s == "--format") format = value();
       else if (s == "--output" || s == "-o") out = value();
-      else throw UsageError("unknown option " + s);
+      else if (s == "--smoothing") {
+        const std::string v = value();
+        bool ok = false;
+        smoothing = QString::fromStdString(v).toDouble(&ok);
+        // The chart's slider stops at 0.999; 1 would freeze the curve at its first value.
+        if (!ok || !(smoothing >= 0 && smoothing < 1))
+          throw UsageError("--smoothing: expected a number in [0, 1), got '" + v + "'");
+      } else throw UsageError("unknown option " + s);
     } catch (const UsageError& e) {
-      std::fprintf(stderr, "ampstudio-cli export: %s\n", e.what());
-      return 2;
+      return usageError(e.what());
     }
   }
-  if (run.empty() || (format != "csv" && format != "json")) {
-    std::fprintf(stderr, "ampstudio-cli export: needs --run DIR and --format csv|json\n");
-    return 2;
+  const bool image = format == "png" || format == "svg" || format == "pdf";
+  if (dirs.empty() || (format != "csv" && format != "json" && !image))
+    return usageError("needs --run DIR and --format csv|json|png|svg|pdf");
+
+  std::vector<RunRecord> runs;
+  try {
+    for (const auto& d : dirs)
+      for (RunRecord& r : loadRunFolders(QString::fromStdString(d))) runs.push_back(std::move(r));
+  } catch (const RunRecordError& e) {
+    return usageError(e.what());
   }
-  QFile in(QString::fromStdString(run + "/metrics.jsonl"));
-  if (!in.open(QIODevice::ReadOnly)) {
-    std::fprintf(stderr, "ampstudio-cli export: %s/metrics.jsonl: cannot open\n", run.c_str());
-    return 2;
+  for (const auto& r : runs)
+    for (const auto& w : r.warnings) std::fprintf(stderr, "ampstudio-cli export: warning: %s\n", qPrintable(w));
+  // The same run exported twice (or two folders of one preset) would share a "run" value.
+  std::set<QString> seen;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    QString name = runs[i].name;
+    for (int k = 2; seen.count(name); ++k) name = runs[i].name + " (" + QString::number(k) + ")";
+    seen.insert(name);
+    runs[i].name = name;
   }
-  QJsonArray rows;
-  int line = 0;
-  while (!in.atEnd()) {
-    ++line;
-    const QByteArray l = in.readLine().trimmed();
-    if (l.isEmpty()) continue;
-    QJsonParseError err;
-    const auto doc = QJsonDocument::fromJson(l, &err);
-    if (!doc.isObject()) {
-      std::fprintf(stderr, "ampstudio-cli export: %s/metrics.jsonl:%d: not a JSON object\n", run.c_str(), line);
-      return 2;
-    }
-    rows.append(doc.object());
-  }
-  QByteArray text;
-  if (format == "json") {
-    text = QJsonDocument(rows).toJson();
-  } else {
-    const char* cols[] = {"step", "epoch", "loss", "scale", "scale_after", "growth_tracker", "skipped",
-                          "grad_norm", "lr", "step_ms", "samples_per_s", "test_loss", "test_acc",
-                          "lost_update_frac"};
-    for (std::size_t c = 0; c < std::size(cols); ++c) text += QByteArray(c ? "," : "") + cols[c];
-    text += "\n";
-    for (const auto& r : rows) {
-      const QJsonObject o = r.toObject();
-      for (std::size_t c = 0; c < std::size(cols); ++c) {
-        const QJsonValue v = o[cols[c]];
-        QByteArray cell = v.isBool() ? QByteArray(v.toBool() ? "1" : "0")
-                          : v.isDouble() ? QByteArray::number(v.toDouble(), 'g', 10)
-                                         : v.toString().toUtf8();
-        text += (c ? "," : "") + cell;
-      }
-      text += "\n";
-    }
-  }
+  if (image) return exportCharts(runs, format, out);
+
+  std::vector<const RunRecord*> selected;
+  for (const auto& r : runs) selected.push_back(&r);
+  const QByteArray text = format == "csv" ? metricsToCsv(selected, smoothing) : metricsToJson(selected, smoothing).toJson();
   if (out.empty()) {
-    std::fwrite(text.constData(), 1, text.size(), stdout);
-  } else {
-    QFile f(QString::fromStdString(out));
-    if (!f.open(QIODevice::WriteOnly) || f.write(text) != text.size()) {
-      std::fprintf(stderr, "ampstudio-cli export: %s: cannot write\n", out.c_str());
-      return 2;
-    }
+    std::fwrite(text.constData(), 1, static_cast<std::size_t>(text.size()), stdout);
+    return 0;
   }
+  QSaveFile f(QString::fromStdString(out));
+  if (!f.open(QIODevice::WriteOnly) || f.write(text) != text.size() || !f.commit())
+    return usageError(out + ": cannot write (" + f.errorString().toStdString() + ")");
   return 0;
 }
 
