@@ -78,9 +78,12 @@ bool exportPainting(const QString& path, ExportFormat format, const ExportOption
                     const PaintFunction& paint) {
   if (path.isEmpty() || options.size.isEmpty()) return false;
   switch (format) {
-    case ExportFormat::Png: return exportPng(path, options, paint);
-    case ExportFormat::Svg: return exportSvg(path, options, paint);
-    case ExportFormat::Pdf: return exportPdf(path, options, paint);
+    case ExportFormat::Png:
+      return exportPng(path, options, paint);
+    case ExportFormat::Svg:
+      return exportSvg(path, options, paint);
+    case ExportFormat::Pdf:
+      return exportPdf(path, options, paint);
   }
   return false;
 }

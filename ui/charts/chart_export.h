@@ -27,7 +27,7 @@ struct ExportOptions {
   QSize size{1200, 800};  // PNG: pixels of the image; SVG/PDF: logical pixels of the page
   int dpi = 96;           // PNG only: text and lines grow with dpi / 96, like a print
   QColor background = Qt::white;
-  QString title;          // SVG <title>, PDF document title
+  QString title;  // SVG <title>, PDF document title
 };
 
 // Returns false (and writes nothing useful) when the file cannot be written.

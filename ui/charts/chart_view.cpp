@@ -1,15 +1,19 @@
-// ChartView: chart setup, axes, log labels, auto-range, theme and export. Mouse, keyboard and
-// tooltip handling live in chart_view_input.cpp.
+// ChartView: chart setup, axes, series, overlays and the log y axis. Ranges and refresh in
+// chart_view_range.cpp, theme and export in chart_view_render.cpp, mouse, keyboard and tooltip
+// in chart_view_input.cpp.
 #include "ui/charts/chart_view.h"
 
-#include <QAreaSeries>
 #include <QCategoryAxis>
 #include <QGraphicsLayout>
+#include <QGraphicsRectItem>
 #include <QGraphicsSimpleTextItem>
+#include <QGraphicsTextItem>
 #include <QLegend>
-#include <QPaintEngine>
+#include <QLegendMarker>
+#include <QTextDocument>
+#include <QTextOption>
 #include <QValueAxis>
-#include <QXYSeries>
+#include <algorithm>
 #include <cmath>
 
 namespace amp::ui {
@@ -31,17 +35,10 @@ QString powerLabel(int k, YDomain domain) {
   return QStringLiteral("10") + superscript(k);
 }
 
-void setFontSize(QFont& f, int pt, bool bold = false) {
-  f.setPointSize(pt);
-  f.setBold(bold);
-}
-
 }  // namespace
 
 ChartView::ChartView(QWidget* parent)
-    : QChartView(new QChart, parent),
-      m_yLinear(new QValueAxis(this)),
-      m_yLog(new QCategoryAxis(this)) {
+    : QChartView(new QChart, parent), m_yLinear(new QValueAxis(this)), m_yLog(new QCategoryAxis(this)) {
   m_chart = QChartView::chart();
   m_chart->setAnimationOptions(QChart::NoAnimation);  // live data: animations only lag
   m_chart->setBackgroundRoundness(0);
@@ -50,10 +47,10 @@ ChartView::ChartView(QWidget* parent)
   m_chart->legend()->setAlignment(Qt::AlignBottom);
   m_chart->legend()->setShowToolTips(true);  // full names when the legend elides them
   QFont font = m_chart->titleFont();
-  setFontSize(font, 10, true);
+  setPointSize(font, 10, true);
   m_chart->setTitleFont(font);
   font = m_chart->legend()->font();
-  setFontSize(font, 8);
+  setPointSize(font, 8);
   m_chart->legend()->setFont(font);
 
   m_x = new QValueAxis(this);
@@ -66,13 +63,23 @@ ChartView::ChartView(QWidget* parent)
                               static_cast<QAbstractAxis*>(m_yLog)})
     styleAxis(axis);
   connect(m_yLog, &QValueAxis::rangeChanged, this, &ChartView::updateLogLabels);
+  connect(m_x, &QValueAxis::rangeChanged, this, &ChartView::updateXTicks);
 
-  m_placeholder = new QGraphicsSimpleTextItem(m_chart);
+  m_placeholder = new QGraphicsTextItem(m_chart);
+  m_placeholder->document()->setDefaultTextOption(QTextOption(Qt::AlignHCenter));
   font = m_placeholder->font();
-  setFontSize(font, 11);
+  setPointSize(font, 11);
   m_placeholder->setFont(font);
   m_placeholder->setZValue(100);
   m_placeholder->hide();
+  m_captionBox = new QGraphicsRectItem(m_chart);
+  m_captionBox->setZValue(99);
+  m_captionBox->setPen(Qt::NoPen);
+  m_captionBox->hide();
+  m_caption = new QGraphicsSimpleTextItem(m_captionBox);
+  font = m_caption->font();
+  setPointSize(font, 8);
+  m_caption->setFont(font);
   connect(m_chart, &QChart::plotAreaChanged, this, &ChartView::onPlotAreaChanged);
 
   setRenderHint(QPainter::Antialiasing);
@@ -82,6 +89,11 @@ ChartView::ChartView(QWidget* parent)
   setFrameShape(QFrame::NoFrame);
   setMinimumSize(200, 150);
   applyTheme();
+}
+
+void ChartView::setPointSize(QFont& font, int points, bool bold) {
+  font.setPointSize(points);
+  font.setBold(bold);
 }
 
 void ChartView::setTitle(const QString& title) {
@@ -105,7 +117,13 @@ QValueAxis* ChartView::addSecondaryYAxis(const QString& title) {
     styleAxis(m_ySecondary);
   }
   m_ySecondary->setTitleText(title);
+  m_ySecondary->setVisible(true);
   return m_ySecondary;
+}
+
+// Hidden rather than removed: Qt Charts kept drawing a removed axis' labels over its successor.
+void ChartView::hideSecondaryYAxis() {
+  if (m_ySecondary) m_ySecondary->setVisible(false);
 }
 
 void ChartView::setXAxis(QValueAxis* axis) {
@@ -117,6 +135,7 @@ void ChartView::setXAxis(QValueAxis* axis) {
   if (m_x) {
     m_chart->addAxis(m_x, Qt::AlignBottom);
     styleAxis(m_x);
+    connect(m_x, &QValueAxis::rangeChanged, this, &ChartView::updateXTicks);
   }
 }
 
@@ -138,18 +157,57 @@ void ChartView::addSeries(QAbstractSeries* series, QAbstractAxis* y) {
 
 void ChartView::removeAllSeries() {
   m_primarySeries.clear();
+  m_replaced.clear();
   m_chart->removeAllSeries();  // deletes them
 }
 
 void ChartView::setLegendEntryVisible(QAbstractSeries* series, bool visible) {
-  for (QLegendMarker* marker : m_chart->legend()->markers(series)) marker->setVisible(visible);
+  series->setProperty("ampLegendHidden", !visible);
+  reapplyLegendVisibility();
+}
+
+// Markers are compared with what we last set on them (a property), not with isVisible(): that
+// reads false for every marker while QLegend keeps its items hidden until its next layout, so
+// a marker to hide would look hidden already and stay shown.
+void ChartView::reapplyLegendVisibility() {
+  for (QLegendMarker* marker : m_chart->legend()->markers()) {
+    const bool visible = !marker->series()->property("ampLegendHidden").toBool();
+    const QVariant applied = marker->property("ampVisible");
+    if (applied.isValid() && applied.toBool() == visible) continue;
+    marker->setVisible(visible);
+    marker->setProperty("ampVisible", visible);
+  }
 }
 
 void ChartView::setPlaceholder(const QString& text) {
-  if (m_placeholder->text() == text && m_placeholder->isVisible() == !text.isEmpty()) return;
-  m_placeholder->setText(text);
+  if (m_placeholderText == text) return;
+  m_placeholderText = text;
+  m_placeholder->setPlainText(text);
   m_placeholder->setVisible(!text.isEmpty());
-  onPlotAreaChanged(m_chart->plotArea());
+  placeOverlays(m_chart->plotArea());
+}
+
+void ChartView::setCaption(const QString& text, Qt::Alignment corner) {
+  if (m_caption->text() == text && m_captionBox->isVisible() == !text.isEmpty() && corner == m_captionCorner)
+    return;
+  m_captionCorner = corner;
+  m_caption->setText(text);
+  m_captionBox->setVisible(!text.isEmpty());
+  placeOverlays(m_chart->plotArea());
+}
+
+double ChartView::captionHeight() const {
+  return m_captionBox->isVisible() ? m_captionBox->rect().height() : 0.0;
+}
+
+void ChartView::setYAxis(QValueAxis* axis) {
+  setLogYAllowed(false);
+  m_chart->removeAxis(m_yLinear);
+  m_axisState.remove(m_yLinear);
+  m_yLinear->deleteLater();
+  m_yLinear = axis;
+  m_chart->addAxis(axis, Qt::AlignLeft);
+  styleAxis(axis);
 }
 
 void ChartView::setIncludeZero(QAbstractAxis* yAxis, bool include) {
@@ -191,212 +249,21 @@ void ChartView::updateLogLabels() {
   const int first = int(std::ceil(lo - 1e-9)), last = int(std::floor(hi + 1e-9));
   const int count = std::max(1, last - first + 1);
   const int stride = std::max(1, int(std::ceil(count / 7.0)));  // about 7 labels at most
-  m_yLog->setStartValue(lo);
+  QList<QPair<double, QString>> labels;
   for (int k = first; k <= last; ++k)
-    if ((k % stride) == 0) m_yLog->append(powerLabel(k, m_logDomain), k);
+    if ((k % stride) == 0) labels.append({double(k), powerLabel(k, m_logDomain)});
+  if (m_logDomain == YDomain::Log10 && count <= 2) {
+    // Under two decades: 2 and 5 of each decade too, or the axis has one or two labels.
+    for (int k = int(std::floor(lo)); k <= int(std::ceil(hi)); ++k)
+      for (double m : {2.0, 5.0}) {
+        const double pos = k + std::log10(m);
+        if (pos >= lo && pos <= hi) labels.append({pos, QString::number(m * std::pow(10.0, k), 'g', 3)});
+      }
+    std::sort(labels.begin(), labels.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  m_yLog->setStartValue(lo);
+  for (const auto& [pos, label] : labels) m_yLog->append(label, pos);
   m_labelsBusy = false;
-}
-
-// --- ranges ------------------------------------------------------------------------------------
-
-double ChartView::deviceColumnsPerPixel() const {
-  return m_renderColumnsPerPixel > 0 ? m_renderColumnsPerPixel : devicePixelRatioF();
-}
-
-DecimationRange ChartView::decimationRange(double dataXMin, double dataXMax) const {
-  DecimationRange r;
-  const double plotWidth = m_chart->plotArea().width();
-  r.columns = int(std::max(plotWidth > 10 ? plotWidth : std::max(200, width()), 10.0) *
-                  deviceColumnsPerPixel());
-  if (m_autoX || !m_x) {
-    r.xMin = dataXMin;
-    r.xMax = dataXMax;
-  } else {
-    r.xMin = m_x->min();
-    r.xMax = m_x->max();
-  }
-  return r;
-}
-
-void ChartView::setXRangeGuarded(double min, double max) {
-  if (!m_x) return;
-  if (!(max > min)) {
-    min -= 1;
-    max += 1;
-  }
-  m_settingRange = true;
-  m_x->setRange(min, max);
-  m_settingRange = false;
-}
-
-void ChartView::setYRangeGuarded(QValueAxis* axis, double min, double max) {
-  m_settingRange = true;
-  axis->setRange(min, max);
-  m_settingRange = false;
-}
-
-void ChartView::applyAutoRange(double dataXMin, double dataXMax) {
-  if (m_autoX && m_x && std::isfinite(dataXMin) && std::isfinite(dataXMax))
-    setXRangeGuarded(dataXMin, dataXMax);
-  if (!m_autoY) return;
-  fitYAxis(yAxis(), m_logY);
-  if (m_ySecondary) fitYAxis(m_ySecondary, false);
-}
-
-void ChartView::fitYAxis(QValueAxis* axis, bool log) {
-  const double xLo = m_x ? m_x->min() : -qInf(), xHi = m_x ? m_x->max() : qInf();
-  double lo = qInf(), hi = -qInf();
-  bool zeroBaseline = false;
-  const auto scan = [&](const QList<QPointF>& points) {
-    for (const QPointF& p : points) {
-      if (p.x() < xLo || p.x() > xHi || !std::isfinite(p.y())) continue;
-      lo = std::min(lo, p.y());
-      hi = std::max(hi, p.y());
-    }
-  };
-  for (QAbstractSeries* s : m_chart->series()) {
-    if (!s->isVisible() || s->property("ampNoAutoRange").toBool() || !s->attachedAxes().contains(axis))
-      continue;
-    if (auto* area = qobject_cast<QAreaSeries*>(s)) {
-      if (area->upperSeries()) scan(area->upperSeries()->points());
-      if (area->lowerSeries()) scan(area->lowerSeries()->points());
-      else zeroBaseline = true;
-    } else if (auto* xy = qobject_cast<QXYSeries*>(s)) {
-      scan(xy->points());
-    }
-  }
-  if (lo > hi) return;  // nothing to fit: keep the range
-  if (zeroBaseline) lo = std::min(lo, 0.0);
-  if (log) {
-    lo = std::floor(lo);
-    hi = std::ceil(hi);
-    if (hi - lo < 1) hi = lo + 1;
-    setYRangeGuarded(axis, lo, hi);
-    return;
-  }
-  if (m_axisState.value(axis).includeZero) {
-    lo = std::min(lo, 0.0);
-    hi = std::max(hi, 0.0);
-  }
-  if (hi - lo <= 1e-12 * std::max(1.0, std::abs(hi))) {
-    const double pad = std::abs(hi) > 0 ? std::abs(hi) * 0.1 : 1.0;
-    lo -= pad;
-    hi += pad;
-  } else {
-    const double pad = (hi - lo) * 0.04;
-    if (lo != 0) lo -= pad;
-    if (hi != 0) hi += pad;
-  }
-  setYRangeGuarded(axis, lo, hi);
-  m_settingRange = true;
-  axis->applyNiceNumbers();
-  m_settingRange = false;
-}
-
-void ChartView::resetView() {
-  m_autoX = m_autoY = true;
-  emit viewChanged();
-}
-
-void ChartView::onPlotAreaChanged(const QRectF& plotArea) {
-  if (m_placeholder->isVisible()) {
-    const QRectF r = m_placeholder->boundingRect();
-    m_placeholder->setPos(plotArea.center() - QPointF(r.width() / 2, r.height() / 2));
-  }
-  // A new width changes how many columns the data should be decimated to.
-  if (std::abs(plotArea.width() - m_lastPlotWidth) > 4) {
-    m_lastPlotWidth = plotArea.width();
-    emit viewChanged();
-  }
-}
-
-// --- theme -------------------------------------------------------------------------------------
-
-QColor ChartView::backgroundColor() const {
-  return m_theme == Theme::Dark ? QColor(0x1f, 0x21, 0x24) : QColor(Qt::white);
-}
-QColor ChartView::textColor() const {
-  return m_theme == Theme::Dark ? QColor(0xdc, 0xdc, 0xdc) : QColor(0x20, 0x20, 0x20);
-}
-QColor ChartView::gridColor() const {
-  return m_theme == Theme::Dark ? QColor(0x3c, 0x3f, 0x44) : QColor(0xe3, 0xe3, 0xe3);
-}
-
-void ChartView::setTheme(Theme theme) {
-  if (theme == m_theme) return;
-  m_theme = theme;
-  applyTheme();
-  emit themeChanged();
-}
-
-// Colours set by hand rather than with QChart::setTheme(), which would also reset every
-// series' pen and brush (the run colours).
-void ChartView::styleAxis(QAbstractAxis* axis) const {
-  QFont font = axis->labelsFont();
-  setFontSize(font, 8);
-  axis->setLabelsFont(font);
-  QFont titleFont = axis->titleFont();
-  setFontSize(titleFont, 8);
-  axis->setTitleFont(titleFont);
-  axis->setLabelsColor(textColor());
-  axis->setTitleBrush(textColor());
-  axis->setGridLineColor(gridColor());
-  axis->setMinorGridLineColor(gridColor().lighter(m_theme == Theme::Dark ? 80 : 104));
-  axis->setLinePenColor(m_theme == Theme::Dark ? QColor(0x80, 0x80, 0x80) : QColor(0x90, 0x90, 0x90));
-}
-
-void ChartView::applyTheme() {
-  const QColor bg = backgroundColor();
-  m_chart->setBackgroundBrush(bg);
-  m_chart->setBackgroundPen(Qt::NoPen);
-  m_chart->setPlotAreaBackgroundBrush(bg);
-  m_chart->setPlotAreaBackgroundVisible(true);
-  m_chart->setTitleBrush(textColor());
-  m_chart->legend()->setLabelColor(textColor());
-  for (QAbstractAxis* axis : m_chart->axes()) styleAxis(axis);
-  for (QAbstractAxis* axis : {static_cast<QAbstractAxis*>(m_yLinear), static_cast<QAbstractAxis*>(m_yLog)})
-    styleAxis(axis);
-  m_placeholder->setBrush(m_theme == Theme::Dark ? QColor(0xa0, 0xa0, 0xa0) : QColor(0x70, 0x70, 0x70));
-  setBackgroundBrush(bg);
-}
-
-// --- export ------------------------------------------------------------------------------------
-
-void ChartView::renderChart(QPainter* painter, const QRectF& target) {
-  const QSizeF viewSize = m_chart->size();
-  const QPaintEngine* engine = painter->paintEngine();
-  const bool vector = engine && (engine->type() == QPaintEngine::SVG || engine->type() == QPaintEngine::Pdf);
-  // Decimate for the output's pixels (a 300 dpi PNG has 3x the columns); vectors get 2 per unit.
-  m_renderColumnsPerPixel = vector ? 2.0 : std::max(1.0, painter->deviceTransform().m11());
-  m_lastPlotWidth = -1;  // the resize below must re-decimate
-  m_chart->resize(target.size());  // lays out synchronously; plotAreaChanged re-decimates
-  m_chart->scene()->render(painter, target, QRectF(m_chart->scenePos(), target.size()),
-                           Qt::IgnoreAspectRatio);
-  m_renderColumnsPerPixel = 0;
-  m_lastPlotWidth = -1;
-  m_chart->resize(viewSize);
-}
-
-bool ChartView::exportImage(const QString& path, const QString& format, QSize size, int dpi) {
-  const auto f = exportFormatFor(path, format);
-  if (!f) return false;
-  ExportOptions options;
-  if (!size.isEmpty()) options.size = size;
-  else if (width() > 50 && height() > 50) options.size = this->size();
-  options.dpi = dpi;
-  options.background = backgroundColor();
-  options.title = title();
-  return exportPainting(path, *f, options, [this](QPainter* p, const QRectF& r) { renderChart(p, r); });
-}
-
-bool ChartView::exportPng(const QString& path, QSize size, int dpi) {
-  return exportImage(path, QStringLiteral("png"), size, dpi);
-}
-bool ChartView::exportSvg(const QString& path, QSize size) {
-  return exportImage(path, QStringLiteral("svg"), size);
-}
-bool ChartView::exportPdf(const QString& path, QSize size) {
-  return exportImage(path, QStringLiteral("pdf"), size);
 }
 
 }  // namespace amp::ui

@@ -24,8 +24,11 @@
 class QAbstractAxis;
 class QAbstractSeries;
 class QCategoryAxis;
+class QGraphicsRectItem;
 class QGraphicsSimpleTextItem;
+class QGraphicsTextItem;
 class QValueAxis;
+class QXYSeries;
 
 namespace amp::ui {
 
@@ -45,6 +48,8 @@ class ChartView : public QChartView {
   QValueAxis* yAxis() const;  // the primary y axis in use (a QCategoryAxis while log)
   // A linear axis on the right, auto-ranged like the primary one.
   QValueAxis* addSecondaryYAxis(const QString& title);
+  void hideSecondaryYAxis();  // until the next addSecondaryYAxis()
+  QValueAxis* secondaryYAxis() const { return m_ySecondary; }
   // Replaces the step axis (e.g. by an exponent axis). nullptr: no x value axis (bar charts).
   void setXAxis(QValueAxis* axis);
   // Adds an axis the panel manages itself (bar categories); styled with the theme.
@@ -55,10 +60,20 @@ class ChartView : public QChartView {
   void setLegendEntryVisible(QAbstractSeries* series, bool visible);
   // Centred message over the plot area ("no test set"); empty hides it. Exported too.
   void setPlaceholder(const QString& text);
+  // Small boxed text in a corner of the plot (figures the chart explains). Exported too.
+  void setCaption(const QString& text, Qt::Alignment corner = Qt::AlignTop | Qt::AlignLeft);
+  double captionHeight() const;  // 0 when hidden
+  // Replaces the primary (linear) y axis, e.g. by an exponent axis; turns log y off.
+  void setYAxis(QValueAxis* axis);
   // Keeps 0 inside the automatic range of this y axis (bytes, samples/s).
   void setIncludeZero(QAbstractAxis* yAxis, bool include);
   // Lets panels draw extra items (a heat map) above the plot background.
   QChart* chart() const { return m_chart; }
+
+  // series->replace(points), telling Qt Charts about it once per refresh: applyAutoRange()
+  // changes axis ranges after the replace, and Qt re-lays out (re-strokes) every series on each
+  // of those changes, so a series whose axis range moves is left to that relayout alone.
+  void replacePoints(QXYSeries* series, const QList<QPointF>& points);
 
   // --- log y ---------------------------------------------------------------------------------
   void setLogYAllowed(bool allowed, YDomain logDomain = YDomain::Log10);
@@ -71,6 +86,11 @@ class ChartView : public QChartView {
   DecimationRange decimationRange(double dataXMin, double dataXMax) const;
   void applyAutoRange(double dataXMin, double dataXMax);
   bool isAutoRange() const { return m_autoX && m_autoY; }
+  bool isAutoY() const { return m_autoY; }
+  // Sets [lo, hi] widened to round tick values (about `ticks` of them).
+  void setNiceRange(QValueAxis* axis, double lo, double hi, int ticks = 5);
+  // A 1, 2 or 5 x 10^k step cutting `span` into about `ticks` - 1 parts (0 if none).
+  static double niceStep(double span, int ticks);
   void setInteractive(bool on) { m_interactive = on; }  // zoom and pan (off for bar charts)
   // Replaces the nearest-point tooltip (heat maps): value coordinates in, text out.
   void setHoverTextProvider(std::function<QString(const QPointF&)> provider);
@@ -114,13 +134,18 @@ class ChartView : public QChartView {
     bool includeZero = false;
   };
 
+  static void setPointSize(QFont& font, int points, bool bold = false);
   void styleAxis(QAbstractAxis* axis) const;
   void applyTheme();
   void onPlotAreaChanged(const QRectF& plotArea);
-  void onXRangeChanged();
-  void setXRangeGuarded(double min, double max);
-  void setYRangeGuarded(QValueAxis* axis, double min, double max);
+  void placeOverlays(const QRectF& plotArea);
+  void setXRange(double min, double max);
+  void setAxisRange(QValueAxis* axis, double min, double max);
+  void setRangeWithTicks(QValueAxis* axis, double min, double max, double interval);
   void updateLogLabels();
+  void updateXTicks();
+  void reapplyLegendVisibility();
+  void flushReplaced(const QList<const QAbstractAxis*>& relaidOut);
   void fitYAxis(QValueAxis* axis, bool log);
   void setUserXRange(double min, double max);
   void panBy(double dxPixels, double dyPixels);
@@ -137,8 +162,14 @@ class ChartView : public QChartView {
   QCategoryAxis* m_yLog;
   QValueAxis* m_ySecondary = nullptr;
   QList<QAbstractSeries*> m_primarySeries;  // follow the log toggle
+  QList<QXYSeries*> m_replaced;             // replaced quietly, not yet laid out
+  bool m_flushQueued = false;
   QHash<QAbstractAxis*, AxisState> m_axisState;
-  QGraphicsSimpleTextItem* m_placeholder;
+  QGraphicsTextItem* m_placeholder;
+  QString m_placeholderText;
+  QGraphicsRectItem* m_captionBox;
+  QGraphicsSimpleTextItem* m_caption;
+  Qt::Alignment m_captionCorner = Qt::AlignTop | Qt::AlignLeft;
   std::function<QString(const QPointF&)> m_hoverProvider;
 
   Theme m_theme = Theme::Light;
@@ -148,8 +179,9 @@ class ChartView : public QChartView {
   bool m_autoX = true;
   bool m_autoY = true;
   bool m_interactive = true;
-  bool m_settingRange = false;  // our own setRange calls are not user zooms
   bool m_labelsBusy = false;
+  bool m_inRender = false;
+  bool m_viewChangePending = false;
   double m_renderColumnsPerPixel = 0;  // > 0 while rendering for export
   double m_lastPlotWidth = 0;
 

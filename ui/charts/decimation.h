@@ -25,9 +25,12 @@ struct DecimationRange {
 // Indices of the points to draw, ascending. x must be sorted ascending (steps are); non-finite y
 // are skipped (the line joins across them), as are y <= 0 when positiveOnly. The nearest kept
 // point on either side of [xMin, xMax] is included so the line runs on to the plot's edges.
-// Ranges holding no more than 2 * columns points come back whole.
+// Ranges holding no more than 2 * columns points come back whole. Unless keepFlatRuns, a point
+// whose kept neighbours both have its exact y is dropped (it changes nothing drawn: a loss
+// scale held for 2000 steps is two points); keep them when several series share the indices.
 std::vector<int> decimateMinMaxIndices(std::span<const double> x, std::span<const double> y,
-                                       const DecimationRange& range, bool positiveOnly = false);
+                                       const DecimationRange& range, bool positiveOnly = false,
+                                       bool keepFlatRuns = false);
 
 // The same, as points ready for QXYSeries::replace(); y mapped into `domain`.
 QList<QPointF> decimateMinMax(std::span<const double> x, std::span<const double> y,
@@ -35,8 +38,13 @@ QList<QPointF> decimateMinMax(std::span<const double> x, std::span<const double>
 
 // Picks indices out of (x, y) as points, y mapped into `domain` (used to sample several stacked
 // layers at one shared set of indices).
-QList<QPointF> pointsAt(std::span<const double> x, std::span<const double> y,
-                        const std::vector<int>& indices, YDomain domain = YDomain::Linear);
+QList<QPointF> pointsAt(std::span<const double> x, std::span<const double> y, const std::vector<int>& indices,
+                        YDomain domain = YDomain::Linear);
+
+// Read-only view of a RunSeries column (QVector<double>) for the functions above.
+inline std::span<const double> spanOf(const QList<double>& v) {
+  return {v.constData(), std::size_t(v.size())};
+}
 
 // log2 / log10 / identity.
 double toDomain(double y, YDomain domain);

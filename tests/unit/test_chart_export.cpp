@@ -1,0 +1,307 @@
+// Every chart panel and the whole dashboard export to PNG (size, dpi, not blank), SVG (valid
+// XML holding the title and axis titles as text) and PDF (one page), offscreen. Set
+// AMP_CHART_SCREENSHOT=/path.png to also write a 1280x800 grab of the dashboard for a look.
+#include <gtest/gtest.h>
+
+#include <QApplication>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QImage>
+#include <QLineSeries>
+#include <QMouseEvent>
+#include <QSet>
+#include <QTemporaryDir>
+#include <QToolTip>
+#include <QValueAxis>
+#include <QWheelEvent>
+#include <QXmlStreamReader>
+
+#include "ui/charts/accuracy_chart.h"
+#include "ui/charts/dashboard.h"
+#include "ui/charts/histogram_view.h"
+#include "ui/charts/loss_chart.h"
+#include "ui/charts/synthetic_runs.h"
+#include "ui/run_data.h"
+
+using namespace amp;
+using namespace amp::ui;
+
+namespace {
+
+// One QApplication for the whole process, never destroyed: destroying it from a static
+// destructor, after main() returned, crashed in Qt's own teardown.
+QApplication* app() {
+  static QApplication* instance = [] {
+    if (!qEnvironmentVariableIsSet("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+    static int argc = 1;
+    static char name[] = "test_chart_export";
+    static char* argv[] = {name, nullptr};
+    return new QApplication(argc, argv);
+  }();
+  return instance;
+}
+
+// Three runs like a lesson compares: fp32, fp16 with skipped steps and scale halvings, bf16.
+struct Runs {
+  RunData fp32, fp16, bf16;
+  Runs() {
+    fp32.id = 1;
+    fp16.id = 2;
+    bf16.id = 3;
+    fillSyntheticRun(fp32, {.name = "fp32",
+                            .mode = PrecisionMode::Fp32,
+                            .steps = 6000,
+                            .histogramEvery = 100,
+                            .seed = 1,
+                            .color = QColor(0x1f, 0x77, 0xb4)});
+    fillSyntheticRun(fp16, {.name = "fp16 amp",
+                            .mode = PrecisionMode::AmpFp16,
+                            .steps = 6000,
+                            .histogramEvery = 100,
+                            .growthInterval = 1000,
+                            .seed = 2,
+                            .color = QColor(0xd6, 0x27, 0x28)});
+    fillSyntheticRun(bf16, {.name = "bf16 amp",
+                            .mode = PrecisionMode::AmpBf16,
+                            .steps = 6000,
+                            .histogramEvery = 100,
+                            .seed = 3,
+                            .color = QColor(0x2c, 0xa0, 0x2c)});
+  }
+  QVector<const RunData*> all() const { return {&fp32, &fp16, &bf16}; }
+};
+
+QString svgText(const QString& path, bool* wellFormed) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  QXmlStreamReader xml(&f);
+  QString text;
+  while (!xml.atEnd()) {
+    xml.readNext();
+    if (xml.isCharacters()) {
+      text += xml.text();
+      text += QLatin1Char(' ');
+    }
+  }
+  *wellFormed = !xml.hasError();
+  return text;
+}
+
+int pdfPageCount(const QByteArray& pdf) {
+  int pages = 0;
+  for (qsizetype at = pdf.indexOf("/Type /Page"); at >= 0; at = pdf.indexOf("/Type /Page", at + 1))
+    if (pdf.mid(at + 11, 1) != "s") ++pages;  // not "/Type /Pages"
+  return pages;
+}
+
+int distinctColors(const QImage& image) {
+  QSet<QRgb> colors;
+  for (int y = 0; y < image.height(); y += 3)
+    for (int x = 0; x < image.width(); x += 3) colors.insert(image.pixel(x, y));
+  return int(colors.size());
+}
+
+class ChartExport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(m_appReady);
+    ASSERT_TRUE(m_dir.isValid());
+    m_dashboard.resize(1280, 800);
+    m_dashboard.setRuns(m_runs.all());
+    m_dashboard.show();
+    m_dashboard.refresh();
+  }
+  QString path(const QString& name) const { return m_dir.filePath(name); }
+
+  const bool m_appReady = app() != nullptr;  // before any widget member
+  Runs m_runs;
+  Dashboard m_dashboard;
+  QTemporaryDir m_dir;
+};
+
+}  // namespace
+
+TEST_F(ChartExport, EveryChartToPngAtSizeAndDpi) {
+  for (const QString& name : m_dashboard.chartNames()) {
+    const QString file = path(name + ".png");
+    ASSERT_TRUE(m_dashboard.exportChart(name, file, {}, QSize(900, 600))) << name.toStdString();
+    QImage image(file);
+    ASSERT_FALSE(image.isNull()) << name.toStdString();
+    EXPECT_EQ(image.size(), QSize(900, 600)) << name.toStdString();
+    EXPECT_GT(distinctColors(image), 20) << name.toStdString() << ": looks blank";
+    EXPECT_EQ(image.pixelColor(1, 1).alpha(), 255) << "opaque background";
+
+    const QString hiDpi = path(name + "@2x.png");
+    ASSERT_TRUE(m_dashboard.exportChart(name, hiDpi, QStringLiteral("png"), QSize(1800, 1200), 192));
+    QImage big(hiDpi);
+    EXPECT_EQ(big.size(), QSize(1800, 1200));
+    EXPECT_NEAR(big.dotsPerMeterX() * 0.0254, 192, 1);
+  }
+}
+
+TEST_F(ChartExport, EveryChartToSvgWithTitleAndAxisTitlesAsText) {
+  for (const QString& name : m_dashboard.chartNames()) {
+    ChartPanel* panel = m_dashboard.panel(name);
+    const QString file = path(name + ".svg");
+    ASSERT_TRUE(panel->exportSvg(file, QSize(900, 600))) << name.toStdString();
+    bool ok = false;
+    const QString text = svgText(file, &ok);
+    EXPECT_TRUE(ok) << name.toStdString() << ": SVG is not well-formed XML";
+    const ChartView* view = panel->chartView();
+    EXPECT_TRUE(text.contains(view->title()))
+        << name.toStdString() << " lacks title " << view->title().toStdString();
+    if (view->xAxis() && !view->xAxis()->titleText().isEmpty()) {
+      EXPECT_TRUE(text.contains(view->xAxis()->titleText())) << name.toStdString();
+    }
+    EXPECT_TRUE(text.contains(view->yAxis()->titleText()))
+        << name.toStdString() << " lacks y title " << view->yAxis()->titleText().toStdString();
+    EXPECT_TRUE(text.contains(QStringLiteral("fp16 amp")) || text.contains(QStringLiteral("fp32")))
+        << name.toStdString() << ": legend or run name missing";
+  }
+}
+
+TEST_F(ChartExport, EveryChartToOnePagePdf) {
+  for (const QString& name : m_dashboard.chartNames()) {
+    const QString file = path(name + ".pdf");
+    ASSERT_TRUE(m_dashboard.exportChart(name, file, {}, QSize(900, 600))) << name.toStdString();
+    QFile f(file);
+    ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+    const QByteArray pdf = f.readAll();
+    EXPECT_TRUE(pdf.startsWith("%PDF")) << name.toStdString();
+    EXPECT_EQ(pdfPageCount(pdf), 1) << name.toStdString();
+  }
+}
+
+TEST_F(ChartExport, WholeDashboardInAllThreeFormats) {
+  ASSERT_TRUE(m_dashboard.exportDashboard(path("dash.png"), {}, QSize(1800, 1050)));
+  EXPECT_EQ(QImage(path("dash.png")).size(), QSize(1800, 1050));
+  ASSERT_TRUE(m_dashboard.exportDashboard(path("dash.svg")));
+  bool ok = false;
+  const QString text = svgText(path("dash.svg"), &ok);
+  EXPECT_TRUE(ok);
+  for (const QString& name : m_dashboard.chartNames())
+    EXPECT_TRUE(text.contains(m_dashboard.panel(name)->chartView()->title())) << name.toStdString();
+  ASSERT_TRUE(m_dashboard.exportDashboard(path("dash.pdf")));
+  QFile f(path("dash.pdf"));
+  ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+  EXPECT_EQ(pdfPageCount(f.readAll()), 1);
+  EXPECT_FALSE(m_dashboard.exportDashboard(path("dash.bmp")));  // unknown format refused
+}
+
+TEST_F(ChartExport, EmptyStatesSayWhy) {
+  RunData empty;
+  empty.id = 9;
+  fillSyntheticRun(empty, {.name = "fresh",
+                           .steps = 20,
+                           .histogramEvery = 50,
+                           .evalEvery = 0,
+                           .color = QColor(0x80, 0x80, 0x80)});
+  m_dashboard.setRuns({&empty});
+  m_dashboard.refresh();
+  bool ok = false;
+  ASSERT_TRUE(m_dashboard.exportChart(QStringLiteral("histogram"), path("h.svg")));
+  EXPECT_TRUE(svgText(path("h.svg"), &ok).contains(QStringLiteral("no histograms yet")));
+  ASSERT_TRUE(m_dashboard.exportChart(QStringLiteral("accuracy"), path("a.svg")));
+  EXPECT_TRUE(svgText(path("a.svg"), &ok).contains(QStringLiteral("no test set")));
+  m_dashboard.setRuns({});
+  m_dashboard.refresh();
+  EXPECT_TRUE(m_dashboard.exportDashboard(path("none.png"), {}, QSize(800, 500)));
+}
+
+TEST_F(ChartExport, LogAxisAndThemeSwitchStillExport) {
+  m_dashboard.lossChart()->setLogY(true);
+  m_dashboard.setTheme(ChartView::Theme::Dark);
+  ASSERT_TRUE(m_dashboard.exportChart(QStringLiteral("loss"), path("dark.png"), {}, QSize(600, 400)));
+  const QImage image(path("dark.png"));
+  EXPECT_LT(image.pixelColor(2, 2).lightness(), 80) << "dark background";
+  bool ok = false;
+  ASSERT_TRUE(m_dashboard.exportChart(QStringLiteral("loss"), path("log.svg")));
+  EXPECT_TRUE(svgText(path("log.svg"), &ok).contains(QStringLiteral("0.1")));  // a log10 label
+}
+
+TEST_F(ChartExport, DashboardScreenshotOnRequest) {
+  const QString out = qEnvironmentVariable("AMP_CHART_SCREENSHOT");
+  if (out.isEmpty()) GTEST_SKIP() << "set AMP_CHART_SCREENSHOT=/tmp/dashboard.png to write one";
+  QApplication::processEvents();
+  m_dashboard.refresh();
+  QApplication::processEvents();  // the event loop lays out legends before a paint
+  ASSERT_TRUE(m_dashboard.grab().save(out));
+  if (qEnvironmentVariableIsSet("AMP_CHART_SCREENSHOT_DARK")) {
+    m_dashboard.setTheme(ChartView::Theme::Dark);
+    QApplication::processEvents();
+    m_dashboard.grab().save(qEnvironmentVariable("AMP_CHART_SCREENSHOT_DARK"));
+  }
+  const QString dir = QFileInfo(out).path();
+  m_dashboard.exportDashboard(dir + QStringLiteral("/dashboard_export.png"));
+  // Early in a run: a few steps, no histogram or evaluation yet.
+  RunData fresh;
+  fresh.id = 7;
+  fillSyntheticRun(fresh, {.name = "just started",
+                           .mode = PrecisionMode::AmpFp16,
+                           .steps = 30,
+                           .histogramEvery = 50,
+                           .evalEvery = 0,
+                           .color = QColor(0xd6, 0x27, 0x28)});
+  m_dashboard.setTheme(ChartView::Theme::Light);
+  m_dashboard.setRuns({&fresh});
+  m_dashboard.refresh();
+  QApplication::processEvents();
+  m_dashboard.grab().save(dir + QStringLiteral("/dashboard_fresh.png"));
+}
+
+// The wrapper's interaction, driven with synthetic input events: hover shows the nearest
+// point's run, step and value; the wheel zooms x and turns auto-range off; a double-click
+// brings auto-range back; the log toggle switches the y labels to powers of ten.
+TEST_F(ChartExport, HoverZoomResetAndLogToggle) {
+  LossChart* loss = m_dashboard.lossChart();
+  ChartView* view = loss->chartView();
+  QApplication::processEvents();
+  loss->refreshNow();
+  QLineSeries* smoothed = nullptr;
+  for (QAbstractSeries* s : view->chart()->series())
+    if (s->name() == QStringLiteral("fp16 amp")) smoothed = qobject_cast<QLineSeries*>(s);
+  ASSERT_NE(smoothed, nullptr);
+  ASSERT_GT(smoothed->count(), 10);
+  const QPointF value = smoothed->at(smoothed->count() / 2);
+  const QPoint at =
+      view->mapFromScene(view->chart()->mapToScene(view->chart()->mapToPosition(value, smoothed)));
+  QMouseEvent move(QEvent::MouseMove, at, view->viewport()->mapToGlobal(at), Qt::NoButton, Qt::NoButton,
+                   Qt::NoModifier);
+  QApplication::sendEvent(view->viewport(), &move);
+  EXPECT_TRUE(QToolTip::isVisible());
+  EXPECT_TRUE(QToolTip::text().contains(QStringLiteral("step"))) << QToolTip::text().toStdString();
+  EXPECT_TRUE(QToolTip::text().contains(QStringLiteral("loss"))) << QToolTip::text().toStdString();
+
+  const double widthBefore = view->xAxis()->max() - view->xAxis()->min();
+  QWheelEvent wheel(QPointF(at), view->viewport()->mapToGlobal(QPointF(at)), QPoint(), QPoint(0, 240),
+                    Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+  QApplication::sendEvent(view->viewport(), &wheel);
+  const double widthAfter = view->xAxis()->max() - view->xAxis()->min();
+  EXPECT_LT(widthAfter, widthBefore * 0.8);
+  EXPECT_FALSE(view->isAutoRange());
+  EXPECT_GT(smoothed->count(), 10);  // re-decimated for the zoomed range
+
+  QMouseEvent dbl(QEvent::MouseButtonDblClick, at, view->viewport()->mapToGlobal(at), Qt::LeftButton,
+                  Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(view->viewport(), &dbl);
+  EXPECT_TRUE(view->isAutoRange());
+  EXPECT_NEAR(view->xAxis()->max() - view->xAxis()->min(), widthBefore, 1e-9);
+
+  view->setLogY(true);
+  EXPECT_EQ(view->yDomain(), YDomain::Log10);
+  EXPECT_TRUE(view->yAxis()->inherits("QCategoryAxis"));
+  for (const QPointF& p : smoothed->points()) EXPECT_LT(p.y(), 1.5);  // log10 of the loss
+  view->setLogY(false);
+  EXPECT_EQ(view->yDomain(), YDomain::Linear);
+}
+
+TEST_F(ChartExport, TabsLayoutDefersHiddenPanels) {
+  m_dashboard.setLayoutMode(Dashboard::Layout::Tabs);
+  QApplication::processEvents();
+  m_dashboard.refresh();  // only the visible tab works; the rest on show or export
+  ASSERT_TRUE(m_dashboard.exportChart(QStringLiteral("memory"), path("m.png"), {}, QSize(640, 400)));
+  EXPECT_GT(distinctColors(QImage(path("m.png"))), 20);
+  m_dashboard.setLayoutMode(Dashboard::Layout::Grid);
+  EXPECT_EQ(m_dashboard.grab().size(), QSize(1280, 800));
+}

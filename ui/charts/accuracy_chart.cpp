@@ -1,0 +1,81 @@
+#include "ui/charts/accuracy_chart.h"
+
+#include <QLineSeries>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include "ui/run_data.h"
+
+namespace amp::ui {
+
+AccuracyChart::AccuracyChart(QWidget* parent) : ChartPanel(QStringLiteral("accuracy"), parent) {
+  m_view->setTitle(tr("Test accuracy and loss"));
+  m_view->setAxisTitles(tr("step"), tr("test accuracy, % (solid)"));
+  QValueAxis* lossAxis = m_view->addSecondaryYAxis(tr("test loss (dashed)"));
+  m_view->setIncludeZero(lossAxis, true);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 2);
+  layout->addWidget(m_view, 1);
+}
+
+void AccuracyChart::rebuildSeries() {
+  m_sets.clear();
+  const QVector<const RunData*> runs = visibleRuns();
+  for (int i = 0; i < runs.size(); ++i) {
+    RunSeriesSet set;
+    set.run = runs[i];
+    const QColor color = runColor(runs[i], i);
+    set.accuracy = new QLineSeries;
+    set.accuracy->setName(runs[i]->name);
+    tagSeries(set.accuracy, runs[i]->name, tr("test accuracy (%)"));
+    m_view->addSeries(set.accuracy);
+    set.accuracy->setPen(pen(color, 2.0));
+    // Evaluations are sparse: show where they are.
+    set.accuracy->setPointsVisible(true);
+    set.accuracy->setMarkerSize(7);
+    set.accuracy->setLightMarker(markerImage(color, color.darker(140), 7));
+
+    set.loss = new QLineSeries;
+    set.loss->setName(runs[i]->name + tr(" (test loss)"));
+    tagSeries(set.loss, runs[i]->name, tr("test loss"));
+    m_view->addSeries(set.loss, m_view->secondaryYAxis());
+    set.loss->setPen(pen(color, 1.2, Qt::DashLine));
+    m_view->setLegendEntryVisible(set.loss, false);
+    m_sets.push_back(std::move(set));
+  }
+}
+
+void AccuracyChart::updateSeries() {
+  const QVector<const RunData*> runs = visibleRuns();
+  double xMin = qInf(), xMax = -qInf();
+  for (RunSeriesSet& set : m_sets) {
+    const RunSeries& s = set.run->series;
+    if (!s.testStep.isEmpty()) {
+      xMin = std::min(xMin, s.testStep.first());
+      xMax = std::max(xMax, s.testStep.last());
+    }
+  }
+  // The x range spans the training steps too, so the first evaluation is not at the far left.
+  const auto [stepMin, stepMax] = stepExtent(runs);
+  if (xMin <= xMax) {
+    xMin = std::min(xMin, stepMin);
+    xMax = std::max(xMax, stepMax);
+  }
+  const DecimationRange range = m_view->decimationRange(xMin, xMax);
+  for (RunSeriesSet& set : m_sets) {
+    const RunSeries& s = set.run->series;
+    if (set.percent.size() > std::size_t(s.testAcc.size())) set.percent.clear();
+    for (qsizetype i = qsizetype(set.percent.size()); i < s.testAcc.size(); ++i)
+      set.percent.push_back(s.testAcc[i] * 100.0);  // NaN (no accuracy) stays NaN: skipped
+    setDecimated(set.accuracy, spanOf(s.testStep), {set.percent.data(), set.percent.size()}, range);
+    setDecimated(set.loss, spanOf(s.testStep), spanOf(s.testLoss), range);
+  }
+  const bool any = xMin <= xMax;
+  m_view->setPlaceholder(runs.isEmpty() ? tr("no runs to show")
+                         : any          ? QString()
+                                        : tr("no test set evaluated yet — test accuracy appears "
+                                                      "after each evaluation"));
+  m_view->applyAutoRange(any ? xMin : stepMin, any ? xMax : stepMax);
+}
+
+}  // namespace amp::ui

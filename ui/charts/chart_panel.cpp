@@ -1,0 +1,193 @@
+#include "ui/charts/chart_panel.h"
+
+#include <QAbstractSeries>
+#include <QFileDialog>
+#include <QPainter>
+#include <QShowEvent>
+#include <QXYSeries>
+#include <cmath>
+
+#include "ui/run_data.h"
+
+namespace amp::ui {
+
+ChartPanel::ChartPanel(const QString& name, QWidget* parent)
+    : QWidget(parent), m_view(new ChartView(this)), m_name(name) {
+  connectView(m_view);
+}
+
+void ChartPanel::connectView(ChartView* view) {
+  connect(view, &ChartView::viewChanged, this, &ChartPanel::refreshNow);
+  connect(view, &ChartView::exportRequested, this, &ChartPanel::exportInteractively);
+  // Series colours that depend on the theme (marker borders, labels) are set when built.
+  connect(view, &ChartView::themeChanged, this, [this] {
+    invalidateSeries();
+    refreshNow();
+  });
+}
+
+void ChartPanel::setRuns(const QVector<const RunData*>& runs) {
+  m_runs = runs;
+  m_signature.clear();  // pointers may be reused for other runs: rebuild regardless
+  refresh();
+}
+
+QVector<const RunData*> ChartPanel::visibleRuns() const {
+  QVector<const RunData*> out;
+  for (const RunData* r : m_runs)
+    if (r && r->visible) out.append(r);
+  return out;
+}
+
+QString ChartPanel::runSignature() const {
+  QString sig = QStringLiteral("#");  // never empty, so a cleared signature always differs
+  for (const RunData* r : m_runs) {
+    if (!r || !r->visible) continue;
+    sig += QStringLiteral("%1|%2|%3|%4;").arg(quintptr(r)).arg(r->id).arg(r->color.rgba()).arg(r->name);
+  }
+  return sig;
+}
+
+void ChartPanel::refresh() {
+  if (!isVisible()) {
+    m_dirty = true;  // done on show, or before an export
+    return;
+  }
+  refreshNow();
+}
+
+void ChartPanel::refreshNow() {
+  if (m_refreshing) return;  // a signal from inside our own update: the data is current
+  m_refreshing = true;
+  m_dirty = false;
+  const QString sig = runSignature();
+  if (sig != m_signature) {
+    m_signature = sig;
+    for (ChartView* v : views()) v->removeAllSeries();
+    m_decimated.clear();
+    rebuildSeries();
+  }
+  updateSeries();
+  m_refreshing = false;
+}
+
+void ChartPanel::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  if (m_dirty) refreshNow();
+}
+
+void ChartPanel::setTheme(ChartView::Theme theme) {
+  for (ChartView* v : views()) v->setTheme(theme);
+}
+
+void ChartPanel::render(QPainter* painter, const QRectF& target) {
+  if (m_dirty) refreshNow();
+  m_view->renderChart(painter, target);
+}
+
+bool ChartPanel::exportTo(const QString& path, const QString& format, QSize size, int dpi) {
+  const auto f = exportFormatFor(path, format);
+  if (!f) return false;
+  ExportOptions options;
+  if (!size.isEmpty())
+    options.size = size;
+  else if (width() > 50 && height() > 50)
+    options.size = this->size();
+  options.dpi = dpi;
+  options.background = m_view->backgroundColor();
+  options.title = m_view->title();
+  return exportPainting(path, *f, options, [this](QPainter* p, const QRectF& r) { render(p, r); });
+}
+
+bool ChartPanel::exportPng(const QString& path, QSize size, int dpi) {
+  return exportTo(path, QStringLiteral("png"), size, dpi);
+}
+bool ChartPanel::exportSvg(const QString& path, QSize size) {
+  return exportTo(path, QStringLiteral("svg"), size);
+}
+bool ChartPanel::exportPdf(const QString& path, QSize size) {
+  return exportTo(path, QStringLiteral("pdf"), size);
+}
+
+void ChartPanel::exportInteractively(ExportFormat format) {
+  static const char* const suffixes[] = {"png", "svg", "pdf"};
+  const QString suffix = QString::fromLatin1(suffixes[int(format)]);
+  const QString path =
+      QFileDialog::getSaveFileName(this, tr("Export chart"), m_name + QLatin1Char('.') + suffix,
+                                   tr("%1 files (*.%2)").arg(suffix.toUpper(), suffix));
+  if (path.isEmpty()) return;
+  // PNG at twice the on-screen size and 192 dpi: sharp on slides and in print.
+  const bool png = format == ExportFormat::Png;
+  const QSize base = size().isEmpty() ? QSize(1000, 700) : size();
+  exportTo(path, suffix, png ? base * 2 : base, png ? 192 : 96);
+}
+
+QColor ChartPanel::runColor(const RunData* run, int index) {
+  if (run && run->color.isValid()) return run->color;
+  static const QColor fallback[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e),
+                                    QColor(0x2c, 0xa0, 0x2c), QColor(0xd6, 0x27, 0x28),
+                                    QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b)};
+  return fallback[index % 6];
+}
+
+QPen ChartPanel::pen(const QColor& color, qreal width, Qt::PenStyle style) {
+  QPen p(color, width, style);
+  // Bevel joins and flat caps: round ones make Qt's stroker compute an arc at each of the
+  // ~2 points per pixel, which doubled the paint time of a noisy line.
+  p.setCapStyle(Qt::FlatCap);
+  p.setJoinStyle(Qt::BevelJoin);
+  return p;
+}
+
+std::pair<double, double> ChartPanel::stepExtent(const QVector<const RunData*>& runs) {
+  double lo = qInf(), hi = -qInf();
+  for (const RunData* r : runs) {
+    if (r->series.step.isEmpty()) continue;
+    lo = std::min(lo, r->series.step.first());
+    hi = std::max(hi, r->series.step.last());
+  }
+  if (lo > hi) return {qQNaN(), qQNaN()};
+  return {lo, hi};
+}
+
+bool ChartPanel::setDecimated(QXYSeries* series, std::span<const double> x, std::span<const double> y,
+                              const DecimationRange& range, YDomain domain) {
+  const std::size_t n = std::min(x.size(), y.size());
+  // NaN never equals itself: a stand-in keeps a NaN at the end from defeating the cache.
+  const auto finite = [](double v) { return std::isnan(v) ? 1e308 : v; };
+  const DecimationKey key{
+      x.data(),   y.data(),      n,     n ? x[n - 1] : 0.0, n ? finite(y[n - 1]) : 0.0, range.xMin,
+      range.xMax, range.columns, domain};
+  auto it = m_decimated.find(series);
+  if (it != m_decimated.end() && *it == key) return false;
+  ChartView* view = m_view;
+  for (ChartView* v : views())
+    if (v->chart() == series->chart()) view = v;
+  view->replacePoints(series, decimateMinMax(x, y, range, domain));
+  m_decimated.insert(series, key);
+  return true;
+}
+
+QImage ChartPanel::markerImage(const QColor& fill, const QColor& border, int size, Marker shape) {
+  QImage image(size, size, QImage::Format_ARGB32_Premultiplied);
+  image.fill(Qt::transparent);
+  QPainter p(&image);
+  p.setRenderHint(QPainter::Antialiasing);
+  p.setPen(QPen(border, 1.2));
+  p.setBrush(fill);
+  const QRectF r(0.8, 0.8, size - 1.6, size - 1.6);
+  if (shape == Marker::Circle) {
+    p.drawEllipse(r);
+  } else {
+    p.drawPolygon(QPolygonF({QPointF(r.center().x(), r.top()), r.bottomRight(), r.bottomLeft()}));
+  }
+  return image;
+}
+
+void ChartPanel::tagSeries(QAbstractSeries* series, const QString& run, const QString& value, bool hover) {
+  series->setProperty("ampRun", run);
+  series->setProperty("ampValue", value);
+  series->setProperty("ampNoHover", !hover);
+}
+
+}  // namespace amp::ui

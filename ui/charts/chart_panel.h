@@ -1,0 +1,111 @@
+// Base of every chart panel: holds the runs to plot, rebuilds series only when the set of
+// visible runs (or their names/colours) changes, re-decimates on refresh(), defers that work
+// while the panel is hidden (another tab), and exports through its ChartView(s).
+#pragma once
+
+#include <QHash>
+#include <QImage>
+#include <QPen>
+#include <QVector>
+#include <QWidget>
+#include <span>
+
+#include "ui/charts/chart_view.h"
+
+class QAbstractSeries;
+class QXYSeries;
+
+namespace amp::ui {
+
+struct RunData;
+
+class ChartPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  // `name` identifies the panel for Dashboard::exportChart ("loss", "scale", ...).
+  ChartPanel(const QString& name, QWidget* parent = nullptr);
+
+  QString name() const { return m_name; }
+  // The runs to plot (those with visible == true are drawn). Pointers must stay valid until the
+  // next setRuns(); the panel never owns or changes them.
+  void setRuns(const QVector<const RunData*>& runs);
+  // New data arrived: re-decimate and replace() series. Cheap; deferred while hidden.
+  void refresh();
+  // The same, now, even while hidden (export, benchmarks).
+  void refreshNow();
+
+  ChartView* chartView() const { return m_view; }  // the main chart
+  void setTheme(ChartView::Theme theme);
+
+  // Paints the panel's chart(s) into `target` (logical pixels); used by every export.
+  virtual void render(QPainter* painter, const QRectF& target);
+  bool exportTo(const QString& path, const QString& format = {}, QSize size = {}, int dpi = 96);
+  bool exportPng(const QString& path, QSize size = {}, int dpi = 96);
+  bool exportSvg(const QString& path, QSize size = {});
+  bool exportPdf(const QString& path, QSize size = {});
+
+ public slots:
+  void exportInteractively(amp::ui::ExportFormat format);  // asks for a file name
+
+ protected:
+  // Creates the series for visibleRuns() (the view's old series are already removed).
+  virtual void rebuildSeries() = 0;
+  // Replaces the series' points from the runs' current data.
+  virtual void updateSeries() = 0;
+  // Extra views (e.g. a heat map) to theme alongside the main one.
+  virtual QList<ChartView*> views() const { return {m_view}; }
+  // Forces rebuildSeries() on the next refresh (a panel option changed).
+  void invalidateSeries() { m_signature.clear(); }
+
+  const QVector<const RunData*>& runs() const { return m_runs; }
+  QVector<const RunData*> visibleRuns() const;
+  // Wires a view's signals (re-decimate on zoom/resize, context-menu export).
+  void connectView(ChartView* view);
+
+  void showEvent(QShowEvent* event) override;
+
+  // Helpers shared by the panels.
+  static QColor runColor(const RunData* run, int index);
+  static QPen pen(const QColor& color, qreal width, Qt::PenStyle style = Qt::SolidLine);
+  // First and last step over the visible runs' (step) column; NaN when there are none.
+  static std::pair<double, double> stepExtent(const QVector<const RunData*>& runs);
+  // series->replace(decimateMinMax(x, y, range, domain)), skipped when neither the data (size,
+  // ends) nor the range changed since the last call for this series: a paused or finished run
+  // then costs nothing per refresh. Returns whether it replaced.
+  bool setDecimated(QXYSeries* series, std::span<const double> x, std::span<const double> y,
+                    const DecimationRange& range, YDomain domain = YDomain::Linear);
+  // Makes the next setDecimated() calls replace (the data changed in place, e.g. re-smoothed).
+  void forgetDecimation() { m_decimated.clear(); }
+  // A marker drawn as an image (QXYSeries::setLightMarker): Qt Charts then blits it per point
+  // instead of painting one antialiased ellipse item per point, a quarter of the loss chart's
+  // paint time with 400 test-loss dots.
+  enum class Marker { Circle, Triangle };
+  static QImage markerImage(const QColor& fill, const QColor& border, int size,
+                            Marker shape = Marker::Circle);
+  // Tags a series for the hover tooltip.
+  static void tagSeries(QAbstractSeries* series, const QString& run, const QString& value, bool hover = true);
+
+  ChartView* m_view;
+
+ private:
+  QString runSignature() const;
+
+  QString m_name;
+  QVector<const RunData*> m_runs;
+  struct DecimationKey {
+    const double* x = nullptr;
+    const double* y = nullptr;
+    std::size_t n = 0;
+    double lastX = 0, lastY = 0, xMin = 0, xMax = 0;
+    int columns = 0;
+    YDomain domain = YDomain::Linear;
+    bool operator==(const DecimationKey&) const = default;
+  };
+  QHash<const QXYSeries*, DecimationKey> m_decimated;
+  QString m_signature;
+  bool m_dirty = true;
+  bool m_refreshing = false;
+};
+
+}  // namespace amp::ui

@@ -1,0 +1,143 @@
+#include "ui/charts/dashboard.h"
+
+#include <QPainter>
+#include <QSplitter>
+#include <QStackedLayout>
+#include <QTabWidget>
+#include <QVBoxLayout>
+
+#include "ui/charts/accuracy_chart.h"
+#include "ui/charts/histogram_view.h"
+#include "ui/charts/loss_chart.h"
+#include "ui/charts/memory_chart.h"
+#include "ui/charts/scale_chart.h"
+#include "ui/charts/throughput_chart.h"
+#include "ui/run_data.h"
+
+namespace amp::ui {
+
+Dashboard::Dashboard(QWidget* parent)
+    : QWidget(parent),
+      m_loss(new LossChart),
+      m_scale(new ScaleChart),
+      m_histogram(new HistogramView),
+      m_accuracy(new AccuracyChart),
+      m_throughput(new ThroughputChart),
+      m_memory(new MemoryChart) {
+  m_grid = new QWidget;
+  auto* columns = new QSplitter(Qt::Vertical, m_grid);
+  for (QSplitter*& row : m_rows) {
+    row = new QSplitter(Qt::Horizontal, columns);
+    row->setChildrenCollapsible(false);
+  }
+  columns->setChildrenCollapsible(false);
+  auto* gridLayout = new QVBoxLayout(m_grid);
+  gridLayout->setContentsMargins(0, 0, 0, 0);
+  gridLayout->addWidget(columns);
+  m_tabs = new QTabWidget;
+  m_tabs->setDocumentMode(true);
+
+  m_stack = new QStackedLayout(this);
+  m_stack->setContentsMargins(0, 0, 0, 0);
+  m_stack->addWidget(m_grid);
+  m_stack->addWidget(m_tabs);
+  m_layout = Layout::Tabs;  // so that the call below lays the panels out
+  setLayoutMode(Layout::Grid);
+}
+
+QList<ChartPanel*> Dashboard::panels() const {
+  // Grid order: the AMP story on top (loss, scale, exponents), the rest below.
+  return {m_loss, m_scale, m_histogram, m_accuracy, m_throughput, m_memory};
+}
+
+QStringList Dashboard::chartNames() const {
+  QStringList names;
+  for (ChartPanel* p : panels()) names << p->name();
+  return names;
+}
+
+ChartPanel* Dashboard::panel(const QString& name) const {
+  for (ChartPanel* p : panels())
+    if (p->name() == name) return p;
+  return nullptr;
+}
+
+void Dashboard::setLayoutMode(Layout layout) {
+  if (layout == m_layout) return;
+  m_layout = layout;
+  const QList<ChartPanel*> all = panels();
+  if (layout == Layout::Grid) {
+    m_tabs->clear();  // removes pages, keeps the widgets
+    for (int i = 0; i < all.size(); ++i) m_rows[i / 3]->addWidget(all[i]);
+    for (QSplitter* row : m_rows) row->setSizes({1, 1, 1});
+    m_stack->setCurrentWidget(m_grid);
+    for (ChartPanel* p : all) p->show();
+  } else {
+    static const char* const titles[] = {"Loss",     "Loss scale", "Exponents",
+                                         "Accuracy", "Throughput", "Memory"};
+    for (int i = 0; i < all.size(); ++i) m_tabs->addTab(all[i], tr(titles[i]));
+    m_stack->setCurrentWidget(m_tabs);
+  }
+}
+
+void Dashboard::setRuns(const QVector<const RunData*>& runs) {
+  m_runs = runs;
+  for (ChartPanel* p : panels()) p->setRuns(runs);
+}
+
+void Dashboard::refresh() {
+  for (ChartPanel* p : panels()) p->refresh();
+}
+
+void Dashboard::setTheme(ChartView::Theme theme) {
+  m_theme = theme;
+  for (ChartPanel* p : panels()) p->setTheme(theme);
+}
+
+void Dashboard::renderDashboard(QPainter* painter, const QRectF& target) {
+  const ChartView* any = m_loss->chartView();
+  painter->fillRect(target, any->backgroundColor());
+  // Header: the runs shown, in their colours, so a printed page says what it compares.
+  const double header = 28;
+  QFont font = painter->font();
+  font.setPointSize(10);
+  font.setBold(true);
+  painter->setFont(font);
+  double x = target.left() + 10;
+  painter->setPen(any->textColor());
+  const QRectF titleRect(x, target.top(), target.width() - 20, header);
+  painter->drawText(titleRect, Qt::AlignVCenter | Qt::AlignLeft, tr("AMP Studio — runs:"));
+  x += painter->fontMetrics().horizontalAdvance(tr("AMP Studio — runs:")) + 10;
+  for (const RunData* r : m_runs) {
+    if (!r || !r->visible) continue;
+    painter->setPen(r->color.isValid() ? r->color : any->textColor());
+    painter->drawText(QRectF(x, target.top(), target.right() - x, header), Qt::AlignVCenter | Qt::AlignLeft,
+                      r->name);
+    x += painter->fontMetrics().horizontalAdvance(r->name) + 16;
+  }
+  const QList<ChartPanel*> all = panels();
+  const double w = target.width() / 3, h = (target.height() - header) / 2;
+  for (int i = 0; i < all.size(); ++i) {
+    const QRectF cell(target.left() + (i % 3) * w, target.top() + header + (i / 3) * h, w, h);
+    all[i]->render(painter, cell.adjusted(2, 2, -2, -2));
+  }
+}
+
+bool Dashboard::exportDashboard(const QString& path, const QString& format, QSize size, int dpi) {
+  const auto f = exportFormatFor(path, format);
+  if (!f) return false;
+  ExportOptions options;
+  options.size = size.isEmpty() ? QSize(1800, 1050) : size;
+  options.dpi = dpi;
+  options.background = m_loss->chartView()->backgroundColor();
+  options.title = tr("AMP Studio dashboard");
+  return exportPainting(path, *f, options, [this](QPainter* p, const QRectF& r) { renderDashboard(p, r); });
+}
+
+bool Dashboard::exportChart(const QString& name, const QString& path, const QString& format, QSize size,
+                            int dpi) {
+  ChartPanel* p = panel(name);
+  return p && p->exportTo(path, format, size, dpi);
+}
+
+}  // namespace amp::ui

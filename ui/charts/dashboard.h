@@ -1,0 +1,81 @@
+// All chart panels together: a 3 x 2 grid of splitters (or one tab per panel), fed the same
+// runs, refreshed together, exported one by one or as a whole (PNG/SVG/PDF).
+#pragma once
+
+#include <QVector>
+#include <QWidget>
+
+#include "ui/charts/chart_view.h"
+
+class QSplitter;
+class QStackedLayout;
+class QTabWidget;
+
+namespace amp::ui {
+
+struct RunData;
+class AccuracyChart;
+class ChartPanel;
+class HistogramView;
+class LossChart;
+class MemoryChart;
+class ScaleChart;
+class ThroughputChart;
+
+class Dashboard : public QWidget {
+  Q_OBJECT
+
+ public:
+  enum class Layout { Grid, Tabs };
+
+  explicit Dashboard(QWidget* parent = nullptr);
+
+  // Runs to plot (those with visible == true are drawn); pointers stay valid until the next
+  // call. Then call refresh() whenever new metrics were appended (at most ~30 times a second);
+  // toggling a run's `visible`, colour or name also needs only refresh().
+  void setRuns(const QVector<const RunData*>& runs);
+  void refresh();
+
+  void setLayoutMode(Layout layout);
+  Layout layoutMode() const { return m_layout; }
+  void setTheme(ChartView::Theme theme);
+
+  // "loss", "scale", "histogram", "accuracy", "throughput", "memory".
+  QStringList chartNames() const;
+  ChartPanel* panel(const QString& name) const;
+  LossChart* lossChart() const { return m_loss; }
+  ScaleChart* scaleChart() const { return m_scale; }
+  HistogramView* histogramView() const { return m_histogram; }
+  AccuracyChart* accuracyChart() const { return m_accuracy; }
+  ThroughputChart* throughputChart() const { return m_throughput; }
+  MemoryChart* memoryChart() const { return m_memory; }
+
+  // Whole dashboard as a 3 x 2 grid under a header naming the runs. `format`: "png", "svg",
+  // "pdf" or empty for the path's suffix. PNG: `size` in pixels at `dpi`; SVG/PDF: logical size.
+  bool exportDashboard(const QString& path, const QString& format = {}, QSize size = QSize(1800, 1050),
+                       int dpi = 96);
+  // One panel by name (see chartNames()); empty size = its on-screen size.
+  bool exportChart(const QString& name, const QString& path, const QString& format = {}, QSize size = {},
+                   int dpi = 96);
+  void renderDashboard(QPainter* painter, const QRectF& target);
+
+ private:
+  QList<ChartPanel*> panels() const;
+
+  LossChart* m_loss;
+  ScaleChart* m_scale;
+  HistogramView* m_histogram;
+  AccuracyChart* m_accuracy;
+  ThroughputChart* m_throughput;
+  MemoryChart* m_memory;
+  QVector<const RunData*> m_runs;
+
+  QStackedLayout* m_stack;
+  QWidget* m_grid;
+  QSplitter* m_rows[2];
+  QTabWidget* m_tabs;
+  Layout m_layout = Layout::Grid;
+  ChartView::Theme m_theme = ChartView::Theme::Light;
+};
+
+}  // namespace amp::ui

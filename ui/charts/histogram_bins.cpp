@@ -1,0 +1,73 @@
+#include "ui/charts/histogram_bins.h"
+
+#include <QCategoryAxis>
+#include <cstdlib>
+
+namespace amp::ui {
+
+namespace {
+constexpr double kSpecialLeft[3] = {19, 22, 25};  // zero, inf, nan
+constexpr double kSpecialWidth = 2;
+}  // namespace
+
+double binLeft(int bin) {
+  if (bin < kHistExpBins) return kHistMinExp + bin;
+  return kSpecialLeft[bin - kHistExpBins];
+}
+
+double binWidth(int bin) { return bin < kHistExpBins ? 1.0 : kSpecialWidth; }
+
+int binAt(double pos) {
+  if (pos >= kHistMinExp && pos < kHistMaxExp + 1) return int(pos - kHistMinExp);
+  for (int i = 0; i < 3; ++i)
+    if (pos >= kSpecialLeft[i] && pos < kSpecialLeft[i] + kSpecialWidth) return kHistExpBins + i;
+  return -1;
+}
+
+QString powerOfTwo(int exponent) {
+  static const QChar digits[] = {u'⁰', u'¹', u'²', u'³', u'⁴', u'⁵', u'⁶', u'⁷', u'⁸', u'⁹'};
+  QString out = QStringLiteral("2");
+  if (exponent < 0) out += u'⁻';
+  for (QChar c : QString::number(std::abs(exponent))) out += digits[c.digitValue()];
+  return out;
+}
+
+QString binName(int bin) {
+  if (bin < kHistExpBins) return powerOfTwo(kHistMinExp + bin);
+  if (bin == kHistBinZero) return QStringLiteral("zero");
+  if (bin == kHistBinInf) return QStringLiteral("inf");
+  return QStringLiteral("nan");
+}
+
+QString histogramKindLabel(HistogramKind kind) {
+  switch (kind) {
+    case HistogramKind::WeightGrad:
+      return QStringLiteral("weight grad");
+    case HistogramKind::ActivationGrad:
+      return QStringLiteral("activation grad");
+    case HistogramKind::Activation:
+      return QStringLiteral("activation");
+  }
+  return {};
+}
+
+QCategoryAxis* makeExponentAxis(QObject* parent, bool compact) {
+  auto* axis = new QCategoryAxis(parent);
+  axis->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
+  axis->setRange(kHistAxisMin, kHistAxisMax);
+  axis->setStartValue(kHistAxisMin);
+  // The fp16 thresholds get their own labels; 2^-40 and 2^16 mark the ends of the bins.
+  for (int e : {-40, -30, kFp16SubnormalExp, kFp16NormalExp, 0, kFp16OverflowExp})
+    if (!compact || e != -30) axis->append(powerOfTwo(e), e);
+  if (compact) {
+    // At the top edge: nearer to 2^16 a short axis would drop it as overlapping.
+    axis->append(QStringLiteral("0 inf nan"), kHistAxisMax - 0.5);
+    return axis;
+  }
+  axis->append(QStringLiteral("0"), binCenter(kHistBinZero));
+  axis->append(QStringLiteral("inf"), binCenter(kHistBinInf));
+  axis->append(QStringLiteral("nan"), binCenter(kHistBinNan));
+  return axis;
+}
+
+}  // namespace amp::ui

@@ -1,0 +1,233 @@
+#include "ui/charts/histogram_view.h"
+
+#include <QAreaSeries>
+#include <QCategoryAxis>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineSeries>
+#include <QSignalBlocker>
+#include <QVBoxLayout>
+#include <QValueAxis>
+#include <cmath>
+
+#include "ui/charts/heat_map_item.h"
+#include "ui/charts/histogram_bins.h"
+#include "ui/run_data.h"
+
+namespace amp::ui {
+
+namespace {
+
+QString kindKey(HistogramKind k) {
+  switch (k) {
+    case HistogramKind::WeightGrad:
+      return QStringLiteral("weight_grad");
+    case HistogramKind::ActivationGrad:
+      return QStringLiteral("activation_grad");
+    case HistogramKind::Activation:
+      return QStringLiteral("activation");
+  }
+  return {};
+}
+
+QAreaSeries* makeArea(const QString& name) {
+  auto* upper = new QLineSeries;
+  auto* lower = new QLineSeries;
+  auto* area = new QAreaSeries(upper, lower);
+  upper->setParent(area);  // QAreaSeries does not own its edges
+  lower->setParent(area);
+  area->setName(name);
+  return area;
+}
+
+}  // namespace
+
+void HistogramView::setBand(QAreaSeries* area, double left, double right, double bottom, double top) {
+  area->upperSeries()->replace({QPointF(left, top), QPointF(right, top)});
+  area->lowerSeries()->replace({QPointF(left, bottom), QPointF(right, bottom)});
+}
+
+HistogramView::HistogramView(QWidget* parent)
+    : ChartPanel(QStringLiteral("histogram"), parent), m_heatView(new ChartView(this)) {
+  m_view->setTitle(tr("Exponent histogram"));
+  m_view->setXAxis(makeExponentAxis(m_view));
+  m_view->setAxisTitles(tr("|value| by binary exponent"), tr("fraction of values"));
+  m_view->setIncludeZero(m_view->yAxis(), true);
+  m_view->setHoverTextProvider([this](const QPointF& v) { return barsHoverText(v); });
+
+  m_heatView->setTitle(tr("Over time"));
+  m_heatView->setYAxis(makeExponentAxis(m_heatView, true));
+  m_heatView->setAxisTitles(tr("step"), tr("exponent"));
+  m_heatView->setHoverTextProvider([this](const QPointF& v) { return heatHoverText(v); });
+  m_heat = new HeatMapItem(m_heatView->chart(), nullptr);
+  connectView(m_heatView);
+  const auto moved = [this] { m_heat->geometryChanged(); };
+  connect(m_heatView->chart(), &QChart::plotAreaChanged, this, moved);
+  connect(m_heatView->xAxis(), &QValueAxis::rangeChanged, this, moved);
+  connect(m_heatView->yAxis(), &QValueAxis::rangeChanged, this, moved);
+
+  m_runBox = new QComboBox(this);
+  m_tensorBox = new QComboBox(this);
+  m_tensorBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  m_tensorBox->setMinimumContentsLength(12);
+  m_domainBox = new QComboBox(this);
+  m_domainBox->addItem(tr("scaled + unscaled"), int(Domain::Both));
+  m_domainBox->addItem(tr("scaled (as stored)"), int(Domain::Scaled));
+  m_domainBox->addItem(tr("unscaled (÷ scale)"), int(Domain::Unscaled));
+  m_domainBox->setToolTip(
+      tr("Gradients carry the loss scale while stored; unscaled is what "
+         "they are worth after the optimizer divides it out."));
+  auto* controls = new QHBoxLayout;
+  controls->setContentsMargins(6, 2, 6, 0);
+  controls->addWidget(m_runBox);
+  controls->addWidget(m_tensorBox, 1);
+  controls->addWidget(m_domainBox);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(0);
+  layout->addLayout(controls);
+  layout->addWidget(m_view, 1);
+  layout->addWidget(m_heatView, 1);
+
+  connect(m_runBox, &QComboBox::currentIndexChanged, this,
+          [this](int i) { setSelectedRun(m_runBox->itemData(i).toInt()); });
+  connect(m_tensorBox, &QComboBox::currentIndexChanged, this,
+          [this](int i) { setSelectedTensor(m_tensorBox->itemData(i).toString()); });
+  connect(m_domainBox, &QComboBox::currentIndexChanged, this,
+          [this](int i) { setDomain(Domain(m_domainBox->itemData(i).toInt())); });
+}
+
+QString HistogramView::tensorKey(const HistogramRecord& r) {
+  return kindKey(r.kind) + QLatin1Char('|') + QString::fromStdString(r.tensor);
+}
+
+void HistogramView::setSelectedRun(int runId) {
+  if (runId == m_selectedId) return;
+  m_selectedId = runId;
+  const QSignalBlocker block(m_runBox);
+  m_runBox->setCurrentIndex(m_runBox->findData(runId));
+  m_tensorListFrames = 0;  // another run: other tensors
+  refreshNow();
+}
+
+void HistogramView::setSelectedTensor(const QString& key) {
+  if (key == m_tensorKey) return;
+  m_tensorKey = key;
+  const QSignalBlocker block(m_tensorBox);
+  m_tensorBox->setCurrentIndex(m_tensorBox->findData(key));
+  refreshNow();
+}
+
+QStringList HistogramView::tensorKeys() const {
+  QStringList keys;
+  for (int i = 0; i < m_tensorBox->count(); ++i) keys << m_tensorBox->itemData(i).toString();
+  return keys;
+}
+
+void HistogramView::setDomain(Domain domain) {
+  if (domain == m_domain) return;
+  m_domain = domain;
+  const QSignalBlocker block(m_domainBox);
+  m_domainBox->setCurrentIndex(m_domainBox->findData(int(domain)));
+  refreshNow();
+}
+
+const RunData* HistogramView::selected() const {
+  const QVector<const RunData*> runs = visibleRuns();
+  for (const RunData* r : runs)
+    if (r->id == m_selectedId) return r;
+  for (const RunData* r : runs)  // by default the first run that has histograms
+    if (!r->histograms.empty()) return r;
+  return runs.isEmpty() ? nullptr : runs.first();
+}
+
+const HistogramRecord* HistogramView::findRecord(const HistogramFrame& frame) const {
+  for (const HistogramRecord& r : frame.records)
+    if (tensorKey(r) == m_tensorKey) return &r;
+  return nullptr;
+}
+
+void HistogramView::updateTensorList(const RunData* run) {
+  if (run->histograms.size() == m_tensorListFrames) return;
+  m_tensorListFrames = run->histograms.size();
+  const QSignalBlocker block(m_tensorBox);
+  m_tensorBox->clear();
+  for (const HistogramRecord& r : run->histograms.back().records)
+    m_tensorBox->addItem(QStringLiteral("%1 · %2 (%3)")
+                             .arg(QString::fromStdString(r.tensor), histogramKindLabel(r.kind),
+                                  QString::fromLatin1(dtypeName(r.dtype).data())),
+                         tensorKey(r));
+  int index = m_tensorBox->findData(m_tensorKey);
+  if (index < 0) index = 0;
+  m_tensorBox->setCurrentIndex(index);
+  m_tensorKey = m_tensorBox->itemData(index).toString();
+}
+
+void HistogramView::rebuildSeries() {
+  {
+    const QSignalBlocker block(m_runBox);
+    m_runBox->clear();
+    for (const RunData* r : visibleRuns()) m_runBox->addItem(r->name, r->id);
+    const RunData* sel = selected();
+    m_runBox->setCurrentIndex(sel ? m_runBox->findData(sel->id) : -1);
+  }
+  m_tensorListFrames = 0;
+  m_heatRun = nullptr;
+  m_shown.reset();
+
+  // Bands first, so the bars are drawn over them.
+  struct Band {
+    QString name;
+    QColor color;
+    double left, right;
+  };
+  const Band bands[] = {
+      {tr("fp16 normal"), QColor(44, 160, 44, 34), double(kFp16NormalExp), double(kFp16OverflowExp)},
+      {tr("fp16 subnormal"), QColor(255, 127, 14, 46), double(kFp16SubnormalExp), double(kFp16NormalExp)},
+  };
+  for (const Band& b : bands) {
+    QAreaSeries* area = makeArea(b.name);
+    area->setProperty("ampNoHover", true);
+    area->setProperty("ampNoAutoRange", true);
+    m_view->addSeries(area);
+    area->setBrush(b.color);
+    area->setPen(Qt::NoPen);
+    setBand(area, b.left, b.right, -10, 10);  // clipped to the plot: always full height
+  }
+  // Short legend names (a narrow chart truncates long ones); the axis labels give the bounds.
+  m_bf16Strip = makeArea(tr("bf16 normal ≥2⁻¹²⁶ ←"));
+  m_bf16Strip->setProperty("ampNoHover", true);
+  m_bf16Strip->setProperty("ampNoAutoRange", true);
+  m_view->addSeries(m_bf16Strip);
+  m_bf16Strip->setBrush(QColor(31, 119, 180, 90));
+  m_bf16Strip->setPen(Qt::NoPen);
+
+  m_unscaled = makeArea(tr("unscaled"));
+  m_view->addSeries(m_unscaled);
+  m_scaled = makeArea(tr("scaled"));
+  m_view->addSeries(m_scaled);
+
+  m_rangeLines.clear();
+  const struct {
+    QString name;
+    int exponent;
+    QColor color;
+    Qt::PenStyle style;
+  } lines[] = {{tr("fp16 subnormal ≥ 2⁻²⁴"), kFp16SubnormalExp, QColor(0xff, 0x7f, 0x0e), Qt::DashLine},
+               {tr("fp16 normal ≥ 2⁻¹⁴"), kFp16NormalExp, QColor(0xd6, 0x27, 0x28), Qt::SolidLine},
+               {tr("fp16 overflow > 65504"), kFp16OverflowExp, QColor(0xd6, 0x27, 0x28), Qt::DashDotLine}};
+  for (const auto& l : lines) {
+    auto* line = new QLineSeries;
+    line->setName(l.name);
+    line->setProperty("ampNoHover", true);
+    line->setProperty("ampNoAutoRange", true);
+    line->setProperty("ampExponent", l.exponent);
+    m_heatView->addSeries(line);
+    line->setPen(pen(l.color, 1.4, l.style));
+    m_rangeLines.push_back(line);
+  }
+  m_heat->setAnchor(m_rangeLines.front());
+}
+
+}  // namespace amp::ui

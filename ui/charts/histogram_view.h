@@ -1,0 +1,84 @@
+// Exponent histograms of one run's gradients and activations: the latest recorded frame as bars
+// over binary exponents 2⁻⁴⁰..2¹⁷ plus zero/inf/nan, with fp16's subnormal and normal ranges as
+// shaded bands (bf16's normal range, from 2⁻¹²⁶, covers the whole axis: shown as a strip and
+// said so in the legend), the under/overflow fractions in a caption; below, the same tensor
+// over time as a heat map (one column per frame, colour = log count) with the fp16 range lines.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "engine/train/step_metrics.h"
+#include "ui/charts/chart_panel.h"
+
+class QAreaSeries;
+class QComboBox;
+class QLineSeries;
+
+namespace amp::ui {
+
+class HeatMapItem;
+struct HistogramFrame;
+
+class HistogramView : public ChartPanel {
+  Q_OBJECT
+
+ public:
+  enum class Domain { Scaled, Unscaled, Both };
+  explicit HistogramView(QWidget* parent = nullptr);
+
+  void setSelectedRun(int runId);
+  int selectedRun() const { return m_selectedId; }
+  // "<kind>|<tensor>", e.g. "weight_grad|2.weight"; the first tensor when unknown.
+  void setSelectedTensor(const QString& key);
+  QString selectedTensor() const { return m_tensorKey; }
+  QStringList tensorKeys() const;
+  void setDomain(Domain domain);
+  Domain domain() const { return m_domain; }
+  ChartView* heatMapView() const { return m_heatView; }
+
+  void render(QPainter* painter, const QRectF& target) override;
+
+ protected:
+  void rebuildSeries() override;
+  void updateSeries() override;
+  QList<ChartView*> views() const override { return {m_view, m_heatView}; }
+
+ private:
+  const RunData* selected() const;
+  const HistogramRecord* findRecord(const HistogramFrame& frame) const;
+  void updateTensorList(const RunData* run);
+  void updateBars(const RunData* run, const HistogramRecord* rec, const HistogramFrame& frame);
+  void updateHeatMap(const RunData* run);
+  void showEmpty(const QString& message);
+  QString barsHoverText(const QPointF& value) const;
+  QString heatHoverText(const QPointF& value) const;
+  static QString tensorKey(const HistogramRecord& r);
+  static void setBand(QAreaSeries* area, double left, double right, double bottom, double top);
+
+  QComboBox* m_runBox;
+  QComboBox* m_tensorBox;
+  QComboBox* m_domainBox;
+  ChartView* m_heatView;
+  HeatMapItem* m_heat = nullptr;
+
+  QAreaSeries* m_scaled = nullptr;
+  QAreaSeries* m_unscaled = nullptr;
+  QAreaSeries* m_bf16Strip = nullptr;
+  std::vector<QLineSeries*> m_rangeLines;  // heat map: fp16 thresholds
+
+  int m_selectedId = -1;
+  QString m_tensorKey;
+  Domain m_domain = Domain::Both;
+  // What the heat map image was built from, to rebuild it only when that changes.
+  const RunData* m_heatRun = nullptr;
+  QString m_heatKey;
+  std::size_t m_heatFrames = 0;
+  Domain m_heatDomain = Domain::Both;
+  double m_heatX0 = 0;                     // step where the first image column starts
+  double m_heatColumn = 1;                 // steps per image column
+  std::size_t m_tensorListFrames = 0;      // frames seen when the tensor list was filled
+  std::optional<HistogramRecord> m_shown;  // a copy: the run's frames may reallocate
+};
+
+}  // namespace amp::ui

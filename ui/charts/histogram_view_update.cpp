@@ -1,0 +1,219 @@
+// HistogramView's refresh: the latest frame's bars and caption, the heat map over all frames,
+// the empty states, hover texts and the two-chart export.
+#include <QAreaSeries>
+#include <QLineSeries>
+#include <QValueAxis>
+#include <cmath>
+
+#include "ui/charts/heat_map_item.h"
+#include "ui/charts/histogram_bins.h"
+#include "ui/charts/histogram_view.h"
+#include "ui/run_data.h"
+
+namespace amp::ui {
+
+namespace {
+
+QString percent(double f) {
+  if (f == 0) return QStringLiteral("0%");
+  if (f < 1e-4) return QStringLiteral("<0.01%");
+  return QString::number(f * 100, 'g', 3) + QLatin1Char('%');
+}
+
+QString fractionsLine(const QString& label, const ExponentHistogram& h) {
+  QString line = QStringLiteral("%1: underflow %2 · subnormal %3 · overflow %4")
+                     .arg(label, percent(h.fraction(h.underflow)), percent(h.fraction(h.subnormal)),
+                          percent(h.fraction(h.overflow)));
+  if (h.nonFinite > 0) line += QStringLiteral(" · non-finite %1").arg(percent(h.fraction(h.nonFinite)));
+  return line;
+}
+
+// Bars as one area outline: for each bin (left,0) (left,f) (right,f) (right,0).
+QList<QPointF> barOutline(const ExponentHistogram& h) {
+  QList<QPointF> points;
+  points.reserve(kHistBins * 4);
+  for (int b = 0; b < kHistBins; ++b) {
+    const double f = h.fraction(h.counts[std::size_t(b)]);
+    const double left = binLeft(b), right = left + binWidth(b);
+    points << QPointF(left, 0) << QPointF(left, f) << QPointF(right, f) << QPointF(right, 0);
+  }
+  return points;
+}
+
+QString scaleText(float scale) {
+  int e = 0;
+  const double m = std::frexp(double(scale), &e);
+  if (m == 0.5) return powerOfTwo(e - 1);  // an exact power of two, as loss scales are
+  return QString::number(scale, 'g', 4);
+}
+
+const ExponentHistogram& domainOf(const HistogramRecord& r, HistogramView::Domain d) {
+  return d == HistogramView::Domain::Unscaled ? r.unscaled : r.scaled;
+}
+
+}  // namespace
+
+void HistogramView::showEmpty(const QString& message) {
+  m_shown.reset();
+  for (QAreaSeries* a : {m_scaled, m_unscaled}) {
+    if (!a) continue;
+    a->upperSeries()->clear();
+    a->lowerSeries()->clear();
+  }
+  if (m_bf16Strip) setBand(m_bf16Strip, 0, 0, 0, 0);
+  m_view->setCaption({});
+  m_view->setTitle(tr("Exponent histogram"));
+  m_view->setPlaceholder(message);
+  m_heatView->setPlaceholder(message.isEmpty() ? QString() : tr("(no frames)"));
+  m_heat->setImage(QImage(), {});
+  m_heatRun = nullptr;
+  m_view->applyAutoRange(kHistAxisMin, kHistAxisMax);
+  const RunData* run = selected();
+  const auto [first, last] = stepExtent(run ? QVector<const RunData*>{run} : QVector<const RunData*>{});
+  m_heatView->applyAutoRange(first, last);
+}
+
+void HistogramView::updateSeries() {
+  const RunData* run = selected();
+  if (!run) return showEmpty(tr("no runs to show"));
+  if (run->histograms.empty()) {
+    const int every = run->config.train.histogramEvery;
+    return showEmpty(every > 0 ? tr("no histograms yet — they are recorded every %1 steps").arg(every)
+                               : tr("histograms are off for this run (train.histogram_every = 0)"));
+  }
+  updateTensorList(run);
+  const HistogramFrame& frame = run->histograms.back();
+  const HistogramRecord* rec = findRecord(frame);
+  if (!rec) return showEmpty(tr("this tensor is not in the latest frame"));
+  m_view->setPlaceholder({});
+  m_heatView->setPlaceholder({});
+  updateBars(run, rec, frame);
+  updateHeatMap(run);
+}
+
+void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, const HistogramFrame& frame) {
+  m_shown = *rec;
+  const QColor color = runColor(run, 0);
+  const bool both = m_domain == Domain::Both;
+  m_scaled->setVisible(m_domain != Domain::Unscaled);
+  m_unscaled->setVisible(m_domain != Domain::Scaled);
+  if (m_scaled->isVisible()) {
+    m_scaled->upperSeries()->replace(barOutline(rec->scaled));
+    m_scaled->lowerSeries()->clear();
+    QColor fill = color;
+    fill.setAlphaF(0.55f);
+    m_scaled->setBrush(fill);
+    m_scaled->setPen(pen(color.darker(120), 1.0));
+    m_scaled->setName(tr("scaled"));
+    tagSeries(m_scaled, run->name, tr("fraction, scaled"));
+  }
+  if (m_unscaled->isVisible()) {
+    m_unscaled->upperSeries()->replace(barOutline(rec->unscaled));
+    m_unscaled->lowerSeries()->clear();
+    QColor fill = both ? m_view->textColor() : color;
+    fill.setAlphaF(both ? 0.10f : 0.55f);
+    m_unscaled->setBrush(fill);
+    m_unscaled->setPen(
+        pen(both ? m_view->textColor() : color.darker(120), 1.2, both ? Qt::DashLine : Qt::SolidLine));
+    m_unscaled->setName(tr("unscaled"));
+    tagSeries(m_unscaled, run->name, tr("fraction, unscaled"));
+  }
+  QStringList caption;
+  caption << tr("%1 · %2 values · loss scale %3 · as fp16:")
+                 .arg(run->name, QString::fromLatin1(dtypeName(rec->dtype).data()), scaleText(frame.scale));
+  if (m_domain != Domain::Unscaled) caption << fractionsLine(tr("scaled"), rec->scaled);
+  if (m_domain != Domain::Scaled) caption << fractionsLine(tr("unscaled"), rec->unscaled);
+  m_view->setCaption(caption.join(QLatin1Char('\n')), Qt::AlignTop | Qt::AlignRight);
+  m_view->setTitle(tr("%1 %2, step %3")
+                       .arg(QString::fromStdString(rec->tensor), histogramKindLabel(rec->kind))
+                       .arg(frame.step));
+  m_view->applyAutoRange(kHistAxisMin, kHistAxisMax);
+  if (m_view->isAutoY()) {
+    // Headroom for the caption, so that it covers no bar.
+    double highest = 0;
+    for (const HistogramRecord* r = rec; const ExponentHistogram* h : {&r->scaled, &r->unscaled})
+      for (std::int64_t n : h->counts) highest = std::max(highest, h->fraction(n));
+    const double plot = m_view->chart()->plotArea().height();
+    const double free = plot > 0 ? std::clamp(1 - (m_view->captionHeight() + 14) / plot, 0.3, 1.0) : 0.7;
+    m_view->setNiceRange(m_view->yAxis(), 0, std::max(highest, 1e-3) / free);
+  }
+  // bf16's normal range spans the whole axis: a strip along the top rather than a full band.
+  const double top = m_view->yAxis()->max();
+  setBand(m_bf16Strip, kHistAxisMin, kHistAxisMax, top * 0.965, top * 2);
+}
+
+void HistogramView::updateHeatMap(const RunData* run) {
+  const std::size_t frames = run->histograms.size();
+  if (m_heatRun == run && m_heatKey == m_tensorKey && m_heatFrames == frames && m_heatDomain == m_domain)
+    return;  // nothing new: the image stands
+  m_heatRun = run;
+  m_heatKey = m_tensorKey;
+  m_heatFrames = frames;
+  m_heatDomain = m_domain;
+  const Domain shown = m_domain == Domain::Unscaled ? Domain::Unscaled : Domain::Scaled;
+  std::vector<const ExponentHistogram*> columns;
+  columns.reserve(frames);
+  for (const HistogramFrame& f : run->histograms) {
+    const HistogramRecord* r = findRecord(f);
+    columns.push_back(r ? &domainOf(*r, shown) : nullptr);
+  }
+  const double first = double(run->histograms.front().step);
+  const double last = double(run->histograms.back().step);
+  const int every = std::max(1, run->config.train.histogramEvery);
+  m_heatColumn = frames > 1 ? (last - first) / double(frames - 1) : double(every);
+  if (!(m_heatColumn > 0)) m_heatColumn = 1;
+  m_heatX0 = first - m_heatColumn / 2;
+  const double x1 = last + m_heatColumn / 2;
+  m_heat->setImage(buildExponentHeatMap(columns),
+                   QRectF(QPointF(m_heatX0, kHistAxisMax), QPointF(x1, kHistMinExp)));
+  for (QLineSeries* line : m_rangeLines) {
+    const double y = line->property("ampExponent").toDouble();
+    line->replace({QPointF(m_heatX0, y), QPointF(x1, y)});
+  }
+  m_heatView->setTitle(shown == Domain::Unscaled ? tr("Over time, unscaled (colour: log count)")
+                                                 : tr("Over time, scaled (colour: log count)"));
+  m_heatView->applyAutoRange(m_heatX0, x1);
+}
+
+QString HistogramView::barsHoverText(const QPointF& value) const {
+  const int bin = binAt(value.x());
+  if (bin < 0 || !m_shown) return {};
+  QString range = binName(bin);
+  if (bin < kHistExpBins)
+    range = QStringLiteral("[%1, %2)").arg(binName(bin), powerOfTwo(kHistMinExp + bin + 1));
+  QString text = QStringLiteral("<b>%1</b>").arg(range.toHtmlEscaped());
+  for (const auto& [label, h] :
+       {std::pair{tr("scaled"), &m_shown->scaled}, std::pair{tr("unscaled"), &m_shown->unscaled}})
+    text += QStringLiteral("<br/>%1: %2 (%3)")
+                .arg(label, percent(h->fraction(h->counts[std::size_t(bin)])))
+                .arg(h->counts[std::size_t(bin)]);
+  return text;
+}
+
+QString HistogramView::heatHoverText(const QPointF& value) const {
+  const int bin = binAt(value.y());
+  if (!m_heatRun || bin < 0) return {};
+  const long long column = std::llround(std::floor((value.x() - m_heatX0) / m_heatColumn));
+  if (column < 0 || column >= (long long)m_heatRun->histograms.size()) return {};
+  const HistogramFrame& f = m_heatRun->histograms[std::size_t(column)];
+  const HistogramRecord* r = findRecord(f);
+  if (!r) return {};
+  const ExponentHistogram& h =
+      domainOf(*r, m_heatDomain == Domain::Unscaled ? Domain::Unscaled : Domain::Scaled);
+  const std::int64_t n = h.counts[std::size_t(bin)];
+  return tr("<b>step %1</b><br/>%2: %3 values (%4)")
+      .arg(f.step)
+      .arg(binName(bin))
+      .arg(n)
+      .arg(percent(h.fraction(n)));
+}
+
+void HistogramView::render(QPainter* painter, const QRectF& target) {
+  refreshNow();
+  const double split = target.height() * 0.58;
+  m_view->renderChart(painter, QRectF(target.topLeft(), QSizeF(target.width(), split)));
+  m_heatView->renderChart(
+      painter, QRectF(target.left(), target.top() + split, target.width(), target.height() - split));
+}
+
+}  // namespace amp::ui

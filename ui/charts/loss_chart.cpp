@@ -1,0 +1,135 @@
+#include "ui/charts/loss_chart.h"
+
+#include <QCheckBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineSeries>
+#include <QScatterSeries>
+#include <QSignalBlocker>
+#include <QSlider>
+#include <QVBoxLayout>
+
+#include "ui/run_data.h"
+
+namespace amp::ui {
+
+LossChart::LossChart(QWidget* parent) : ChartPanel(QStringLiteral("loss"), parent) {
+  m_view->setTitle(tr("Training loss"));
+  m_view->setAxisTitles(tr("step"), tr("loss"));
+  m_view->setLogYAllowed(true, YDomain::Log10);
+
+  m_slider = new QSlider(Qt::Horizontal, this);
+  m_slider->setRange(0, 999);
+  m_slider->setValue(int(m_smoothingWeight * 1000));
+  m_slider->setToolTip(
+      tr("Exponential moving average weight, debiased as in TensorBoard.\n"
+         "The faint line is the raw loss."));
+  m_sliderValue = new QLabel(this);
+  m_sliderValue->setMinimumWidth(m_sliderValue->fontMetrics().horizontalAdvance(QStringLiteral("0.000")));
+  m_logBox = new QCheckBox(tr("Log y"), this);
+
+  auto* controls = new QHBoxLayout;
+  controls->setContentsMargins(6, 0, 6, 0);
+  controls->addWidget(new QLabel(tr("Smoothing"), this));
+  controls->addWidget(m_slider, 1);
+  controls->addWidget(m_sliderValue);
+  controls->addSpacing(8);
+  controls->addWidget(m_logBox);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 2);
+  layout->setSpacing(2);
+  layout->addWidget(m_view, 1);
+  layout->addLayout(controls);
+
+  connect(m_slider, &QSlider::valueChanged, this, [this](int v) { setSmoothing(v / 1000.0); });
+  connect(m_logBox, &QCheckBox::toggled, m_view, &ChartView::setLogY);
+  connect(m_view, &ChartView::logYToggled, this, [this](bool on) {
+    const QSignalBlocker block(m_logBox);
+    m_logBox->setChecked(on);
+  });
+  m_sliderValue->setText(QString::number(m_smoothingWeight, 'f', 3));
+}
+
+void LossChart::setSmoothing(double weight) {
+  weight = std::clamp(weight, 0.0, 0.999);
+  if (weight == m_smoothingWeight) return;
+  m_smoothingWeight = weight;
+  {
+    const QSignalBlocker block(m_slider);
+    m_slider->setValue(int(std::lround(weight * 1000)));
+  }
+  m_sliderValue->setText(QString::number(weight, 'f', 3));
+  for (RunSeriesSet& set : m_sets) set.ema.setWeight(weight);
+  forgetDecimation();  // the smoothed values change in place
+  emit smoothingChanged(weight);
+  refreshNow();  // the user is looking at it
+}
+
+void LossChart::rebuildSeries() {
+  m_sets.clear();
+  const QVector<const RunData*> runs = visibleRuns();
+  m_sets.resize(runs.size());
+  // Layer by layer, not run by run: every raw line under every smoothed line, dots on top, so
+  // one run's noise never hides another run's trend.
+  for (int i = 0; i < runs.size(); ++i) {
+    RunSeriesSet& set = m_sets[i];
+    set.run = runs[i];
+    set.ema.setWeight(m_smoothingWeight);
+    QColor faint = runColor(runs[i], i);
+    faint.setAlphaF(0.25f);
+    set.raw = new QLineSeries;
+    set.raw->setName(runs[i]->name + tr(" (raw)"));
+    tagSeries(set.raw, runs[i]->name, tr("loss (raw)"));
+    m_view->addSeries(set.raw);
+    set.raw->setPen(pen(faint, 1.0));
+    m_view->setLegendEntryVisible(set.raw, false);
+  }
+  for (int i = 0; i < runs.size(); ++i) {
+    RunSeriesSet& set = m_sets[i];
+    set.smoothed = new QLineSeries;
+    set.smoothed->setName(runs[i]->name);
+    tagSeries(set.smoothed, runs[i]->name, tr("loss (smoothed)"));
+    m_view->addSeries(set.smoothed);
+    set.smoothed->setPen(pen(runColor(runs[i], i), 2.0));
+  }
+  for (int i = 0; i < runs.size(); ++i) {
+    RunSeriesSet& set = m_sets[i];
+    const QColor dot = runColor(runs[i], i).darker(115);
+    set.test = new QScatterSeries;
+    set.test->setName(runs[i]->name + tr(" (test)"));
+    tagSeries(set.test, runs[i]->name, tr("test loss"));
+    m_view->addSeries(set.test);
+    set.test->setMarkerSize(8);
+    set.test->setColor(dot);
+    set.test->setLightMarker(markerImage(dot, m_view->backgroundColor(), 8));
+    m_view->setLegendEntryVisible(set.test, false);
+  }
+  // One neutral legend entry explains the dots for every run.
+  m_testKey = new QScatterSeries;
+  m_testKey->setName(tr("test loss"));
+  m_testKey->setProperty("ampNoHover", true);
+  m_view->addSeries(m_testKey);
+  m_testKey->setMarkerSize(8);
+  m_testKey->setColor(QColor(0x80, 0x80, 0x80));
+}
+
+void LossChart::updateSeries() {
+  const QVector<const RunData*> runs = visibleRuns();
+  const auto [xMin, xMax] = stepExtent(runs);
+  const DecimationRange range = m_view->decimationRange(xMin, xMax);
+  const YDomain domain = m_view->yDomain();
+  bool anyTest = false;
+  for (RunSeriesSet& set : m_sets) {
+    const RunSeries& s = set.run->series;
+    setDecimated(set.raw, spanOf(s.step), spanOf(s.loss), range, domain);
+    const QVector<double>& smooth = set.ema.update(s.loss);
+    setDecimated(set.smoothed, spanOf(s.step), spanOf(smooth), range, domain);
+    setDecimated(set.test, spanOf(s.testStep), spanOf(s.testLoss), range, domain);
+    anyTest = anyTest || !s.testStep.isEmpty();
+  }
+  if (m_testKey) m_view->setLegendEntryVisible(m_testKey, anyTest);
+  m_view->setPlaceholder(runs.isEmpty() ? tr("no runs to show") : QString());
+  m_view->applyAutoRange(xMin, xMax);
+}
+
+}  // namespace amp::ui

@@ -1,0 +1,271 @@
+#include "ui/charts/memory_chart.h"
+
+#include <QAreaSeries>
+#include <QBarCategoryAxis>
+#include <QBarSet>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHorizontalBarSeries>
+#include <QLabel>
+#include <QLineSeries>
+#include <QSignalBlocker>
+#include <QVBoxLayout>
+#include <QValueAxis>
+#include <cmath>
+
+#include "ui/run_data.h"
+
+namespace amp::ui {
+
+namespace {
+
+const QColor kCategoryColors[kMemCategoryCount] = {QColor(0x1f, 0x77, 0xb4), QColor(0x9e, 0xc9, 0xe8),
+                                                   QColor(0xff, 0x7f, 0x0e), QColor(0x2c, 0xa0, 0x2c),
+                                                   QColor(0x94, 0x67, 0xbd), QColor(0x9a, 0x9a, 0x9a)};
+
+QString categoryLabel(int c) {
+  static const char* const names[kMemCategoryCount] = {"weights",     "master weights",  "gradients",
+                                                       "activations", "optimizer state", "workspace"};
+  return QString::fromLatin1(names[c]);
+}
+
+// Legend names: six entries must fit under a narrow chart.
+QString categoryShortLabel(int c) {
+  static const char* const names[kMemCategoryCount] = {"weights",     "master",    "grads",
+                                                       "activations", "optimizer", "workspace"};
+  return QString::fromLatin1(names[c]);
+}
+
+// Binary units: the allocator counts bytes, and tensors come in powers of two.
+std::pair<double, QString> unitFor(double maxBytes) {
+  if (maxBytes >= 1024.0 * 1024 * 1024) return {1024.0 * 1024 * 1024, QStringLiteral("GiB")};
+  if (maxBytes >= 1024.0 * 1024) return {1024.0 * 1024, QStringLiteral("MiB")};
+  if (maxBytes >= 1024.0) return {1024.0, QStringLiteral("KiB")};
+  return {1.0, QStringLiteral("bytes")};
+}
+
+// Drops indices where no layer changes: real memory is flat for most steps, and every point
+// kept costs six layers' worth of polygon to fill.
+void dropUnchanged(std::vector<int>& idx, const std::array<QVector<double>, kMemCategoryCount>& mem) {
+  if (idx.size() < 3) return;
+  const auto same = [&](int a, int b) {
+    for (const QVector<double>& v : mem)
+      if (v.value(a) != v.value(b)) return false;
+    return true;
+  };
+  std::size_t kept = 1;
+  for (std::size_t j = 1; j + 1 < idx.size(); ++j)
+    if (!same(idx[j], idx[kept - 1]) || !same(idx[j], idx[j + 1])) idx[kept++] = idx[j];
+  idx[kept++] = idx.back();
+  idx.resize(kept);
+}
+
+}  // namespace
+
+MemoryChart::MemoryChart(QWidget* parent)
+    : ChartPanel(QStringLiteral("memory"), parent), m_peakView(new ChartView(this)) {
+  m_view->setTitle(tr("Memory"));
+  m_view->setIncludeZero(m_view->yAxis(), true);
+  // Six categories do not fit in one row under a narrow chart: list them on the right.
+  m_view->chart()->legend()->setAlignment(Qt::AlignRight);
+  m_peakView->setTitle(tr("Peak by category"));
+  m_peakView->setXAxis(nullptr);
+  m_peakView->yAxis()->setVisible(false);  // bars bring their own axes
+  m_peakView->setInteractive(false);
+  m_peakView->setRubberBand(QChartView::NoRubberBand);
+  m_peakAxis = new QBarCategoryAxis(m_peakView);
+  for (int c = 0; c < kMemCategoryCount; ++c) m_peakAxis->append(categoryLabel(c));
+  m_peakView->addAxis(m_peakAxis, Qt::AlignLeft);
+  m_peakValues = new QValueAxis(m_peakView);
+  m_peakValues->setLabelFormat(QStringLiteral("%g"));
+  m_peakView->addAxis(m_peakValues, Qt::AlignBottom);
+  m_peakView->setHoverTextProvider([this](const QPointF& v) { return peakHoverText(v); });
+  connectView(m_peakView);
+
+  m_runBox = new QComboBox(this);
+  m_runBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  auto* charts = new QHBoxLayout;
+  charts->setSpacing(0);
+  charts->addWidget(m_view, 3);
+  charts->addWidget(m_peakView, 2);
+  auto* controls = new QHBoxLayout;
+  controls->setContentsMargins(6, 0, 6, 0);
+  controls->addWidget(new QLabel(tr("Run"), this));
+  controls->addWidget(m_runBox);
+  controls->addStretch(1);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 2);
+  layout->setSpacing(2);
+  layout->addLayout(charts, 1);
+  layout->addLayout(controls);
+  connect(m_runBox, &QComboBox::currentIndexChanged, this,
+          [this](int i) { setSelectedRun(m_runBox->itemData(i).toInt()); });
+}
+
+void MemoryChart::setSelectedRun(int runId) {
+  if (runId == m_selectedId) return;
+  m_selectedId = runId;
+  const QSignalBlocker block(m_runBox);
+  m_runBox->setCurrentIndex(m_runBox->findData(runId));
+  emit selectedRunChanged(runId);
+  refreshNow();
+}
+
+const RunData* MemoryChart::selected() const {
+  const QVector<const RunData*> runs = visibleRuns();
+  for (const RunData* r : runs)
+    if (r->id == m_selectedId) return r;
+  return runs.isEmpty() ? nullptr : runs.first();
+}
+
+void MemoryChart::rebuildSeries() {
+  const QVector<const RunData*> runs = visibleRuns();
+  {
+    const QSignalBlocker block(m_runBox);
+    m_runBox->clear();
+    for (const RunData* r : runs) m_runBox->addItem(r->name, r->id);
+    const RunData* sel = selected();
+    m_runBox->setCurrentIndex(sel ? m_runBox->findData(sel->id) : -1);
+  }
+  m_total.clear();
+  m_totalRun = nullptr;
+  m_peaks.clear();
+  m_unit = 0;  // forces the axis titles to be set
+  for (int c = 0; c < kMemCategoryCount; ++c) {
+    // Each layer owns its edges (QAreaSeries does not): a shared edge would dangle once the
+    // layer below is deleted.
+    auto* upper = new QLineSeries;
+    auto* lower = c > 0 ? new QLineSeries : nullptr;
+    auto* area = new QAreaSeries(upper, lower);
+    upper->setParent(area);
+    if (lower) lower->setParent(area);
+    area->setName(categoryShortLabel(c));
+    m_view->addSeries(area);
+    area->setBrush(kCategoryColors[c]);
+    area->setPen(pen(kCategoryColors[c].darker(130), 0.8));
+    m_areas[c] = area;
+  }
+  m_peakSeries = nullptr;
+  m_peakView->setVisible(runs.size() >= 2);
+  if (runs.size() >= 2) {
+    m_peakSeries = new QHorizontalBarSeries;
+    for (int i = 0; i < runs.size(); ++i) {
+      auto* set = new QBarSet(runs[i]->name);
+      for (int c = 0; c < kMemCategoryCount; ++c) set->append(0.0);
+      set->setColor(runColor(runs[i], i));
+      set->setBorderColor(runColor(runs[i], i).darker(130));
+      m_peakSeries->append(set);
+    }
+    m_peakView->addSeries(m_peakSeries, m_peakValues);
+    m_peakSeries->attachAxis(m_peakAxis);
+  }
+}
+
+void MemoryChart::updateSeries() {
+  const RunData* run = selected();
+  const QVector<const RunData*> runs = visibleRuns();
+  if (!run) {
+    for (QAreaSeries* a : m_areas) a->upperSeries()->clear();
+    m_view->setPlaceholder(tr("no runs to show"));
+    return;
+  }
+  const RunSeries& s = run->series;
+  const int n = s.size();
+  if (m_totalRun != run || qsizetype(m_total.size()) > n) {
+    m_total.clear();
+    m_totalRun = run;
+  }
+  for (qsizetype i = qsizetype(m_total.size()); i < n; ++i) {
+    double sum = 0;
+    for (int c = 0; c < kMemCategoryCount; ++c) sum += s.memCurrent[c].value(i);
+    m_total.push_back(sum);
+  }
+  double maxBytes = 0;
+  for (const RunData* r : runs)
+    for (int c = 0; c < kMemCategoryCount; ++c)
+      maxBytes = std::max(maxBytes, r->series.memPeak[c].isEmpty() ? 0.0 : r->series.memPeak[c].last());
+  if (!m_total.empty()) maxBytes = std::max(maxBytes, m_total.back());
+  const auto [unit, unitName] = unitFor(maxBytes);
+  if (unit != m_unit) {
+    m_unit = unit;
+    m_unitName = unitName;
+    m_view->setAxisTitles(tr("step"), unitName);
+    for (int c = 0; c < kMemCategoryCount; ++c)
+      tagSeries(m_areas[c], run->name, tr("%1 (%2)").arg(categoryLabel(c), unitName));
+  }
+  m_view->setTitle(tr("Memory: %1").arg(run->name));
+
+  const auto [xMin, xMax] = stepExtent({run});
+  const DecimationRange range = m_view->decimationRange(xMin, xMax);
+  std::vector<int> idx =
+      decimateMinMaxIndices(spanOf(s.step), {m_total.data(), m_total.size()}, range,
+                            /*positiveOnly=*/false, /*keepFlatRuns=*/true);  // layers share them
+  dropUnchanged(idx, s.memCurrent);
+  QList<QPointF> below;
+  for (int c = 0; c < kMemCategoryCount; ++c) {
+    QList<QPointF> points;
+    points.reserve(qsizetype(idx.size()));
+    const QVector<double>& bytes = s.memCurrent[c];
+    for (std::size_t j = 0; j < idx.size(); ++j)
+      points.append(QPointF(
+          s.step[idx[j]], bytes.value(idx[j]) / m_unit + (below.isEmpty() ? 0.0 : below[qsizetype(j)].y())));
+    if (QLineSeries* lower = m_areas[c]->lowerSeries()) lower->replace(below);
+    m_areas[c]->upperSeries()->replace(points);
+    below = std::move(points);
+  }
+  m_view->setPlaceholder(n == 0 ? tr("no steps yet") : QString());
+  m_view->applyAutoRange(xMin, xMax);
+  if (m_peakSeries) updatePeaks(runs, m_unit);
+}
+
+// Peak of each category on its own, over the whole run (the tracker's per-step peaks).
+void MemoryChart::updatePeaks(const QVector<const RunData*>& runs, double unit) {
+  const QList<QBarSet*> sets = m_peakSeries->barSets();
+  m_peaks.resize(std::size_t(runs.size()));
+  double top = 0;
+  for (int i = 0; i < runs.size() && i < sets.size(); ++i) {
+    PeakCache& cache = m_peaks[std::size_t(i)];
+    const RunSeries& s = runs[i]->series;
+    if (cache.run != runs[i] || cache.done > s.size()) cache = {runs[i], 0, {}};
+    for (int c = 0; c < kMemCategoryCount; ++c)
+      for (qsizetype j = cache.done; j < s.memPeak[c].size(); ++j)
+        cache.max[std::size_t(c)] = std::max(cache.max[std::size_t(c)], s.memPeak[c][j]);
+    cache.done = s.size();
+    for (int c = 0; c < kMemCategoryCount; ++c) {
+      const double v = cache.max[std::size_t(c)] / unit;
+      if (sets[i]->at(c) != v) sets[i]->replace(c, v);
+      top = std::max(top, v);
+    }
+  }
+  m_peakValues->setTitleText(tr("peak, %1").arg(m_unitName));
+  m_peakView->setNiceRange(m_peakValues, 0, top > 0 ? top * 1.03 : 1.0, 4);
+}
+
+QString MemoryChart::peakHoverText(const QPointF& value) const {
+  if (!m_peakSeries || m_peakSeries->count() == 0) return {};
+  // Horizontal bars: categories along y; within one, bars share barWidth(), one slot per run.
+  const int c = int(std::lround(value.y()));
+  if (c < 0 || c >= kMemCategoryCount) return {};
+  const double width = m_peakSeries->barWidth();
+  const double offset = value.y() - c + width / 2;
+  if (offset < 0 || offset >= width) return {};
+  const int i = int(offset / (width / m_peakSeries->count()));
+  const QBarSet* set = m_peakSeries->barSets().value(i);
+  if (!set) return {};
+  return tr("<b>%1</b><br/>%2 peak: %3 %4")
+      .arg(set->label().toHtmlEscaped(), categoryLabel(c), QString::number(set->at(c), 'g', 4), m_unitName);
+}
+
+void MemoryChart::render(QPainter* painter, const QRectF& target) {
+  refreshNow();
+  if (!m_peakSeries) {
+    m_view->renderChart(painter, target);
+    return;
+  }
+  const double split = target.width() * 0.6;
+  m_view->renderChart(painter, QRectF(target.topLeft(), QSizeF(split, target.height())));
+  m_peakView->renderChart(
+      painter, QRectF(target.left() + split, target.top(), target.width() - split, target.height()));
+}
+
+}  // namespace amp::ui

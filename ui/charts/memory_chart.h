@@ -1,0 +1,66 @@
+// Memory by category (weights, master weights, gradients, activations, optimizer state,
+// workspace): the selected run's current bytes after each step as stacked areas, and, when
+// several runs are shown, each run's peak per category as a bar group beside it (horizontal
+// bars: the category names stay readable in a narrow chart).
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "engine/core/memory_tracker.h"
+#include "ui/charts/chart_panel.h"
+
+class QAreaSeries;
+class QHorizontalBarSeries;
+class QBarCategoryAxis;
+class QComboBox;
+class QLineSeries;
+
+namespace amp::ui {
+
+class MemoryChart : public ChartPanel {
+  Q_OBJECT
+
+ public:
+  explicit MemoryChart(QWidget* parent = nullptr);
+
+  // The run drawn as stacked areas (by RunData::id); the first visible run when not shown.
+  void setSelectedRun(int runId);
+  int selectedRun() const { return m_selectedId; }
+  ChartView* peakView() const { return m_peakView; }
+
+  void render(QPainter* painter, const QRectF& target) override;
+
+ signals:
+  void selectedRunChanged(int runId);
+
+ protected:
+  void rebuildSeries() override;
+  void updateSeries() override;
+  QList<ChartView*> views() const override { return {m_view, m_peakView}; }
+
+ private:
+  const RunData* selected() const;
+  void updatePeaks(const QVector<const RunData*>& runs, double unit);
+  QString peakHoverText(const QPointF& value) const;
+
+  QComboBox* m_runBox;
+  ChartView* m_peakView;
+  QHorizontalBarSeries* m_peakSeries = nullptr;
+  QBarCategoryAxis* m_peakAxis = nullptr;  // categories, on the left
+  QValueAxis* m_peakValues = nullptr;      // bytes, at the bottom
+  std::array<QAreaSeries*, kMemCategoryCount> m_areas{};
+  struct PeakCache {
+    const RunData* run = nullptr;
+    qsizetype done = 0;  // steps already folded into `max`
+    std::array<double, kMemCategoryCount> max{};
+  };
+  std::vector<PeakCache> m_peaks;  // per visible run, grown incrementally
+  std::vector<double> m_total;     // bytes of all categories, per step of the selected run
+  const RunData* m_totalRun = nullptr;
+  int m_selectedId = -1;
+  double m_unit = 1;
+  QString m_unitName;
+};
+
+}  // namespace amp::ui

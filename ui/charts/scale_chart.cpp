@@ -1,0 +1,184 @@
+#include "ui/charts/scale_chart.h"
+
+#include <QCheckBox>
+#include <QGraphicsSimpleTextItem>
+#include <QHBoxLayout>
+#include <QLineSeries>
+#include <QScatterSeries>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include "ui/run_data.h"
+
+namespace amp::ui {
+
+ScaleChart::ScaleChart(QWidget* parent) : ChartPanel(QStringLiteral("scale"), parent) {
+  m_view->setTitle(tr("Loss scale"));
+  m_view->setAxisTitles(tr("step"), tr("loss scale"));
+  // The scale only moves by powers of two: log2 by default (the menu can switch it off).
+  m_view->setLogYAllowed(true, YDomain::Log2);
+  m_view->setLogY(true);
+
+  m_trackerBox = new QCheckBox(tr("Growth tracker line"), this);
+  m_trackerBox->setToolTip(
+      tr("Clean steps since the last scale change, as a fraction of the "
+         "growth interval: the scale doubles when it reaches 1."));
+  auto* controls = new QHBoxLayout;
+  controls->setContentsMargins(6, 0, 6, 0);
+  controls->addWidget(m_trackerBox);
+  controls->addStretch(1);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 2);
+  layout->setSpacing(2);
+  layout->addWidget(m_view, 1);
+  layout->addLayout(controls);
+  connect(m_trackerBox, &QCheckBox::toggled, this, &ScaleChart::setTrackerLineVisible);
+  connect(m_view->chart(), &QChart::plotAreaChanged, this, &ScaleChart::placeLabels);
+}
+
+void ScaleChart::setTrackerLineVisible(bool visible) {
+  if (visible == m_trackerVisible) return;
+  m_trackerVisible = visible;
+  m_trackerBox->setChecked(visible);
+  invalidateSeries();
+  refreshNow();
+}
+
+bool ScaleChart::usesScaler(const RunData* run) {
+  if (run->config.scalerActive()) return true;
+  const QVector<double>& s = run->series.scale;
+  return !s.isEmpty() && (s.first() != 1.0 || s.last() != 1.0);  // loaded runs without config
+}
+
+QString ScaleChart::legendName(const RunData* run) const {
+  const qsizetype skipped = run->series.skippedStep.size();
+  return skipped ? tr("%1 · %n skipped", nullptr, int(skipped)).arg(run->name) : run->name;
+}
+
+QString ScaleChart::trackerText(const RunData* run) const {
+  const RunSeries& s = run->series;
+  const ScalerKind kind = run->config.scaler.kind;
+  if (kind == ScalerKind::Static) return tr("static scale");
+  const bool grows =
+      kind == ScalerKind::Dynamic || kind == ScalerKind::ApexDynamic || kind == ScalerKind::Hysteresis;
+  if (!grows || s.growthTracker.isEmpty()) return {};
+  return tr("tracker %1/%2").arg(qint64(s.growthTracker.last())).arg(run->config.scaler.growthInterval);
+}
+
+// Right-aligned just above where each line leaves the plot; nudged apart when they collide.
+void ScaleChart::placeLabels() {
+  const QRectF plot = m_view->chart()->plotArea();
+  std::vector<std::pair<double, QGraphicsSimpleTextItem*>> placed;
+  for (RunSeriesSet& set : m_sets) {
+    if (!set.label) continue;
+    const int n = set.scale->count();
+    if (n == 0 || set.label->text().isEmpty()) {
+      set.label->hide();
+      continue;
+    }
+    const QPointF end = m_view->chart()->mapToPosition(set.scale->at(n - 1), set.scale);
+    const QRectF r = set.label->boundingRect();
+    double y = std::clamp(end.y() - r.height() - 1, plot.top() + 1, plot.bottom() - r.height() - 1);
+    for (const auto& [otherY, other] : placed)
+      if (std::abs(otherY - y) < r.height()) y = otherY + (y <= otherY ? -r.height() : r.height());
+    set.label->setPos(plot.right() - r.width() - 4, y);
+    set.label->show();
+    placed.push_back({y, set.label});
+  }
+}
+
+void ScaleChart::rebuildSeries() {
+  for (RunSeriesSet& set : m_sets) delete set.label;
+  m_sets.clear();
+  m_view->hideSecondaryYAxis();
+  m_trackerAxis = nullptr;
+  if (m_trackerVisible) {
+    m_trackerAxis = m_view->addSecondaryYAxis(tr("tracker / growth interval"));
+    m_trackerAxis->setLabelFormat(QStringLiteral("%.1f"));
+    m_view->setIncludeZero(m_trackerAxis, true);
+  }
+  int index = 0;
+  for (const RunData* run : visibleRuns()) {
+    const int colorIndex = index++;
+    if (!usesScaler(run)) continue;
+    RunSeriesSet set;
+    set.run = run;
+    const QColor color = runColor(run, colorIndex);
+    set.scale = new QLineSeries;
+    set.scale->setName(legendName(run));
+    tagSeries(set.scale, run->name, tr("loss scale"));
+    m_view->addSeries(set.scale);
+    set.scale->setPen(pen(color, 2.0));
+
+    set.skipped = new QScatterSeries;
+    set.skipped->setName(run->name + tr(" (skipped)"));
+    tagSeries(set.skipped, run->name, tr("skipped step; scale"));
+    m_view->addSeries(set.skipped);
+    set.skipped->setMarkerSize(9);
+    set.skipped->setColor(color);
+    set.skipped->setLightMarker(markerImage(color, QColor(0xb0, 0x10, 0x10), 9, Marker::Triangle));
+    m_view->setLegendEntryVisible(set.skipped, false);
+
+    set.label = new QGraphicsSimpleTextItem(m_view->chart());
+    QFont font = set.label->font();
+    font.setPointSize(8);
+    set.label->setFont(font);
+    set.label->setBrush(m_view->theme() == ChartView::Theme::Dark ? color.lighter(130) : color.darker(130));
+    set.label->setZValue(50);
+    if (m_trackerAxis) {
+      set.tracker = new QLineSeries;
+      set.tracker->setName(run->name + tr(" (tracker)"));
+      tagSeries(set.tracker, run->name, tr("tracker / interval"));
+      m_view->addSeries(set.tracker, m_trackerAxis);
+      QColor faint = color;
+      faint.setAlphaF(0.6f);
+      set.tracker->setPen(pen(faint, 1.0, Qt::DashLine));
+      m_view->setLegendEntryVisible(set.tracker, false);
+    }
+    m_sets.push_back(std::move(set));
+  }
+  m_skippedKey = new QScatterSeries;
+  m_skippedKey->setName(tr("skipped step"));
+  m_skippedKey->setProperty("ampNoHover", true);
+  m_view->addSeries(m_skippedKey);
+  m_skippedKey->setMarkerShape(QScatterSeries::MarkerShapeTriangle);
+  m_skippedKey->setMarkerSize(9);
+  m_skippedKey->setColor(QColor(0x90, 0x90, 0x90));
+  m_skippedKey->setBorderColor(QColor(0xb0, 0x10, 0x10));
+}
+
+void ScaleChart::updateSeries() {
+  QVector<const RunData*> shown;
+  for (const RunSeriesSet& set : m_sets) shown.append(set.run);
+  const auto [xMin, xMax] = stepExtent(shown);
+  const DecimationRange range = m_view->decimationRange(xMin, xMax);
+  const YDomain domain = m_view->yDomain();
+  bool anySkipped = false;
+  for (RunSeriesSet& set : m_sets) {
+    const RunSeries& s = set.run->series;
+    setDecimated(set.scale, spanOf(s.step), spanOf(s.scale), range, domain);
+    setDecimated(set.skipped, spanOf(s.skippedStep), spanOf(s.skippedScale), range, domain);
+    anySkipped = anySkipped || !s.skippedStep.isEmpty();
+    const QString name = legendName(set.run);
+    if (set.scale->name() != name) set.scale->setName(name);
+    const QString tracker = trackerText(set.run);
+    if (set.label->text() != tracker) set.label->setText(tracker);
+    if (set.tracker) {
+      const double interval = std::max(1, set.run->config.scaler.growthInterval);
+      if (set.trackerFraction.size() > std::size_t(s.growthTracker.size())) set.trackerFraction.clear();
+      for (qsizetype i = qsizetype(set.trackerFraction.size()); i < s.growthTracker.size(); ++i)
+        set.trackerFraction.push_back(s.growthTracker[i] / interval);
+      setDecimated(set.tracker, spanOf(s.step), {set.trackerFraction.data(), set.trackerFraction.size()},
+                   range);
+    }
+  }
+  if (m_skippedKey) m_view->setLegendEntryVisible(m_skippedKey, anySkipped);
+  m_view->setPlaceholder(m_sets.empty() && !visibleRuns().isEmpty()
+                             ? tr("no loss scaling in these runs\n(fp32 and bf16 need none)")
+                         : visibleRuns().isEmpty() ? tr("no runs to show")
+                                                   : QString());
+  m_view->applyAutoRange(xMin, xMax);
+  placeLabels();
+}
+
+}  // namespace amp::ui

@@ -1,0 +1,96 @@
+#include "ui/charts/throughput_chart.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineSeries>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include "ui/run_data.h"
+
+namespace amp::ui {
+
+ThroughputChart::ThroughputChart(QWidget* parent) : ChartPanel(QStringLiteral("throughput"), parent) {
+  m_view->setTitle(tr("Throughput"));
+  m_showBox = new QComboBox(this);
+  m_showBox->addItem(tr("samples/s and step time"), int(Show::Both));
+  m_showBox->addItem(tr("samples/s"), int(Show::SamplesPerSecond));
+  m_showBox->addItem(tr("step time (ms)"), int(Show::StepTime));
+  auto* controls = new QHBoxLayout;
+  controls->setContentsMargins(6, 0, 6, 0);
+  controls->addWidget(new QLabel(tr("Show"), this));
+  controls->addWidget(m_showBox);
+  controls->addStretch(1);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 2);
+  layout->setSpacing(2);
+  layout->addWidget(m_view, 1);
+  layout->addLayout(controls);
+  connect(m_showBox, &QComboBox::currentIndexChanged, this,
+          [this](int i) { setShown(Show(m_showBox->itemData(i).toInt())); });
+}
+
+void ThroughputChart::setShown(Show show) {
+  if (show == m_show) return;
+  m_show = show;
+  m_showBox->setCurrentIndex(m_showBox->findData(int(show)));
+  invalidateSeries();
+  refreshNow();
+}
+
+void ThroughputChart::rebuildSeries() {
+  m_sets.clear();
+  m_view->hideSecondaryYAxis();
+  const bool samples = m_show != Show::StepTime;
+  const bool stepTime = m_show != Show::SamplesPerSecond;
+  // samples/s on the left; step time on the left when alone, else on the right.
+  m_view->setAxisTitles(
+      tr("step"), samples ? (stepTime ? tr("samples/s (solid)") : tr("samples/s")) : tr("step time (ms)"));
+  m_view->setIncludeZero(m_view->yAxis(), true);
+  QValueAxis* msAxis = nullptr;
+  if (samples && stepTime) {
+    msAxis = m_view->addSecondaryYAxis(tr("step time, ms (faint)"));
+    m_view->setIncludeZero(msAxis, true);
+  }
+  const QVector<const RunData*> runs = visibleRuns();
+  for (int i = 0; i < runs.size(); ++i) {
+    RunSeriesSet set;
+    set.run = runs[i];
+    const QColor color = runColor(runs[i], i);
+    if (samples) {
+      set.samples = new QLineSeries;
+      set.samples->setName(runs[i]->name);
+      tagSeries(set.samples, runs[i]->name, tr("samples/s"));
+      m_view->addSeries(set.samples);
+      set.samples->setPen(pen(color, 1.0));  // noisy lines: 1 px strokes on Qt's fast path
+    }
+    if (stepTime) {
+      set.stepMs = new QLineSeries;
+      set.stepMs->setName(samples ? runs[i]->name + tr(" (step ms)") : runs[i]->name);
+      tagSeries(set.stepMs, runs[i]->name, tr("step time (ms)"));
+      m_view->addSeries(set.stepMs, msAxis);
+      // Fainter rather than dashed: dashes are lost on a noisy line and slow to stroke.
+      QColor faint = color;
+      if (samples) faint.setAlphaF(0.45f);
+      set.stepMs->setPen(pen(faint, 1.0));
+      if (samples) m_view->setLegendEntryVisible(set.stepMs, false);
+    }
+    m_sets.push_back(set);
+  }
+}
+
+void ThroughputChart::updateSeries() {
+  const QVector<const RunData*> runs = visibleRuns();
+  const auto [xMin, xMax] = stepExtent(runs);
+  const DecimationRange range = m_view->decimationRange(xMin, xMax);
+  for (RunSeriesSet& set : m_sets) {
+    const RunSeries& s = set.run->series;
+    if (set.samples) setDecimated(set.samples, spanOf(s.step), spanOf(s.samplesPerS), range);
+    if (set.stepMs) setDecimated(set.stepMs, spanOf(s.step), spanOf(s.stepMs), range);
+  }
+  m_view->setPlaceholder(runs.isEmpty() ? tr("no runs to show") : QString());
+  m_view->applyAutoRange(xMin, xMax);
+}
+
+}  // namespace amp::ui
