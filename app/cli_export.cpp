@@ -7,6 +7,7 @@
 #include "app/cli_experiment.h"
 #include "engine/io/metrics_export.h"
 #include "engine/io/run_record.h"
+#include "app/cli_export_charts.h"
 
 namespace amp::cli {
 
@@ -15,6 +16,7 @@ namespace {
 constexpr const char* kExportUsage =
     "usage: ampstudio-cli export --run DIR [--run DIR2 ...] --format csv|json|png|svg|pdf\n"
     "                            [--smoothing W] [--output FILE]\n"
+    "  png|svg|pdf      the whole dashboard of charts for the runs (default FILE: dashboard.F)\n"
     "  --run DIR        a run folder (ampstudio-cli run --out DIR), or a folder whose sub-folders\n"
     "                   are runs (a preset with variants); repeat to export several\n"
     "  --format F       csv: one row per run per step; json: per run its name, config, summary\n"
@@ -23,22 +25,25 @@ constexpr const char* kExportUsage =
     "                   (default 0: loss_smoothed equals loss)\n"
     "  --output FILE    write FILE (atomically) instead of standard output\n";
 
+}  // namespace
+
 int usageError(const std::string& what) {
   std::fprintf(stderr, "ampstudio-cli export: %s\n", what.c_str());
   return 2;
 }
 
-}  // namespace
-
-// TODO(charts): render the dashboard's charts (ui/charts/chart_export) for `runs` into `output`
-// once ampstudio-cli links the GUI library; until then image formats are refused in one line.
-int exportCharts(const std::vector<RunRecord>& runs, const std::string& format, const std::string& output) {
+#ifndef AMP_CLI_HAS_CHARTS
+// Without the desktop app's chart library (AMP_BUILD_GUI=OFF) image formats are refused in one
+// line; with it, cliui_export_charts.cpp renders them.
+int exportCharts(const std::vector<RunRecord>& runs, const std::string& format,
+                 const std::string& output) {
   (void)runs;
   (void)output;
   return usageError("--format " + format +
                     ": image export needs the charts of the desktop app, which this ampstudio-cli is "
                     "built without; use --format csv|json, or File > Export in AMP Studio");
 }
+#endif
 
 int cmdExport(const Args& args) {
   std::vector<std::string> dirs;
