@@ -1,8 +1,11 @@
 // CPU backend: convolution, max pooling and batch normalisation (NCHW).
-// Convolutions: fp32 and bf16 through oneDNN (fp32 accumulation, one rounding of the output);
-// fp16 emulated as gemm does it: fp16 inputs widened exactly to fp32, an fp32 convolution, the
-// output rounded once to fp16. Pooling and batch norm compute in fp32 on widened inputs and
-// round their outputs once, with statistics accumulated in double.
+// Convolutions go to oneDNN (kernels/cpu/onednn_conv): fp32 and bf16 natively (fp32
+// accumulation, one rounding of the output); fp16 emulated as gemm does it: fp16 inputs widened
+// exactly to fp32, an fp32 convolution, the output rounded once to fp16. Pooling and batch norm
+// compute in fp32 on widened inputs and round their outputs once.
+#include <omp.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "engine/backend/cpu_backend.h"
+#include "kernels/cpu/chunked.h"
 #include "kernels/cpu/onednn_conv.h"
 
 namespace amp {
@@ -37,8 +41,6 @@ void requireNumel(const Tensor& t, const Shape& expected, const char* what) {
                                 ", expected " + shapeString(expected));
 }
 
-cpu::MatType matType(DType d) { return d == DType::F32 ? cpu::MatType::F32 : cpu::MatType::BF16; }
-
 // Inputs must share one dtype (autocast casts them first); outputs are that dtype or fp32.
 DType convInputDtype(std::initializer_list<const Tensor*> inputs,
                      std::initializer_list<const Tensor*> outputs) {
@@ -47,35 +49,20 @@ DType convInputDtype(std::initializer_list<const Tensor*> inputs,
     throw std::invalid_argument("conv2d: unsupported dtype " + std::string(dtypeName(in)));
   for (const Tensor* t : inputs)
     if (t && t->dtype() != in)
-      throw std::invalid_argument("conv2d: inputs must share one dtype (autocast casts them first)");
+      throw std::invalid_argument(
+          "conv2d: inputs must share one dtype (autocast casts them first)");
   for (const Tensor* t : outputs)
     if (t && t->dtype() != in && t->dtype() != DType::F32)
       throw std::invalid_argument("conv2d: outputs must be fp32 or the input dtype");
   return in;
 }
 
-}  // namespace
+cpu::ConvType convType(DType d) {
+  if (d == DType::F32) return cpu::ConvType::F32;
+  return d == DType::BF16 ? cpu::ConvType::BF16 : cpu::ConvType::F16;
+}
 
-// ---- convolution ---------------------------------------------------------------------------
-// fp16 runs on fp32 copies of the inputs (exact widening) into fp32 scratch outputs that are
-// rounded once at the end. The helpers below make such copies only where the dtypes differ.
-namespace {
-struct Staging {
-  CpuBackend& be;
-  // An input as `want` (a copy only when it differs).
-  Tensor in(const Tensor& t, DType want) const {
-    return t.dtype() == want ? t : be.cast(t, want, MemCategory::Workspace);
-  }
-  // Where oneDNN writes an output of type `want`: the tensor itself, or scratch.
-  Tensor out(const Tensor& t, DType want) const {
-    return t.dtype() == want ? t : be.empty(t.shape(), want, MemCategory::Workspace);
-  }
-  // Rounds scratch into its destination (once).
-  void finish(const Tensor& scratch, Tensor& t) const {
-    if (scratch.id() != t.id()) be.castInto(scratch, t);
-  }
-};
-
+// Convolutions count in the GEMM counters (the benchmark's "GEMM GFLOP/s in the step").
 template <class Fn>
 void timed(GemmCounters& c, double flops, Fn&& fn) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -85,10 +72,9 @@ void timed(GemmCounters& c, double flops, Fn&& fn) {
   ++c.calls;
 }
 
-// oneDNN's compute dtype for input dtype `in` (fp16 is emulated in fp32) and its output dtype.
-DType engineInput(DType in) { return in == DType::F16 ? DType::F32 : in; }
-DType engineOutput(DType in, DType out) { return in == DType::F16 ? DType::F32 : out; }
 }  // namespace
+
+// ---- convolution ---------------------------------------------------------------------------
 
 void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
                                const Conv2dGeometry& g) {
@@ -98,15 +84,9 @@ void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* b
   requireNumel(y, {s.n, s.k, s.outH(), s.outW()}, "output");
   if (bias) requireNumel(*bias, {s.k}, "bias");
   const DType in = convInputDtype({&x, &w, bias}, {&y});
-  const DType ei = engineInput(in), eo = engineOutput(in, y.dtype());
-  const Staging st{*this};
   timed(m_gemm, s.flops(), [&] {
-    const Tensor x1 = st.in(x, ei), w1 = st.in(w, ei);
-    const Tensor b1 = bias ? st.in(*bias, ei) : Tensor();
-    Tensor y1 = st.out(y, eo);
-    cpu::convForward(matType(ei), matType(eo), s, x1.rawData(), w1.rawData(),
-                     bias ? b1.rawData() : nullptr, y1.rawData());
-    st.finish(y1, y);
+    cpu::convForward(convType(in), convType(y.dtype()), s, x.rawData(), w.rawData(),
+                     bias ? bias->rawData() : nullptr, y.rawData());
   });
 }
 
@@ -117,43 +97,101 @@ void CpuBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& d
   requireNumel(w, {s.k, s.c, s.r, s.s}, "weight");
   requireNumel(dx, {s.n, s.c, s.h, s.w}, "input gradient");
   const DType in = convInputDtype({&dy, &w}, {&dx});
-  const DType ei = engineInput(in), eo = engineOutput(in, dx.dtype());
-  const Staging st{*this};
   timed(m_gemm, s.flops(), [&] {
-    const Tensor dy1 = st.in(dy, ei), w1 = st.in(w, ei);
-    Tensor dx1 = st.out(dx, eo);
-    cpu::convBackwardData(matType(ei), matType(eo), s, dy1.rawData(), w1.rawData(),
-                          dx1.rawData());
-    st.finish(dx1, dx);
+    cpu::convBackwardData(convType(in), convType(dx.dtype()), s, dy.rawData(), w.rawData(),
+                          dx.rawData());
   });
 }
 
-void CpuBackend::conv2dBackwardWeights(const Tensor& dy, const Tensor& x, Tensor& dw,
-                                       Tensor* dbias, const Conv2dGeometry& g) {
+void CpuBackend::conv2dBackwardWeights(const Tensor& dy, const Tensor& x, Tensor& dw, Tensor* dbias,
+                                       const Conv2dGeometry& g) {
   const cpu::ConvShape s = convShape(g);
   requireNumel(dy, {s.n, s.k, s.outH(), s.outW()}, "output gradient");
   requireNumel(x, {s.n, s.c, s.h, s.w}, "input");
   requireNumel(dw, {s.k, s.c, s.r, s.s}, "weight gradient");
   if (dbias) requireNumel(*dbias, {s.k}, "bias gradient");
   const DType in = convInputDtype({&dy, &x}, {&dw, dbias});
-  // oneDNN writes both gradients in one type: when dw and dbias differ, both go through fp32
-  // scratch (still one rounding each).
-  const bool split = dbias && dbias->dtype() != dw.dtype();
-  const DType ei = engineInput(in), eo = split ? DType::F32 : engineOutput(in, dw.dtype());
-  const Staging st{*this};
   timed(m_gemm, s.flops(), [&] {
-    const Tensor dy1 = st.in(dy, ei), x1 = st.in(x, ei);
-    Tensor dw1 = st.out(dw, eo);
-    Tensor db1 = dbias ? st.out(*dbias, eo) : Tensor();
-    cpu::convBackwardWeights(matType(ei), matType(eo), s, x1.rawData(), dy1.rawData(),
-                             dw1.rawData(), dbias ? db1.rawData() : nullptr);
-    st.finish(dw1, dw);
-    if (dbias) st.finish(db1, *dbias);
+    if (!dbias || dbias->dtype() == dw.dtype()) {
+      cpu::convBackwardWeights(convType(in), convType(dw.dtype()), s, x.rawData(), dy.rawData(),
+                               dw.rawData(), dbias ? dbias->rawData() : nullptr);
+      return;
+    }
+    // oneDNN writes both gradients in one type: for mixed dtypes both go through fp32 scratch
+    // (still one rounding each).
+    Tensor dw32 = empty(dw.shape(), DType::F32, MemCategory::Workspace);
+    Tensor db32 = empty(dbias->shape(), DType::F32, MemCategory::Workspace);
+    cpu::convBackwardWeights(convType(in), cpu::ConvType::F32, s, x.rawData(), dy.rawData(),
+                             dw32.rawData(), db32.rawData());
+    castInto(dw32, dw);
+    castInto(db32, *dbias);
   });
 }
 
 // ---- max pooling ---------------------------------------------------------------------------
 // argmax holds the winner's index within its (n, c) plane (h * W + w), as PyTorch's indices.
+// Each plane is widened to fp32 (exact, vectorised), pooled with branch-free selects that the
+// compiler vectorises along the output row (on real data a branch per compare mispredicts
+// often), and the results narrowed (exact: they are input values).
+namespace {
+// One plane of max pooling on fp32 values; S > 0 fixes the stride at compile time so the
+// loops over an output row vectorise with the strided loads.
+template <int S>
+void poolPlane(const float* in, const Pool2dGeometry& g, std::int64_t oh, std::int64_t ow,
+               float* out, std::int32_t* idx) {
+  const std::int64_t stride = S > 0 ? S : g.stride;
+  for (std::int64_t i = 0; i < oh; ++i) {
+    float* best = out + i * ow;
+    std::int32_t* at = idx + i * ow;
+    for (std::int64_t j = 0; j < ow; ++j) {
+      best[j] = -std::numeric_limits<float>::infinity();
+      at[j] = std::int32_t(i * stride * g.w + j * stride);
+    }
+    // Window elements in row-major order with a strict '>', so the first maximum wins ties;
+    // a NaN is taken whenever seen (PyTorch's CPU kernel: val > max || isnan(val)).
+    for (std::int64_t a = 0; a < g.kernel; ++a)
+      for (std::int64_t b = 0; b < g.kernel; ++b) {
+        const std::int64_t base = (i * stride + a) * g.w + b;
+        const float* row = in + base;
+        for (std::int64_t j = 0; j < ow; ++j) {
+          const float v = row[j * stride];
+          const bool take = v > best[j] || v != v;
+          best[j] = take ? v : best[j];
+          at[j] = take ? std::int32_t(base + j * stride) : at[j];
+        }
+      }
+  }
+}
+
+// The common 2x2 / stride 2 window with the running maximum held in registers. Starting from
+// the window's first element is the same as starting from -inf with the rule above.
+void poolPlane2x2(const float* in, const Pool2dGeometry& g, std::int64_t oh, std::int64_t ow,
+                  float* out, std::int32_t* idx) {
+  for (std::int64_t i = 0; i < oh; ++i) {
+    const float* r0 = in + 2 * i * g.w;
+    const float* r1 = r0 + g.w;
+    const auto base = std::int32_t(2 * i * g.w);
+    const auto w = std::int32_t(g.w);
+    // Bitwise '|' and selects, no arrays or short-circuits: the loop then vectorises.
+    for (std::int64_t j = 0; j < ow; ++j) {
+      const float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+      float m = a;
+      std::int32_t k = 0;
+      bool take = (b > m) | (b != b);
+      m = take ? b : m;
+      k = take ? 1 : k;
+      take = (c > m) | (c != c);
+      m = take ? c : m;
+      k = take ? w : k;
+      take = (d > m) | (d != d);
+      m = take ? d : m;
+      k = take ? w + 1 : k;
+      out[i * ow + j] = m;
+      idx[i * ow + j] = base + std::int32_t(2 * j) + k;
+    }
+  }
+}
+}  // namespace
 
 void CpuBackend::maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
                                   const Pool2dGeometry& g) {
@@ -163,36 +201,27 @@ void CpuBackend::maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
   if (x.numel() != planes * g.h * g.w || y.numel() != planes * oh * ow ||
       argmax.numel() != y.numel() || argmax.dtype() != DType::I32)
     throw std::invalid_argument("max_pool2d: input " + shapeString(x.shape()) + ", output " +
-                                shapeString(y.shape()) + ", argmax " +
-                                shapeString(argmax.shape()) + " (int32) do not fit the geometry");
-  auto* idx = argmax.data<std::int32_t>();
-  cpu::dispatchFloatCode(floatCode(x), [&](auto st) {
-    cpu::dispatchFloatCode(floatCode(y), [&](auto dt) {
-      using S = decltype(st);
-      using D = decltype(dt);
-      const auto* in = x.data<typename S::Storage>();
-      auto* out = y.data<typename D::Storage>();
-#pragma omp parallel for if (x.numel() > kParallelThreshold)
-      for (std::int64_t p = 0; p < planes; ++p) {
-        const auto* plane = in + p * g.h * g.w;
-        for (std::int64_t i = 0; i < oh; ++i)
-          for (std::int64_t j = 0; j < ow; ++j) {
-            // PyTorch's CPU kernel: strict '>' so the first maximum wins ties; NaN propagates.
-            std::int64_t best = i * g.stride * g.w + j * g.stride;
-            float maxVal = -std::numeric_limits<float>::infinity();
-            for (std::int64_t a = 0; a < g.kernel; ++a)
-              for (std::int64_t b = 0; b < g.kernel; ++b) {
-                const std::int64_t at = (i * g.stride + a) * g.w + j * g.stride + b;
-                const float v = S::load(plane[at]);
-                if (v > maxVal || std::isnan(v)) maxVal = v, best = at;
-              }
-            const std::int64_t o = (p * oh + i) * ow + j;
-            out[o] = D::store(maxVal);
-            idx[o] = static_cast<std::int32_t>(best);
-          }
-      }
-    });
-  });
+                                shapeString(y.shape()) + ", argmax " + shapeString(argmax.shape()) +
+                                " (int32) do not fit the geometry");
+  const int xc = floatCode(x), yc = floatCode(y);
+  const std::int64_t inPlane = g.h * g.w, outPlane = oh * ow;
+#pragma omp parallel if (x.numel() > kParallelThreshold)
+  {
+    std::vector<float> in(static_cast<std::size_t>(inPlane)),
+        out(static_cast<std::size_t>(outPlane));
+#pragma omp for
+    for (std::int64_t p = 0; p < planes; ++p) {
+      const float* plane = cpu::widenChunk(xc, x.rawData(), p * inPlane, inPlane, in.data());
+      std::int32_t* idx = argmax.data<std::int32_t>() + p * outPlane;
+      if (g.kernel == 2 && g.stride == 2)
+        poolPlane2x2(plane, g, oh, ow, out.data(), idx);
+      else if (g.stride == 2)
+        poolPlane<2>(plane, g, oh, ow, out.data(), idx);
+      else
+        poolPlane<0>(plane, g, oh, ow, out.data(), idx);
+      cpu::narrowChunk(yc, y.rawData(), p * outPlane, outPlane, out.data());
+    }
+  }
 }
 
 void CpuBackend::maxPool2dBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx,
@@ -201,34 +230,30 @@ void CpuBackend::maxPool2dBackward(const Tensor& dy, const Tensor& argmax, Tenso
   if (dy.numel() != planes * outPlane || argmax.numel() != dy.numel() ||
       argmax.dtype() != DType::I32 || dx.numel() != planes * inPlane)
     throw std::invalid_argument("max_pool2d backward: shapes do not fit the geometry");
+  const int gc = floatCode(dy), dc = floatCode(dx);
   const auto* idx = argmax.data<std::int32_t>();
-  cpu::dispatchFloatCode(floatCode(dy), [&](auto st) {
-    cpu::dispatchFloatCode(floatCode(dx), [&](auto dt) {
-      using S = decltype(st);
-      using D = decltype(dt);
-      const auto* g1 = dy.data<typename S::Storage>();
-      auto* out = dx.data<typename D::Storage>();
-      // Overlapping windows may route several gradients to one input: sum them in fp32, then
-      // round once.
-#pragma omp parallel
-      {
-        std::vector<float> acc(static_cast<std::size_t>(inPlane));
+  // Overlapping windows may route several gradients to one input: sum them in fp32, then
+  // round once.
+#pragma omp parallel if (dx.numel() > kParallelThreshold)
+  {
+    std::vector<float> grad(static_cast<std::size_t>(outPlane)),
+        acc(static_cast<std::size_t>(inPlane));
 #pragma omp for
-        for (std::int64_t p = 0; p < planes; ++p) {
-          std::fill(acc.begin(), acc.end(), 0.f);
-          for (std::int64_t o = 0; o < outPlane; ++o)
-            acc[idx[p * outPlane + o]] += S::load(g1[p * outPlane + o]);
-          for (std::int64_t i = 0; i < inPlane; ++i) out[p * inPlane + i] = D::store(acc[i]);
-        }
-      }
-    });
-  });
+    for (std::int64_t p = 0; p < planes; ++p) {
+      const float* gp = cpu::widenChunk(gc, dy.rawData(), p * outPlane, outPlane, grad.data());
+      std::fill(acc.begin(), acc.end(), 0.f);
+      for (std::int64_t o = 0; o < outPlane; ++o) acc[idx[p * outPlane + o]] += gp[o];
+      cpu::narrowChunk(dc, dx.rawData(), p * inPlane, inPlane, acc.data());
+    }
+  }
 }
 
 // ---- batch normalisation -------------------------------------------------------------------
-// x viewed as (N, C, HW); statistics per channel over N * HW values. Per-channel tensors
-// (gamma, beta, running and saved statistics) may be fp32 or, in pure-fp16 mode, fp16: they are
-// read and written through fp32 host vectors (they are small).
+// x viewed as (N, C, HW); statistics per channel over N * HW values. Rows of HW values are
+// widened to fp32 with the vectorised converters and reduced in 8 fp32 lanes (so the compiler
+// vectorises them), each row's result then accumulated in double. Per-channel tensors (gamma,
+// beta, running and saved statistics) may be fp32 or, in pure-fp16 mode, fp16: they are read
+// and written through fp32 host vectors (they are small).
 namespace {
 struct BnDims {
   std::int64_t n, c, hw;
@@ -237,7 +262,9 @@ struct BnDims {
 };
 
 BnDims bnDims(const Tensor& x, const char* op) {
-  if (x.rank() < 2) throw std::invalid_argument(std::string(op) + ": x must be (N, C[, H, W]), got " + shapeString(x.shape()));
+  if (x.rank() < 2)
+    throw std::invalid_argument(std::string(op) + ": x must be (N, C[, H, W]), got " +
+                                shapeString(x.shape()));
   return {x.dim(0), x.dim(1), x.numel() / std::max<std::int64_t>(1, x.dim(0) * x.dim(1))};
 }
 
@@ -248,30 +275,53 @@ void requireChannels(std::initializer_list<const Tensor*> ts, std::int64_t c, co
                                   std::to_string(c) + " elements");
 }
 
+// Sum over i < n of f(i), in 8 fp32 lanes, returned in double.
+template <class F>
+double laneSum(std::int64_t n, F&& f) {
+  float acc[8] = {};
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) acc[l] += f(i + l);
+  double total = 0;
+  for (; i < n; ++i) total += f(i);
+  for (float a : acc) total += a;
+  return total;
+}
+
+// Calls fn(ch, ni, row) for every row of channels handled by this thread, row = x's fp32 values.
+// Channels are split across threads; rows of one channel run in order.
+template <class Fn>
+void forEachChannel(const Tensor& x, const BnDims& d, Fn&& fn) {
+  const int code = floatCode(x);
+#pragma omp parallel if (x.numel() > kParallelThreshold)
+  {
+    std::vector<float> buf(static_cast<std::size_t>(d.hw));
+#pragma omp for
+    for (std::int64_t ch = 0; ch < d.c; ++ch)
+      for (std::int64_t ni = 0; ni < d.n; ++ni)
+        fn(ch, ni, cpu::widenChunk(code, x.rawData(), d.at(ni, ch), d.hw, buf.data()));
+  }
+}
+
 // y = x * scale[c] + shift[c], the form PyTorch's CPU kernel uses (one multiply-add).
 void bnApply(const Tensor& x, Tensor& y, const BnDims& d, const std::vector<float>& scale,
              const std::vector<float>& shift) {
   if (y.dtype() != x.dtype() || y.numel() != x.numel())
     throw std::invalid_argument("batch_norm: y must match x in shape and dtype");
-  cpu::dispatchFloatCode(floatCode(x), [&](auto tag) {
-    using T = decltype(tag);
-    const auto* in = x.data<typename T::Storage>();
-    auto* out = y.data<typename T::Storage>();
-#pragma omp parallel for collapse(2) if (x.numel() > kParallelThreshold)
-    for (std::int64_t ni = 0; ni < d.n; ++ni)
-      for (std::int64_t ch = 0; ch < d.c; ++ch) {
-        const std::int64_t base = d.at(ni, ch);
-        for (std::int64_t i = 0; i < d.hw; ++i)
-          out[base + i] = T::store(T::load(in[base + i]) * scale[ch] + shift[ch]);
-      }
+  const int yc = floatCode(y);
+  std::vector<std::vector<float>> outs(static_cast<std::size_t>(omp_get_max_threads()));
+  forEachChannel(x, d, [&](std::int64_t ch, std::int64_t ni, const float* row) {
+    auto& out = outs[static_cast<std::size_t>(omp_get_thread_num())];
+    out.resize(static_cast<std::size_t>(d.hw));
+    for (std::int64_t i = 0; i < d.hw; ++i) out[i] = row[i] * scale[ch] + shift[ch];
+    cpu::narrowChunk(yc, y.rawData(), d.at(ni, ch), d.hw, out.data());
   });
 }
 }  // namespace
 
 void CpuBackend::batchNormForwardTrain(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                        Tensor& runningMean, Tensor& runningVar, float momentum,
-                                       float eps, Tensor& y, Tensor& saveMean,
-                                       Tensor& saveInvStd) {
+                                       float eps, Tensor& y, Tensor& saveMean, Tensor& saveInvStd) {
   const BnDims d = bnDims(x, "batch_norm");
   requireChannels({&gamma, &beta, &runningMean, &runningVar, &saveMean, &saveInvStd}, d.c,
                   "batch_norm");
@@ -280,33 +330,26 @@ void CpuBackend::batchNormForwardTrain(const Tensor& x, const Tensor& gamma, con
     throw std::invalid_argument("batch_norm: expected more than 1 value per channel when training");
   const std::vector<float> g = toHostFloat(gamma), b = toHostFloat(beta);
   std::vector<float> rm = toHostFloat(runningMean), rv = toHostFloat(runningVar);
-  std::vector<float> mean(d.c), invStd(d.c), scale(d.c), shift(d.c);
-  cpu::dispatchFloatCode(floatCode(x), [&](auto tag) {
-    using T = decltype(tag);
-    const auto* in = x.data<typename T::Storage>();
-#pragma omp parallel for if (x.numel() > kParallelThreshold)
-    for (std::int64_t ch = 0; ch < d.c; ++ch) {
-      // Two passes in double: the mean, then squared deviations (no cancellation).
-      double sum = 0;
-      for (std::int64_t ni = 0; ni < d.n; ++ni)
-        for (std::int64_t i = 0; i < d.hw; ++i) sum += T::load(in[d.at(ni, ch) + i]);
-      const double mu = sum / double(m);
-      double sq = 0;
-      for (std::int64_t ni = 0; ni < d.n; ++ni)
-        for (std::int64_t i = 0; i < d.hw; ++i) {
-          const double dev = T::load(in[d.at(ni, ch) + i]) - mu;
-          sq += dev * dev;
-        }
-      // Normalise with the biased variance; the running estimate gets the unbiased one.
-      const double inv = 1.0 / std::sqrt(sq / double(m) + double(eps));
-      mean[ch] = float(mu);
-      invStd[ch] = float(inv);
-      rm[ch] = float((1.0 - momentum) * rm[ch] + momentum * mu);
-      rv[ch] = float((1.0 - momentum) * rv[ch] + momentum * (sq / double(m - 1)));
-      scale[ch] = float(inv * g[ch]);
-      shift[ch] = float(b[ch] - mu * inv * g[ch]);
-    }
+  // Two passes: the mean, then squared deviations from it (no cancellation).
+  std::vector<double> sum(d.c, 0.0), sq(d.c, 0.0);
+  forEachChannel(x, d, [&](std::int64_t ch, std::int64_t, const float* row) {
+    sum[ch] += laneSum(d.hw, [&](std::int64_t i) { return row[i]; });
   });
+  std::vector<float> mean(d.c), invStd(d.c), scale(d.c), shift(d.c);
+  for (std::int64_t ch = 0; ch < d.c; ++ch) mean[ch] = float(sum[ch] / double(m));
+  forEachChannel(x, d, [&](std::int64_t ch, std::int64_t, const float* row) {
+    const float mu = mean[ch];
+    sq[ch] += laneSum(d.hw, [&](std::int64_t i) { return (row[i] - mu) * (row[i] - mu); });
+  });
+  for (std::int64_t ch = 0; ch < d.c; ++ch) {
+    // Normalise with the biased variance; the running estimate gets the unbiased one.
+    const double mu = sum[ch] / double(m), inv = 1.0 / std::sqrt(sq[ch] / double(m) + eps);
+    invStd[ch] = float(inv);
+    rm[ch] = float((1.0 - momentum) * rm[ch] + momentum * mu);
+    rv[ch] = float((1.0 - momentum) * rv[ch] + momentum * (sq[ch] / double(m - 1)));
+    scale[ch] = float(inv * g[ch]);
+    shift[ch] = float(b[ch] - mu * inv * g[ch]);
+  }
   bnApply(x, y, d, scale, shift);
   uploadFloat(runningMean, rm);
   uploadFloat(runningVar, rv);
@@ -339,38 +382,39 @@ void CpuBackend::batchNormBackward(const Tensor& dy, const Tensor& x, const Tens
     throw std::invalid_argument("batch_norm backward: dy and dx must match x, dx in dy's dtype");
   const std::vector<float> g = toHostFloat(gamma), mean = toHostFloat(saveMean),
                            inv = toHostFloat(saveInvStd);
-  std::vector<float> dg(d.c), db(d.c);
+  const int gc = floatCode(dy), dc = floatCode(dx);
+  std::vector<double> sumDy(d.c, 0.0), sumDyXhat(d.c, 0.0);
   const double m = double(d.count());
-  cpu::dispatchFloatCode(floatCode(x), [&](auto xt) {
-    cpu::dispatchFloatCode(floatCode(dy), [&](auto gt) {
-      using X = decltype(xt);
-      using G = decltype(gt);
-      const auto* xs = x.data<typename X::Storage>();
-      const auto* gs = dy.data<typename G::Storage>();
-      auto* out = dx.data<typename G::Storage>();
-#pragma omp parallel for if (x.numel() > kParallelThreshold)
-      for (std::int64_t ch = 0; ch < d.c; ++ch) {
-        double sumDy = 0, sumDyXhat = 0;
-        for (std::int64_t ni = 0; ni < d.n; ++ni)
-          for (std::int64_t i = 0; i < d.hw; ++i) {
-            const std::int64_t at = d.at(ni, ch) + i;
-            const double gv = G::load(gs[at]);
-            sumDy += gv;
-            sumDyXhat += gv * (double(X::load(xs[at])) - mean[ch]) * inv[ch];
-          }
-        dg[ch] = float(sumDyXhat);
-        db[ch] = float(sumDy);
-        // dx = gamma * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)), in fp32.
-        const float k = g[ch] * inv[ch], meanDy = float(sumDy / m), meanDyXhat = float(sumDyXhat / m);
-        for (std::int64_t ni = 0; ni < d.n; ++ni)
-          for (std::int64_t i = 0; i < d.hw; ++i) {
-            const std::int64_t at = d.at(ni, ch) + i;
-            const float xhat = (X::load(xs[at]) - mean[ch]) * inv[ch];
-            out[at] = G::store(k * (G::load(gs[at]) - meanDy - xhat * meanDyXhat));
-          }
-      }
-    });
+  // Per thread: a row of dy and a row of dx, in fp32.
+  const auto threads = static_cast<std::size_t>(omp_get_max_threads());
+  std::vector<std::vector<float>> gBufs(threads), oBufs(threads);
+  auto dyRow = [&](std::int64_t ni, std::int64_t ch) {
+    auto& buf = gBufs[static_cast<std::size_t>(omp_get_thread_num())];
+    buf.resize(static_cast<std::size_t>(d.hw));
+    return cpu::widenChunk(gc, dy.rawData(), d.at(ni, ch), d.hw, buf.data());
+  };
+  forEachChannel(x, d, [&](std::int64_t ch, std::int64_t ni, const float* row) {
+    const float* gr = dyRow(ni, ch);
+    const float mu = mean[ch], is = inv[ch];
+    sumDy[ch] += laneSum(d.hw, [&](std::int64_t i) { return gr[i]; });
+    sumDyXhat[ch] += laneSum(d.hw, [&](std::int64_t i) { return gr[i] * ((row[i] - mu) * is); });
   });
+  // dx = gamma * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)), in fp32.
+  forEachChannel(x, d, [&](std::int64_t ch, std::int64_t ni, const float* row) {
+    const float* gr = dyRow(ni, ch);
+    auto& out = oBufs[static_cast<std::size_t>(omp_get_thread_num())];
+    out.resize(static_cast<std::size_t>(d.hw));
+    const float k = g[ch] * inv[ch], mu = mean[ch], is = inv[ch];
+    const float meanDy = float(sumDy[ch] / m), meanDyXhat = float(sumDyXhat[ch] / m);
+    for (std::int64_t i = 0; i < d.hw; ++i)
+      out[i] = k * (gr[i] - meanDy - (row[i] - mu) * is * meanDyXhat);
+    cpu::narrowChunk(dc, dx.rawData(), d.at(ni, ch), d.hw, out.data());
+  });
+  std::vector<float> dg(d.c), db(d.c);
+  for (std::int64_t ch = 0; ch < d.c; ++ch) {
+    dg[ch] = float(sumDyXhat[ch]);
+    db[ch] = float(sumDy[ch]);
+  }
   uploadFloat(dgamma, dg);
   uploadFloat(dbeta, db);
 }

@@ -89,8 +89,7 @@ Tensor BatchNorm::backward(LayerContext& ctx, const Tensor& dyIn, bool needInput
   be.batchNormBackward(dy, m_savedX, m_weight.value, m_saveMean, m_saveInvStd, dx, dgamma, dbeta);
   accumulateGrad(be, m_weight, std::move(dgamma));
   accumulateGrad(be, m_bias, std::move(dbeta));
-  if (needInputGrad) dx = castActivation(be, dx, m_inputDtype, casts);
-  else dx = Tensor();
+  dx = needInputGrad ? castActivation(be, dx, m_inputDtype, casts) : Tensor();
   ctx.autocast.record({TracePhase::Backward, m_name, "batch_norm_backward",
                        ctx.autocast.policy().policyFor("batch_norm"), false, {dyIn.dtype()}, d,
                        needInputGrad ? m_inputDtype : d, casts, 0,

@@ -109,11 +109,20 @@ Tensor Conv2d::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
   const Tensor dy = castActivation(be, dyIn, d, casts);
 
   // Weight and bias gradients in the compute dtype (a 16-bit output is rounded to 16 bits, as
-  // cuDNN's is), then handed to the fp32 .grad by the cast's backward.
-  Tensor dw = be.empty(m_weight.value.shape(), d, MemCategory::Gradients);
-  Tensor db = m_hasBias ? be.empty({m_out}, d, MemCategory::Gradients) : Tensor();
+  // cuDNN's is: where small gradients underflow), then handed to the fp32 .grad by the cast's
+  // backward. When .grad is still empty oneDNN writes fp32 straight into it and we round
+  // through 16 bits in place: the same values, without 16-bit temporaries and casts (as Linear).
+  const bool dwCast = isLowPrecision(d) && m_weight.value.dtype() == DType::F32;
+  const bool direct =
+      dwCast && !m_weight.grad.defined() && (!m_hasBias || !m_bias.grad.defined());
+  const DType gd = direct ? DType::F32 : d;
+  Tensor dw = be.empty(m_weight.value.shape(), gd, MemCategory::Gradients);
+  Tensor db = m_hasBias ? be.empty({m_out}, gd, MemCategory::Gradients) : Tensor();
   be.conv2dBackwardWeights(dy, m_savedX, dw, m_hasBias ? &db : nullptr, g);
-  const bool dwCast = dw.dtype() != m_weight.value.dtype();
+  if (direct) {
+    be.roundThrough(dw, d);
+    if (m_hasBias) be.roundThrough(db, d);
+  }
   accumulateGrad(be, m_weight, std::move(dw));
   if (m_hasBias) accumulateGrad(be, m_bias, std::move(db));
   Tensor dx;

@@ -4,7 +4,8 @@
 
 namespace amp {
 
-MaxPool2d::MaxPool2d(std::int64_t kernel, std::int64_t stride) : m_kernel(kernel), m_stride(stride) {
+MaxPool2d::MaxPool2d(std::int64_t kernel, std::int64_t stride)
+    : m_kernel(kernel), m_stride(stride) {
   if (kernel <= 0 || stride <= 0)
     throw std::invalid_argument("MaxPool2d: kernel and stride must be positive");
 }

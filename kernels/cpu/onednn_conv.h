@@ -1,20 +1,28 @@
 // NCHW 2-D convolution through oneDNN (groups 1, dilation 1): forward, backward-data and
-// backward-weights with the bias gradient. fp32 and bf16 inputs; products and sums in fp32;
-// outputs fp32 or bf16 (one rounding at the end). Primitives are cached per shape and thread,
-// as in onednn_matmul: creating one costs far more than running it. No fp16: oneDNN 2.6 has no
-// CPU f16 convolution, so callers emulate fp16 through the fp32 path.
+// backward-weights with the bias gradient. Products and sums in fp32, one rounding of each
+// output to its type. bf16 runs natively (AVX512-BF16 / AMX where present). oneDNN 2.6 has no
+// CPU f16 convolution, so fp16 is emulated exactly as the fp16 GEMM is: fp16 inputs widened
+// (exactly) to fp32, the fp32 convolution, outputs rounded once (RNE) to fp16. The conversions
+// run here, multi-threaded, with our bit-exact converters (oneDNN's f16 reorder loses the sign
+// of -0), so fp16 costs about what fp32 does. Primitives are cached per shape and thread, as in
+// onednn_matmul: creating one costs far more than running it.
 //
 // Callers' buffers are plain nchw (activations) and oihw (weights). Internally oneDNN may pick
 // blocked layouts (nChw16c, OIhw16i16o, ...), for which we reorder on the way in and out; that
-// is the default because it measured faster on AVX-512 (see tests/bench/bench_conv.cpp).
+// is the default because it measured faster on AVX-512 (see tests/bench/bench_conv.cpp): the
+// plain-layout fallback is a GEMM-based convolution ("gemm:jit"), 1.5-7x slower on the CNN's
+// shapes. Reordered and fp16-staged copies live in one per-thread scratch arena that grows to
+// the largest call (it is not in the MemoryTracker's figures, as oneDNN's own scratchpads
+// are not).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "kernels/cpu/onednn_matmul.h"  // MatType
-
 namespace amp::cpu {
+
+// Element type of a convolution operand. F16 is stored in 16 bits and computed as fp32.
+enum class ConvType : std::uint8_t { F32, BF16, F16 };
 
 struct ConvShape {
   std::int64_t n = 0, c = 0, h = 0, w = 0;  // input
@@ -39,20 +47,20 @@ void setConvLayout(ConvLayout layout);
 ConvLayout convLayout();
 
 // dst (N,K,OH,OW) = conv(src (N,C,H,W), wei (K,C,R,S)) [+ bias (K)]. src, wei and bias of type
-// `in`; dst of type `out`.
-void convForward(MatType in, MatType out, const ConvShape& s, const void* src, const void* wei,
+// `in`; dst of type `out` (`in` or F32).
+void convForward(ConvType in, ConvType out, const ConvShape& s, const void* src, const void* wei,
                  const void* bias, void* dst);
 // diffSrc (N,C,H,W) of type `out` from diffDst (N,K,OH,OW) and wei (K,C,R,S) of type `in`.
-void convBackwardData(MatType in, MatType out, const ConvShape& s, const void* diffDst,
+void convBackwardData(ConvType in, ConvType out, const ConvShape& s, const void* diffDst,
                       const void* wei, void* diffSrc);
 // diffWei (K,C,R,S) and, when not null, diffBias (K), both of type `out`, from src and diffDst
 // of type `in`.
-void convBackwardWeights(MatType in, MatType out, const ConvShape& s, const void* src,
+void convBackwardWeights(ConvType in, ConvType out, const ConvShape& s, const void* src,
                          const void* diffDst, void* diffWei, void* diffBias);
 
 // The oneDNN implementation chosen for a pass ("jit:avx512_core", "brgconv:avx512_core_bf16",
 // ...), for the benchmark report and the UI.
-std::string convImplementation(ConvPass pass, MatType in, MatType out, const ConvShape& s,
+std::string convImplementation(ConvPass pass, ConvType in, ConvType out, const ConvShape& s,
                                bool bias);
 
 }  // namespace amp::cpu

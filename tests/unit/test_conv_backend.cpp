@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "engine/backend/backend.h"
 #include "engine/data/rng.h"
 #include "kernels/common/float16.h"
+#include "kernels/cpu/onednn_conv.h"
 
 namespace amp {
 namespace {
@@ -51,7 +53,8 @@ Vec naiveConv(const Vec& x, const Vec& w, const Vec* b, const Conv2dGeometry& g,
               for (std::int64_t s = 0; s < g.s; ++s) {
                 const std::int64_t hi = i * g.strideH - g.padH + r, wi = j * g.strideW - g.padW + s;
                 if (hi < 0 || hi >= g.h || wi < 0 || wi >= g.w) continue;
-                const double p = x[((n * g.c + c) * g.h + hi) * g.w + wi] * w[((k * g.c + c) * g.r + r) * g.s + s];
+                const double p = x[((n * g.c + c) * g.h + hi) * g.w + wi] *
+                                 w[((k * g.c + c) * g.r + r) * g.s + s];
                 acc += p;
                 mag += std::fabs(p);
               }
@@ -85,7 +88,8 @@ Conv2dGeometry geom(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t
 // Geometries covering the fmnist shapes (scaled down), stride 2, no padding, odd sizes,
 // a non-square kernel and unequal padding.
 std::vector<Conv2dGeometry> geometries() {
-  std::vector<Conv2dGeometry> gs{geom(4, 1, 28, 28, 32, 3, 3, 1, 1), geom(3, 32, 14, 14, 64, 3, 3, 1, 1),
+  std::vector<Conv2dGeometry> gs{geom(4, 1, 28, 28, 32, 3, 3, 1, 1),
+                                 geom(3, 32, 14, 14, 64, 3, 3, 1, 1),
                                  geom(2, 3, 9, 7, 5, 3, 3, 2, 0), geom(2, 5, 6, 6, 17, 1, 1, 1, 0),
                                  geom(2, 4, 8, 9, 6, 5, 5, 1, 2)};
   Conv2dGeometry odd = geom(2, 3, 7, 10, 4, 3, 2, 1, 0);
@@ -105,8 +109,8 @@ class ConvBackendTest : public ::testing::Test {
 
 TEST_F(ConvBackendTest, ForwardFp32MatchesNaiveWithinSummationBound) {
   for (const auto& g : geometries()) {
-    const auto xv = randomVec(shapeNumel(inShape(g)), 1), wv = randomVec(shapeNumel(weiShape(g)), 2),
-               bv = randomVec(g.k, 3);
+    const auto xv = randomVec(shapeNumel(inShape(g)), 1),
+               wv = randomVec(shapeNumel(weiShape(g)), 2), bv = randomVec(g.k, 3);
     Tensor x = make(xv, inShape(g), DType::F32), w = make(wv, weiShape(g), DType::F32),
            b = make(bv, {g.k}, DType::F32);
     Tensor y = be->empty(outShape(g), DType::F32, MemCategory::Workspace);
@@ -116,19 +120,22 @@ TEST_F(ConvBackendTest, ForwardFp32MatchesNaiveWithinSummationBound) {
     const Vec ref = naiveConv(Vec(xv.begin(), xv.end()), Vec(wv.begin(), wv.end()), &bd, g, &mag);
     const auto got = be->toHostFloat(y);
     for (std::size_t i = 0; i < ref.size(); ++i)
-      ASSERT_NEAR(got[i], ref[i], fp32SumBound(g, mag[i])) << "output " << i << " of " << shapeString(outShape(g));
+      ASSERT_NEAR(got[i], ref[i], fp32SumBound(g, mag[i]))
+          << "output " << i << " of " << shapeString(outShape(g));
     // Without bias as well.
     be->conv2dForward(x, w, nullptr, y, g);
-    const Vec ref0 = naiveConv(Vec(xv.begin(), xv.end()), Vec(wv.begin(), wv.end()), nullptr, g, &mag);
+    const Vec ref0 =
+        naiveConv(Vec(xv.begin(), xv.end()), Vec(wv.begin(), wv.end()), nullptr, g, &mag);
     const auto got0 = be->toHostFloat(y);
-    for (std::size_t i = 0; i < ref0.size(); ++i) ASSERT_NEAR(got0[i], ref0[i], fp32SumBound(g, mag[i]));
+    for (std::size_t i = 0; i < ref0.size(); ++i)
+      ASSERT_NEAR(got0[i], ref0[i], fp32SumBound(g, mag[i]));
   }
 }
 
 TEST_F(ConvBackendTest, ForwardBf16IsFp32AccumulationRoundedOnce) {
   for (const auto& g : geometries()) {
-    const auto xv = randomVec(shapeNumel(inShape(g)), 4), wv = randomVec(shapeNumel(weiShape(g)), 5),
-               bv = randomVec(g.k, 6);
+    const auto xv = randomVec(shapeNumel(inShape(g)), 4),
+               wv = randomVec(shapeNumel(weiShape(g)), 5), bv = randomVec(g.k, 6);
     Tensor x = make(xv, inShape(g), DType::BF16), w = make(wv, weiShape(g), DType::BF16),
            b = make(bv, {g.k}, DType::BF16);
     const Vec bd = roundedTo(bv, DType::BF16);
@@ -140,7 +147,8 @@ TEST_F(ConvBackendTest, ForwardBf16IsFp32AccumulationRoundedOnce) {
       const auto got = be->toHostFloat(y);
       for (std::size_t i = 0; i < ref.size(); ++i) {
         // fp32 accumulation error, plus half a bf16 ulp when the output is bf16.
-        const double tol = fp32SumBound(g, mag[i]) + (out == DType::BF16 ? std::fabs(ref[i]) * 0x1p-8 : 0.0);
+        const double tol =
+            fp32SumBound(g, mag[i]) + (out == DType::BF16 ? std::fabs(ref[i]) * 0x1p-8 : 0.0);
         ASSERT_NEAR(got[i], ref[i], tol) << dtypeName(out) << " output " << i;
       }
     }
@@ -153,14 +161,15 @@ TEST_F(ConvBackendTest, ForwardBf16IsFp32AccumulationRoundedOnce) {
 // summation bound (rounding is monotonic), which holds whatever order oneDNN sums in.
 TEST_F(ConvBackendTest, ForwardFp16EmulationIsExact) {
   for (const auto& g : geometries()) {
-    const auto xv = randomVec(shapeNumel(inShape(g)), 7, -2, 2), wv = randomVec(shapeNumel(weiShape(g)), 8),
-               bv = randomVec(g.k, 9);
+    const auto xv = randomVec(shapeNumel(inShape(g)), 7, -2, 2),
+               wv = randomVec(shapeNumel(weiShape(g)), 8), bv = randomVec(g.k, 9);
     Tensor x = make(xv, inShape(g), DType::F16), w = make(wv, weiShape(g), DType::F16),
            b = make(bv, {g.k}, DType::F16);
     Tensor y = be->empty(outShape(g), DType::F16, MemCategory::Workspace);
     be->conv2dForward(x, w, &b, y, g);
 
-    Tensor x32 = be->cast(x, DType::F32, MemCategory::Workspace), w32 = be->cast(w, DType::F32, MemCategory::Workspace),
+    Tensor x32 = be->cast(x, DType::F32, MemCategory::Workspace),
+           w32 = be->cast(w, DType::F32, MemCategory::Workspace),
            b32 = be->cast(b, DType::F32, MemCategory::Workspace);
     Tensor y32 = be->empty(outShape(g), DType::F32, MemCategory::Workspace);
     be->conv2dForward(x32, w32, &b32, y32, g);
@@ -184,16 +193,109 @@ TEST_F(ConvBackendTest, ForwardFp16EmulationIsExact) {
   }
 }
 
+// The fp16 rounding of the output keeps IEEE behaviour at the edges: sums past 65504 become
+// inf, tiny ones fp16 subnormals (not flushed), exactly as the fp32 result rounded to fp16.
+TEST_F(ConvBackendTest, Fp16OutputOverflowsAndKeepsSubnormals) {
+  const Conv2dGeometry g = geom(2, 4, 6, 6, 8, 3, 3, 1, 1);
+  for (double scale : {300.0, 2e-3}) {
+    const auto xv = randomVec(shapeNumel(inShape(g)), 81, 0, scale),
+               wv = randomVec(shapeNumel(weiShape(g)), 82, -scale, scale);
+    Tensor x = make(xv, inShape(g), DType::F16), w = make(wv, weiShape(g), DType::F16);
+    Tensor y = be->empty(outShape(g), DType::F16, MemCategory::Workspace);
+    be->conv2dForward(x, w, nullptr, y, g);
+    Tensor y32 = be->empty(outShape(g), DType::F32, MemCategory::Workspace);
+    be->conv2dForward(be->cast(x, DType::F32, MemCategory::Workspace),
+                      be->cast(w, DType::F32, MemCategory::Workspace), nullptr, y32, g);
+    EXPECT_EQ(be->toHostBytes(y),
+              be->toHostBytes(be->cast(y32, DType::F16, MemCategory::Workspace)));
+    std::int64_t inf = 0, subnormal = 0;
+    for (float v : be->toHostFloat(y)) {
+      inf += std::isinf(v);
+      subnormal += v != 0.f && std::fabs(v) < 0x1p-14f;
+    }
+    if (scale > 1)
+      EXPECT_GT(inf, 0);
+    else
+      EXPECT_GT(subnormal, 0);
+  }
+}
+
+// Blocked layouts pad odd channel counts, and the staging/reorder buffers are reused between
+// calls: leftovers of an earlier call (here NaNs) must never reach a later result.
+TEST_F(ConvBackendTest, ReusedScratchDoesNotLeakBetweenCalls) {
+  const Conv2dGeometry big = geom(8, 16, 12, 12, 32, 3, 3, 1, 1);
+  const Conv2dGeometry odd = geom(2, 3, 5, 5, 5, 3, 3, 1, 1);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (DType d : {DType::F32, DType::BF16, DType::F16}) {
+    Tensor bx = make(std::vector<float>(shapeNumel(inShape(big)), nan), inShape(big), d);
+    Tensor bw = make(std::vector<float>(shapeNumel(weiShape(big)), nan), weiShape(big), d);
+    Tensor by = be->empty(outShape(big), d, MemCategory::Workspace);
+    Tensor bdx = be->empty(inShape(big), d, MemCategory::Workspace);
+    be->conv2dForward(bx, bw, nullptr, by, big);
+    be->conv2dBackwardData(by, bw, bdx, big);
+
+    const auto xv = randomVec(shapeNumel(inShape(odd)), 91),
+               wv = randomVec(shapeNumel(weiShape(odd)), 92);
+    Tensor x = make(xv, inShape(odd), d), w = make(wv, weiShape(odd), d);
+    Tensor y = be->empty(outShape(odd), DType::F32, MemCategory::Workspace);
+    Tensor dx = be->empty(inShape(odd), DType::F32, MemCategory::Workspace);
+    Tensor dw = be->empty(weiShape(odd), DType::F32, MemCategory::Workspace);
+    be->conv2dForward(x, w, nullptr, y, odd);
+    const Tensor dy = be->cast(y, d, MemCategory::Workspace);
+    be->conv2dBackwardData(dy, w, dx, odd);  // fp32 outputs of 16-bit inputs
+    be->conv2dBackwardWeights(dy, x, dw, nullptr, odd);
+    Vec mag;
+    const Vec ref = naiveConv(roundedTo(xv, d), roundedTo(wv, d), nullptr, odd, &mag);
+    const auto got = be->toHostFloat(y);
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      ASSERT_NEAR(got[i], ref[i], fp32SumBound(odd, mag[i]));
+    EXPECT_EQ(be->countNonFinite(dx), 0) << dtypeName(d);
+    EXPECT_EQ(be->countNonFinite(dw), 0) << dtypeName(d);
+  }
+}
+
+// oneDNN on plain nchw buffers (no reorders) gives the same results as on its blocked layouts,
+// up to summation order, for every pass and input dtype.
+TEST_F(ConvBackendTest, PlainLayoutAgreesWithBlockedLayouts) {
+  for (const auto& g : {geom(3, 5, 9, 9, 7, 3, 3, 1, 1), geom(2, 1, 12, 12, 16, 3, 3, 2, 1)}) {
+    for (DType d : {DType::F32, DType::BF16, DType::F16}) {
+      const auto xv = randomVec(shapeNumel(inShape(g)), 101),
+                 wv = randomVec(shapeNumel(weiShape(g)), 102), bv = randomVec(g.k, 103),
+                 gv = randomVec(shapeNumel(outShape(g)), 104);
+      Tensor x = make(xv, inShape(g), d), w = make(wv, weiShape(g), d), b = make(bv, {g.k}, d),
+             dy = make(gv, outShape(g), d);
+      std::vector<std::vector<float>> results[2];
+      for (int plain = 0; plain < 2; ++plain) {
+        cpu::setConvLayout(plain ? cpu::ConvLayout::Plain : cpu::ConvLayout::Auto);
+        Tensor y = be->empty(outShape(g), DType::F32, MemCategory::Workspace);
+        Tensor dx = be->empty(inShape(g), DType::F32, MemCategory::Workspace);
+        Tensor dw = be->empty(weiShape(g), DType::F32, MemCategory::Workspace);
+        Tensor db = be->empty({g.k}, DType::F32, MemCategory::Workspace);
+        be->conv2dForward(x, w, &b, y, g);
+        be->conv2dBackwardData(dy, w, dx, g);
+        be->conv2dBackwardWeights(dy, x, dw, &db, g);
+        for (const Tensor* t : {&y, &dx, &dw, &db}) results[plain].push_back(be->toHostFloat(*t));
+      }
+      cpu::setConvLayout(cpu::ConvLayout::Auto);
+      for (std::size_t r = 0; r < results[0].size(); ++r)
+        for (std::size_t i = 0; i < results[0][r].size(); ++i)
+          ASSERT_NEAR(results[0][r][i], results[1][r][i], 1e-4 * (1 + std::fabs(results[0][r][i])))
+              << dtypeName(d) << " result " << r << " element " << i;
+    }
+  }
+}
+
 // Backward passes against central differences of L = sum(y * G) computed with the naive
 // convolution in double (L is linear in x and w, so the differences are exact up to rounding).
 class ConvGradTest : public ConvBackendTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(ConvGradTest, BackwardMatchesFiniteDifferences) {
-  const Conv2dGeometry g = GetParam() == 0 ? geom(2, 3, 5, 5, 4, 3, 3, 1, 1)
+  const Conv2dGeometry g = GetParam() == 0   ? geom(2, 3, 5, 5, 4, 3, 3, 1, 1)
                            : GetParam() == 1 ? geom(2, 2, 7, 6, 3, 3, 3, 2, 0)
                                              : geom(1, 2, 6, 6, 3, 2, 2, 2, 1);
-  const auto xv = randomVec(shapeNumel(inShape(g)), 11), wv = randomVec(shapeNumel(weiShape(g)), 12),
-             bv = randomVec(g.k, 13), gv = randomVec(shapeNumel(outShape(g)), 14);
+  const auto xv = randomVec(shapeNumel(inShape(g)), 11),
+             wv = randomVec(shapeNumel(weiShape(g)), 12), bv = randomVec(g.k, 13),
+             gv = randomVec(shapeNumel(outShape(g)), 14);
   Vec x(xv.begin(), xv.end()), w(wv.begin(), wv.end()), b(bv.begin(), bv.end());
   const Vec G(gv.begin(), gv.end());
   auto loss = [&] { return dot(naiveConv(x, w, &b, g), G); };
@@ -232,17 +334,20 @@ INSTANTIATE_TEST_SUITE_P(Geometries, ConvGradTest, ::testing::Values(0, 1, 2));
 // bit); bf16 is within half a bf16 ulp (plus summation error) of the fp32 result.
 TEST_F(ConvBackendTest, Backward16BitFollowsFp32Path) {
   const Conv2dGeometry g = geom(4, 8, 10, 10, 16, 3, 3, 1, 1);
-  const auto xv = randomVec(shapeNumel(inShape(g)), 21), wv = randomVec(shapeNumel(weiShape(g)), 22),
+  const auto xv = randomVec(shapeNumel(inShape(g)), 21),
+             wv = randomVec(shapeNumel(weiShape(g)), 22),
              gv = randomVec(shapeNumel(outShape(g)), 23);
   for (DType d : {DType::F16, DType::BF16}) {
     Tensor x = make(xv, inShape(g), d), w = make(wv, weiShape(g), d), dy = make(gv, outShape(g), d);
-    Tensor dx = be->empty(inShape(g), d, MemCategory::Workspace), dw = be->empty(weiShape(g), d, MemCategory::Workspace),
+    Tensor dx = be->empty(inShape(g), d, MemCategory::Workspace),
+           dw = be->empty(weiShape(g), d, MemCategory::Workspace),
            db = be->empty({g.k}, d, MemCategory::Workspace);
     be->conv2dBackwardData(dy, w, dx, g);
     be->conv2dBackwardWeights(dy, x, dw, &db, g);
     // The fp32 path on the same (rounded) values.
     auto wide = [&](const Tensor& t) { return be->cast(t, DType::F32, MemCategory::Workspace); };
-    Tensor dx32 = be->empty(inShape(g), DType::F32, MemCategory::Workspace), dw32 = be->empty(weiShape(g), DType::F32, MemCategory::Workspace),
+    Tensor dx32 = be->empty(inShape(g), DType::F32, MemCategory::Workspace),
+           dw32 = be->empty(weiShape(g), DType::F32, MemCategory::Workspace),
            db32 = be->empty({g.k}, DType::F32, MemCategory::Workspace);
     be->conv2dBackwardData(wide(dy), wide(w), dx32, g);
     be->conv2dBackwardWeights(wide(dy), wide(x), dw32, &db32, g);
@@ -252,8 +357,9 @@ TEST_F(ConvBackendTest, Backward16BitFollowsFp32Path) {
       EXPECT_EQ(be->toHostBytes(db), be->toHostBytes(be->cast(db32, d, MemCategory::Workspace)));
       continue;
     }
-    for (auto [got16, ref32, terms] : {std::tuple{&dx, &dx32, g.k * 9}, std::tuple{&dw, &dw32, g.n * 100},
-                                       std::tuple{&db, &db32, g.n * 100}}) {
+    for (auto [got16, ref32, terms] :
+         {std::tuple{&dx, &dx32, g.k * 9}, std::tuple{&dw, &dw32, g.n * 100},
+          std::tuple{&db, &db32, g.n * 100}}) {
       const auto a = be->toHostFloat(*got16), r = be->toHostFloat(*ref32);
       double scale = 0;
       for (float v : r) scale = std::max(scale, double(std::fabs(v)));

@@ -66,8 +66,10 @@ TEST_F(LayerTest, Conv2dInitialisesLikePyTorch) {
   // kaiming_uniform(a = sqrt(5)): bound 1/sqrt(fan_in), fan_in = 3*3*3; weights drawn first.
   const double bound = 1.0 / std::sqrt(27.0);
   Rng replay(7);
-  for (float w : be->toHostFloat(params[0]->value)) EXPECT_EQ(w, float(replay.uniform(-bound, bound)));
-  for (float b : be->toHostFloat(params[1]->value)) EXPECT_EQ(b, float(replay.uniform(-bound, bound)));
+  for (float w : be->toHostFloat(params[0]->value))
+    EXPECT_EQ(w, float(replay.uniform(-bound, bound)));
+  for (float b : be->toHostFloat(params[1]->value))
+    EXPECT_EQ(b, float(replay.uniform(-bound, bound)));
   EXPECT_EQ(Conv2d(3, 4, 3, 1, 1, false).parameters().size(), 1u);
 }
 
@@ -95,13 +97,23 @@ TEST_P(Conv2dAutocast, ComputesInTheLowDtypeAndReturnsFp32Gradients) {
   const double tol = low == DType::BF16 ? 0.05 : 0.01;  // 16-bit inputs and output
   for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], r[i], tol * (1 + std::fabs(r[i])));
 
-  Tensor dx = conv.backward(ctx, random(y.shape(), 3, low), true);
+  Tensor dy = random(y.shape(), 3, low);
+  Tensor dx = conv.backward(ctx, dy, true);
   EXPECT_EQ(dx.dtype(), DType::F32);  // the input's dtype
   EXPECT_EQ(dx.shape(), x.shape());
   for (Parameter* p : conv.parameters()) {
     ASSERT_TRUE(p->grad.defined()) << p->name;
     EXPECT_EQ(p->grad.dtype(), DType::F32) << p->name;
   }
+  // The gradients are the 16-bit ones widened (as PyTorch's cast backward gives), whichever
+  // way the layer produced them.
+  Conv2dGeometry g;
+  g.n = 4, g.c = 3, g.h = g.w = 10, g.k = 8, g.r = g.s = 3, g.padH = g.padW = 1;
+  Tensor dw16 = be->empty({8, 3, 3, 3}, low, MemCategory::Workspace);
+  Tensor db16 = be->empty({8}, low, MemCategory::Workspace);
+  be->conv2dBackwardWeights(dy, be->cast(x, low, MemCategory::Workspace), dw16, &db16, g);
+  EXPECT_EQ(be->toHostFloat(conv.parameters()[0]->grad), be->toHostFloat(dw16));
+  EXPECT_EQ(be->toHostFloat(conv.parameters()[1]->grad), be->toHostFloat(db16));
 
   const auto trace = ac.takeTrace();
   ASSERT_EQ(trace.size(), 3u);
@@ -119,17 +131,26 @@ TEST_P(Conv2dAutocast, ComputesInTheLowDtypeAndReturnsFp32Gradients) {
 INSTANTIATE_TEST_SUITE_P(LowDtypes, Conv2dAutocast, ::testing::Values(DType::F16, DType::BF16));
 
 TEST_F(LayerTest, Conv2dGradientsAccumulateAcrossBackwardPasses) {
-  Conv2d conv(2, 3, 3, 1);
-  Rng rng(4);
-  conv.initialize(*be, rng, DType::F32, MemCategory::Weights);
-  Tensor x = random({2, 2, 6, 6}, 5), dy = random({2, 3, 6, 6}, 6);
-  conv.forward(ctx, x);
-  conv.backward(ctx, dy, false);
-  const auto once = be->toHostFloat(conv.parameters()[0]->grad);
-  conv.forward(ctx, x);
-  EXPECT_FALSE(conv.backward(ctx, dy, false).defined());  // no input gradient asked for
-  const auto twice = be->toHostFloat(conv.parameters()[0]->grad);
-  for (std::size_t i = 0; i < once.size(); ++i) EXPECT_EQ(twice[i], 2 * once[i]);
+  for (bool amp : {false, true}) {  // under autocast the first pass writes fp32 .grad directly
+    Conv2d conv(2, 3, 3, 1);
+    Rng rng(4);
+    conv.initialize(*be, rng, DType::F32, MemCategory::Weights);
+    Tensor x = random({2, 2, 6, 6}, 5),
+           dy = random({2, 3, 6, 6}, 6, amp ? DType::BF16 : DType::F32);
+    auto pass = [&] {
+      AutocastRegion region(ac, amp, DType::BF16);
+      conv.forward(ctx, x);
+      return conv.backward(ctx, dy, false);
+    };
+    pass();
+    const auto once = be->toHostFloat(conv.parameters()[0]->grad);
+    const auto onceBias = be->toHostFloat(conv.parameters()[1]->grad);
+    EXPECT_FALSE(pass().defined());  // no input gradient asked for
+    const auto twice = be->toHostFloat(conv.parameters()[0]->grad);
+    const auto twiceBias = be->toHostFloat(conv.parameters()[1]->grad);
+    for (std::size_t i = 0; i < once.size(); ++i) EXPECT_EQ(twice[i], 2 * once[i]);
+    for (std::size_t i = 0; i < onceBias.size(); ++i) EXPECT_EQ(twiceBias[i], 2 * onceBias[i]);
+  }
 }
 
 // ---- MaxPool2d -------------------------------------------------------------------------------

@@ -29,8 +29,8 @@ class PoolNormTest : public ::testing::Test {
   }
 };
 
-Pool2dGeometry pool(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
-                    std::int64_t k, std::int64_t s) {
+Pool2dGeometry pool(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
+                    std::int64_t s) {
   Pool2dGeometry g;
   g.n = n, g.c = c, g.h = h, g.w = w, g.kernel = k, g.stride = s;
   return g;
@@ -107,7 +107,8 @@ TEST_F(PoolNormTest, MaxPoolBackwardRoutesToWinnersAndSumsOverlaps) {
       // Summed in fp32 in output order, as the backend does, then rounded once.
       std::vector<float> expect(static_cast<std::size_t>(planes * g.h * g.w), 0.f);
       for (std::int64_t p = 0; p < planes; ++p)
-        for (std::int64_t o = 0; o < oh * ow; ++o) expect[p * g.h * g.w + iv[p * oh * ow + o]] += dyv[p * oh * ow + o];
+        for (std::int64_t o = 0; o < oh * ow; ++o)
+          expect[p * g.h * g.w + iv[p * oh * ow + o]] += dyv[p * oh * ow + o];
       const auto dxv = be->toHostFloat(dx);
       for (std::size_t i = 0; i < expect.size(); ++i) {
         const float want = d == DType::F16 ? roundToHalf(expect[i]) : expect[i];
@@ -163,12 +164,14 @@ TEST_P(BatchNormShapes, TrainingForwardAndRunningStatistics) {
   Tensor x = make(xv, s), gamma = make(gv, {c}), beta = make(bv, {c});
   Tensor rm = make(rm0, {c}), rv = make(rv0, {c});
   Tensor y = be->empty(s, DType::F32, MemCategory::Workspace);
-  Tensor sm = be->empty({c}, DType::F32, MemCategory::Workspace), si = be->empty({c}, DType::F32, MemCategory::Workspace);
+  Tensor sm = be->empty({c}, DType::F32, MemCategory::Workspace),
+         si = be->empty({c}, DType::F32, MemCategory::Workspace);
   be->batchNormForwardTrain(x, gamma, beta, rm, rv, momentum, eps, y, sm, si);
   const BnRef ref = bnReference(widen(xv), widen(gv), widen(bv), n, c, hw, eps);
   const auto yv = be->toHostFloat(y), smv = be->toHostFloat(sm), siv = be->toHostFloat(si);
   const auto rmv = be->toHostFloat(rm), rvv = be->toHostFloat(rv);
-  for (std::size_t i = 0; i < yv.size(); ++i) ASSERT_NEAR(yv[i], ref.y[i], 2e-6 * (1 + std::fabs(ref.y[i])));
+  for (std::size_t i = 0; i < yv.size(); ++i)
+    ASSERT_NEAR(yv[i], ref.y[i], 2e-6 * (1 + std::fabs(ref.y[i])));
   const double m = double(n * hw);
   for (std::int64_t ch = 0; ch < c; ++ch) {
     EXPECT_NEAR(smv[ch], ref.mean[ch], 1e-6);
@@ -186,7 +189,8 @@ TEST_P(BatchNormShapes, TrainingForwardAndRunningStatistics) {
     for (std::int64_t ch = 0; ch < c; ++ch)
       for (std::int64_t j = 0; j < hw; ++j) {
         const std::size_t at = static_cast<std::size_t>((i * c + ch) * hw + j);
-        const double want = (xv[at] - double(rmv[ch])) / std::sqrt(double(rvv[ch]) + eps) * gv[ch] + bv[ch];
+        const double want =
+            (xv[at] - double(rmv[ch])) / std::sqrt(double(rvv[ch]) + eps) * gv[ch] + bv[ch];
         ASSERT_NEAR(yev[at], want, 2e-6 * (1 + std::fabs(want)));
       }
 }
@@ -215,12 +219,15 @@ TEST_P(BatchNormShapes, GradientsMatchFiniteDifferences) {
     return (up - down) / (2 * h);
   };
   Tensor xt = make(xv, s), gamma = make(gv, {c}), beta = make(bv, {c});
-  Tensor rm = be->zeros({c}, DType::F32, MemCategory::Workspace), rv = make(std::vector<float>(c, 1.f), {c});
+  Tensor rm = be->zeros({c}, DType::F32, MemCategory::Workspace),
+         rv = make(std::vector<float>(c, 1.f), {c});
   Tensor y = be->empty(s, DType::F32, MemCategory::Workspace);
-  Tensor sm = be->empty({c}, DType::F32, MemCategory::Workspace), si = be->empty({c}, DType::F32, MemCategory::Workspace);
+  Tensor sm = be->empty({c}, DType::F32, MemCategory::Workspace),
+         si = be->empty({c}, DType::F32, MemCategory::Workspace);
   be->batchNormForwardTrain(xt, gamma, beta, rm, rv, 0.1f, float(eps), y, sm, si);
   Tensor dy = make(dyv, s), dx = be->empty(s, DType::F32, MemCategory::Workspace);
-  Tensor dg = be->empty({c}, DType::F32, MemCategory::Workspace), db = be->empty({c}, DType::F32, MemCategory::Workspace);
+  Tensor dg = be->empty({c}, DType::F32, MemCategory::Workspace),
+         db = be->empty({c}, DType::F32, MemCategory::Workspace);
   be->batchNormBackward(dy, xt, gamma, sm, si, dx, dg, db);
   const auto dxv = be->toHostFloat(dx), dgv = be->toHostFloat(dg), dbv = be->toHostFloat(db);
   for (std::size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(dxv[i], fd(x, i), 2e-4) << "dx " << i;
@@ -239,28 +246,55 @@ TEST_F(PoolNormTest, BatchNormHalfInputUsesFp32StatisticsAndKeepsItsDtype) {
   const auto xv = randomVec(shapeNumel(s), 71, -3, 5);
   for (DType d : {DType::F16, DType::BF16}) {
     Tensor x = make(xv, s, d);
-    Tensor gamma = make(std::vector<float>(c, 1.f), {c}), beta = be->zeros({c}, DType::F32, MemCategory::Workspace);
-    Tensor rm = be->zeros({c}, DType::F32, MemCategory::Workspace), rv = make(std::vector<float>(c, 1.f), {c});
+    Tensor gamma = make(std::vector<float>(c, 1.f), {c}),
+           beta = be->zeros({c}, DType::F32, MemCategory::Workspace);
+    Tensor rm = be->zeros({c}, DType::F32, MemCategory::Workspace),
+           rv = make(std::vector<float>(c, 1.f), {c});
     Tensor y = be->empty(s, d, MemCategory::Workspace);
-    Tensor sm = be->empty({c}, DType::F32, MemCategory::Workspace), si = be->empty({c}, DType::F32, MemCategory::Workspace);
+    Tensor sm = be->empty({c}, DType::F32, MemCategory::Workspace),
+           si = be->empty({c}, DType::F32, MemCategory::Workspace);
     be->batchNormForwardTrain(x, gamma, beta, rm, rv, 0.1f, 1e-5f, y, sm, si);
     std::vector<double> xr(xv.size());
-    for (std::size_t i = 0; i < xv.size(); ++i) xr[i] = d == DType::F16 ? roundToHalf(xv[i]) : roundToBf16(xv[i]);
-    const BnRef ref = bnReference(xr, std::vector<double>(c, 1.0), std::vector<double>(c, 0.0), 6, c, 25, 1e-5);
+    for (std::size_t i = 0; i < xv.size(); ++i)
+      xr[i] = d == DType::F16 ? roundToHalf(xv[i]) : roundToBf16(xv[i]);
+    const BnRef ref =
+        bnReference(xr, std::vector<double>(c, 1.0), std::vector<double>(c, 0.0), 6, c, 25, 1e-5);
     const auto yv = be->toHostFloat(y);
     const double ulp = d == DType::F16 ? 0x1p-10 : 0x1p-7;
-    for (std::size_t i = 0; i < yv.size(); ++i) ASSERT_NEAR(yv[i], ref.y[i], ulp * std::fabs(ref.y[i]) + 1e-5);
+    for (std::size_t i = 0; i < yv.size(); ++i)
+      ASSERT_NEAR(yv[i], ref.y[i], ulp * std::fabs(ref.y[i]) + 1e-5);
     const auto smv = be->toHostFloat(sm);
     for (std::int64_t ch = 0; ch < c; ++ch) EXPECT_NEAR(smv[ch], ref.mean[ch], 1e-6);
+
+    // Backward: dx in dy's 16-bit dtype, rounded once from the fp32 computation on the same
+    // values; dgamma and dbeta fp32.
+    const auto gv = randomVec(shapeNumel(s), 72);
+    Tensor dy = make(gv, s, d), dx = be->empty(s, d, MemCategory::Workspace);
+    Tensor dg = be->empty({c}, DType::F32, MemCategory::Workspace),
+           db = be->empty({c}, DType::F32, MemCategory::Workspace);
+    be->batchNormBackward(dy, x, gamma, sm, si, dx, dg, db);
+    Tensor dx32 = be->empty(s, DType::F32, MemCategory::Workspace);
+    Tensor dg32 = be->empty({c}, DType::F32, MemCategory::Workspace),
+           db32 = be->empty({c}, DType::F32, MemCategory::Workspace);
+    be->batchNormBackward(be->cast(dy, DType::F32, MemCategory::Workspace),
+                          be->cast(x, DType::F32, MemCategory::Workspace), gamma, sm, si, dx32,
+                          dg32, db32);
+    const auto a = be->toHostFloat(dx), r = be->toHostFloat(dx32);
+    for (std::size_t i = 0; i < a.size(); ++i)
+      ASSERT_NEAR(a[i], r[i], ulp * std::fabs(r[i]) + 1e-6) << dtypeName(d) << " dx " << i;
+    EXPECT_EQ(be->toHostFloat(dg), be->toHostFloat(dg32));
+    EXPECT_EQ(be->toHostFloat(db), be->toHostFloat(db32));
   }
 }
 
 TEST_F(PoolNormTest, BatchNormTrainingNeedsTwoValuesPerChannel) {
   Tensor x = make({1, 2, 3}, {1, 3});
   Tensor p = make({1, 1, 1}, {3}), y = be->empty({1, 3}, DType::F32, MemCategory::Workspace);
-  Tensor rm = make({0, 0, 0}, {3}), rv = make({1, 1, 1}, {3}), sm = be->empty({3}, DType::F32, MemCategory::Workspace),
+  Tensor rm = make({0, 0, 0}, {3}), rv = make({1, 1, 1}, {3}),
+         sm = be->empty({3}, DType::F32, MemCategory::Workspace),
          si = be->empty({3}, DType::F32, MemCategory::Workspace);
-  EXPECT_THROW(be->batchNormForwardTrain(x, p, p, rm, rv, 0.1f, 1e-5f, y, sm, si), std::invalid_argument);
+  EXPECT_THROW(be->batchNormForwardTrain(x, p, p, rm, rv, 0.1f, 1e-5f, y, sm, si),
+               std::invalid_argument);
 }
 
 }  // namespace
