@@ -9,10 +9,11 @@ bool MetricsBuffer::push(StepMetrics&& m) {
   return wasEmpty;
 }
 
-bool MetricsBuffer::pushTrace(std::vector<OpTraceEntry> trace) {
+bool MetricsBuffer::pushTrace(std::int64_t step, std::vector<OpTraceEntry> trace) {
   std::lock_guard lock(m_mutex);
   const bool wasEmpty = m_pending.empty();
   m_pending.trace = std::move(trace);
+  m_pending.traceStep = step;
   return wasEmpty;
 }
 

@@ -16,6 +16,7 @@ namespace amp::gui {
 struct DrainedMetrics {
   std::vector<StepMetrics> steps;
   std::optional<std::vector<OpTraceEntry>> trace;  // set when a step was traced since last drain
+  std::int64_t traceStep = 0;                       // the step it was recorded in
   bool empty() const { return steps.empty() && !trace; }
 };
 
@@ -23,7 +24,7 @@ class MetricsBuffer {
  public:
   // Returns true when the buffer went from empty to non-empty: the caller signals only then.
   bool push(StepMetrics&& m);
-  bool pushTrace(std::vector<OpTraceEntry> trace);
+  bool pushTrace(std::int64_t step, std::vector<OpTraceEntry> trace);
   DrainedMetrics drain();  // everything pushed so far, oldest first; leaves the buffer empty
   bool empty() const;
 

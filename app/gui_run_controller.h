@@ -83,7 +83,7 @@ class RunController : public QObject {
   void onRunPaused(TrainingWorker* w, qint64 stepsDone);
   void onRunEnded(TrainingWorker* w, int outcome, const QString& message);
   void setStatus(ui::RunData* run, ui::RunStatus s, const QString& detail = {});
-  void log(const ui::RunData* run, const QStringList& lines);
+  void log(ui::RunData* run, const QStringList& lines);  // RunData::events and the event log
 
   std::vector<std::unique_ptr<ui::RunData>> m_runs;
   std::vector<Active> m_active;
@@ -93,6 +93,7 @@ class RunController : public QObject {
   int m_maxConcurrent = 1;
   QTimer m_drainTimer;
   QElapsedTimer m_sinceDrain;
+  QElapsedTimer m_drainCost;  // from a drain's start to the end of the redraw it caused
   int m_minDrainMs = 33;
 };
 

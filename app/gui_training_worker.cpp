@@ -107,7 +107,7 @@ void TrainingWorker::run() {
       StepMetrics m = trainer->step();
       if (m.diverged && divergence.empty()) divergence = m.divergence;
       bool signal = false;
-      if (traced) signal |= m_buffer.pushTrace(trainer->lastTrace());
+      if (traced) signal |= m_buffer.pushTrace(trainer->stepsDone(), trainer->lastTrace());
       signal |= m_buffer.push(std::move(m));
       if (signal) emit metricsReady();
     }

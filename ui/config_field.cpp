@@ -7,13 +7,30 @@
 #include <QLineEdit>
 #include <QStandardItemModel>
 #include <QToolButton>
+#include <charconv>
+#include <cstdlib>
 
 #include "ui/theme.h"
 
 namespace amp::ui {
 
+namespace {
+// The schema writes numbers with 17 digits ("0.10000000000000001"); people read the shortest
+// text that parses back to the same double ("0.1").
+std::string shortestNumber(const std::string& text) {
+  char* end = nullptr;
+  const double x = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end) return text;
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, x);
+  return r.ec == std::errc() ? std::string(buf, r.ptr) : text;
+}
+}  // namespace
+
 ConfigField::ConfigField(const ConfigKey& key, const QString& defaultValue, QWidget* parent)
-    : QWidget(parent), m_key(key.key), m_help(QString::fromStdString(key.help)), m_default(defaultValue) {
+    : QWidget(parent), m_key(key.key), m_help(QString::fromStdString(key.help)),
+      m_default(key.type == "number" ? QString::fromStdString(shortestNumber(defaultValue.toStdString()))
+                                     : defaultValue) {
   auto* layout = new QHBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->setSpacing(4);
@@ -31,8 +48,9 @@ ConfigField::ConfigField(const ConfigKey& key, const QString& defaultValue, QWid
     connect(m_check, &QCheckBox::clicked, this, &ConfigField::edited);
     m_editor = m_check;
   } else {
+    m_number = key.type == "number";
     m_line = new QLineEdit(this);
-    m_line->setPlaceholderText(defaultValue.isEmpty() ? QString() : tr("default %1").arg(defaultValue));
+    m_line->setPlaceholderText(m_default.isEmpty() ? QString() : tr("default %1").arg(m_default));
     m_line->setClearButtonEnabled(false);
     connect(m_line, &QLineEdit::textEdited, this, &ConfigField::edited);
     m_editor = m_line;
@@ -48,8 +66,9 @@ std::string ConfigField::value() const {
   return m_line->text().trimmed().toStdString();
 }
 
+
 void ConfigField::setValue(const std::string& value) {
-  const QString v = QString::fromStdString(value);
+  const QString v = QString::fromStdString(m_number ? shortestNumber(value) : value);
   if (m_combo) {
     const int i = m_combo->findData(v);
     if (i >= 0) m_combo->setCurrentIndex(i);
@@ -102,11 +121,15 @@ void ConfigField::browse() {
 void ConfigField::setError(const QString& reason) {
   if (reason == m_error) return;
   m_error = reason;
+  refreshStyle();
+}
+
+void ConfigField::refreshStyle() {
   // A red frame marks the field; the reason goes in the tooltip and the panel's message line.
-  m_editor->setProperty("invalid", !reason.isEmpty());
-  m_editor->setStyleSheet(reason.isEmpty() ? QString()
-                                           : QStringLiteral("border: 1px solid %1; border-radius: 2px;")
-                                                 .arg(errorColor().name()));
+  m_editor->setProperty("invalid", !m_error.isEmpty());
+  m_editor->setStyleSheet(m_error.isEmpty() ? QString()
+                                            : QStringLiteral("border: 1px solid %1; border-radius: 2px;")
+                                                  .arg(errorColor().name()));
   updateToolTip();
 }
 

@@ -33,8 +33,10 @@ class ConfigField : public QWidget {
   void setChoiceEnabled(const std::string& choice, bool enabled, const QString& reason = {});
   // String keys holding a path: a "…" button that opens a file (or folder) picker.
   void addBrowseButton(const QString& filter, bool folder = false);
+  void setBrowseFolder(bool folder) { m_browseFolder = folder; }
 
   void setError(const QString& reason);  // empty: valid
+  void refreshStyle();                   // after a palette change
   QString error() const { return m_error; }
   QWidget* editor() const { return m_editor; }
 
@@ -48,6 +50,7 @@ class ConfigField : public QWidget {
   std::string m_key;
   QString m_help, m_default, m_error, m_browseFilter;
   bool m_browseFolder = false;
+  bool m_number = false;  // shown in the shortest form that reads back to the same double
   QWidget* m_editor = nullptr;
   QComboBox* m_combo = nullptr;
   QCheckBox* m_check = nullptr;

@@ -39,6 +39,9 @@ class ExperimentPanel : public QWidget {
   // A problem only found when the run started (e.g. a data file that cannot be read).
   void showRunError(const QString& message);
 
+ protected:
+  void changeEvent(QEvent* event) override;  // palette switch: recolour notes and errors
+
  signals:
   void validityChanged(bool valid);
   void configChanged();
@@ -62,6 +65,7 @@ class ExperimentPanel : public QWidget {
   QString m_problem;
   QString m_runError;
   bool m_loading = false;
+  bool m_messageIsError = false;
 };
 
 }  // namespace amp::ui

@@ -52,6 +52,7 @@ struct RunData {
   std::vector<HistogramFrame> histograms;
   QStringList events;
   std::vector<OpTraceEntry> trace;  // latest per-op dtype trace
+  std::int64_t traceStep = 0;       // the step `trace` was recorded in
   RunSummaryBuilder summary;
 
   // Appends one step (GUI thread).

@@ -75,28 +75,13 @@ Tensor Conv2d::forward(LayerContext& ctx, const Tensor& x) {
   Backend& be = ctx.backend;
   m_geometry = geometry(x);
   m_inputDtype = x.dtype();
-  std::vector<DType> inputs{x.dtype(), m_weight.value.dtype()};
-  if (m_hasBias) inputs.push_back(m_bias.value.dtype());
-  const DType d = ctx.autocast.computeDtype("conv2d", inputs);
-
-  int casts = 0, hits = 0;
-  bool hit = false, cast = false;
-  m_savedX = castActivation(be, x, d, casts);
-  m_savedW = ctx.autocast.castParameter(be, m_weight.value, d, hit, cast);
-  casts += cast;
-  hits += hit;
-  Tensor bias;
-  if (m_hasBias) {
-    bias = ctx.autocast.castParameter(be, m_bias.value, d, hit, cast);
-    casts += cast;
-    hits += hit;
-  }
+  AutocastOperands o = autocastOperands(ctx, "conv2d", x, m_weight, m_hasBias ? &m_bias : nullptr);
+  m_savedX = o.x;
+  m_savedW = o.weight;
   const Conv2dGeometry& g = m_geometry;
-  Tensor y = be.empty({g.n, g.k, g.outH(), g.outW()}, d, MemCategory::Activations);
-  be.conv2dForward(m_savedX, m_savedW, m_hasBias ? &bias : nullptr, y, g);
-  ctx.autocast.record({TracePhase::Forward, m_name, "conv2d",
-                       ctx.autocast.effectivePolicy("conv2d"), ctx.autocast.enabled(), inputs, d,
-                       d, casts, hits, hits ? "weight casts served by the cache" : ""});
+  Tensor y = be.empty({g.n, g.k, g.outH(), g.outW()}, o.dtype, MemCategory::Activations);
+  be.conv2dForward(m_savedX, m_savedW, m_hasBias ? &o.bias : nullptr, y, g);
+  recordWeightedForward(ctx, m_name, "conv2d", o);
   return y;
 }
 

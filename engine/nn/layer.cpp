@@ -18,4 +18,30 @@ Tensor castActivation(Backend& be, const Tensor& x, DType to, int& casts) {
   return be.cast(x, to, MemCategory::Activations);
 }
 
+AutocastOperands autocastOperands(LayerContext& ctx, const char* op, const Tensor& x,
+                                  const Parameter& weight, const Parameter* bias) {
+  AutocastOperands o;
+  o.inputDtypes = {x.dtype(), weight.value.dtype()};
+  if (bias) o.inputDtypes.push_back(bias->value.dtype());
+  o.dtype = ctx.autocast.computeDtype(op, o.inputDtypes);
+  o.x = castActivation(ctx.backend, x, o.dtype, o.casts);
+  bool hit = false, cast = false;
+  o.weight = ctx.autocast.castParameter(ctx.backend, weight.value, o.dtype, hit, cast);
+  o.casts += cast;
+  o.cacheHits += hit;
+  if (bias) {
+    o.bias = ctx.autocast.castParameter(ctx.backend, bias->value, o.dtype, hit, cast);
+    o.casts += cast;
+    o.cacheHits += hit;
+  }
+  return o;
+}
+
+void recordWeightedForward(LayerContext& ctx, const std::string& layer, const char* op,
+                           const AutocastOperands& o) {
+  ctx.autocast.record({TracePhase::Forward, layer, op, ctx.autocast.effectivePolicy(op),
+                       ctx.autocast.enabled(), o.inputDtypes, o.dtype, o.dtype, o.casts,
+                       o.cacheHits, o.cacheHits ? "weight casts served by the cache" : ""});
+}
+
 }  // namespace amp

@@ -61,4 +61,18 @@ void accumulateGrad(Backend& be, Parameter& p, Tensor computed);
 // Casts an activation to `to` if needed (an autocast-inserted cast), counting it.
 Tensor castActivation(Backend& be, const Tensor& x, DType to, int& casts);
 
+// The operands of a weighted op (linear, conv2d) as autocast hands them to the kernel: the
+// compute dtype, the input and the (cached) weight and bias casts, with the trace counts.
+struct AutocastOperands {
+  DType dtype = DType::F32;
+  std::vector<DType> inputDtypes;  // as received, before any cast
+  Tensor x, weight, bias;          // bias undefined when the layer has none
+  int casts = 0, cacheHits = 0;
+};
+AutocastOperands autocastOperands(LayerContext& ctx, const char* op, const Tensor& x,
+                                  const Parameter& weight, const Parameter* bias);
+// The forward trace row of such an op.
+void recordWeightedForward(LayerContext& ctx, const std::string& layer, const char* op,
+                           const AutocastOperands& o);
+
 }  // namespace amp

@@ -52,27 +52,12 @@ Tensor Linear::forward(LayerContext& ctx, const Tensor& xIn) {
     throw std::invalid_argument(describe() + ": input " + shapeString(xIn.shape()));
   m_inputDtype = x.dtype();
   m_inputShape = xIn.shape();
-  std::vector<DType> inputs{x.dtype(), m_weight.value.dtype()};
-  if (m_hasBias) inputs.push_back(m_bias.value.dtype());
-  const DType d = ctx.autocast.computeDtype("linear", inputs);
-
-  int casts = 0, hits = 0;
-  bool hit = false, cast = false;
-  m_savedX = castActivation(be, x, d, casts);
-  m_savedW = ctx.autocast.castParameter(be, m_weight.value, d, hit, cast);
-  casts += cast;
-  hits += hit;
-  Tensor bias;
-  if (m_hasBias) {
-    bias = ctx.autocast.castParameter(be, m_bias.value, d, hit, cast);
-    casts += cast;
-    hits += hit;
-  }
-  Tensor y = be.empty({x.dim(0), m_out}, d, MemCategory::Activations);
-  be.gemm(m_savedX, false, m_savedW, true, y, m_hasBias ? &bias : nullptr);
-  ctx.autocast.record({TracePhase::Forward, m_name, "linear",
-                       ctx.autocast.effectivePolicy("linear"), ctx.autocast.enabled(), inputs, d,
-                       d, casts, hits, hits ? "weight casts served by the cache" : ""});
+  AutocastOperands o = autocastOperands(ctx, "linear", x, m_weight, m_hasBias ? &m_bias : nullptr);
+  m_savedX = o.x;
+  m_savedW = o.weight;
+  Tensor y = be.empty({x.dim(0), m_out}, o.dtype, MemCategory::Activations);
+  be.gemm(m_savedX, false, m_savedW, true, y, m_hasBias ? &o.bias : nullptr);
+  recordWeightedForward(ctx, m_name, "linear", o);
   return y;
 }
 

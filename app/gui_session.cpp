@@ -1,0 +1,121 @@
+#include "app/gui_session.h"
+
+#include <QApplication>
+#include <QPixmap>
+#include <QTimer>
+#include <algorithm>
+#include <cstdio>
+
+#include "app/gui_run_controller.h"
+#include "engine/train/trainer.h"
+#include "ui/experiment_panel.h"
+#include "ui/main_window.h"
+#include "ui/runs_panel.h"
+
+namespace amp::gui {
+
+QString probeBackendDescription() {
+  try {
+    return QString::fromStdString(makeBackend("cpu")->description());
+  } catch (const std::exception& e) {
+    return QObject::tr("CPU backend unavailable: %1").arg(QString::fromUtf8(e.what()));
+  }
+}
+
+QString cudaUnavailableReason() {
+  // The engine's makeBackend("cuda") refuses in this build; say so rather than failing later.
+  try {
+    makeBackend("cuda");
+    return {};
+  } catch (const std::exception&) {
+    return QObject::tr("no CUDA backend in this build / no GPU found");
+  }
+}
+
+GuiSession::GuiSession(bool persistSettings, QObject* parent)
+    : QObject(parent), m_controller(std::make_unique<RunController>()),
+      m_window(std::make_unique<ui::MainWindow>(persistSettings)) {
+  ui::MainWindow* w = m_window.get();
+  RunController* c = m_controller.get();
+  w->setBackendInfo(probeBackendDescription(), cudaUnavailableReason());
+
+  connect(w, &ui::MainWindow::startRequested, c, [c](const QVector<RunConfig>& configs, bool paused) {
+    for (const RunConfig& cfg : configs) c->enqueue(cfg, paused);
+  });
+  connect(w, &ui::MainWindow::pauseToggled, c, &RunController::togglePause);
+  connect(w, &ui::MainWindow::stepRequested, c, &RunController::stepAll);
+  connect(w, &ui::MainWindow::stopRequested, c, &RunController::stopAll);
+  connect(w, &ui::MainWindow::injectRequested, c, &RunController::injectOverflow);
+  connect(w, &ui::MainWindow::traceRequested, c, &RunController::traceNextStep);
+  connect(w, &ui::MainWindow::stopRunRequested, c, &RunController::stopRun);
+  connect(w, &ui::MainWindow::removeRunRequested, c, &RunController::removeRun);
+  connect(w, &ui::MainWindow::maxConcurrentChanged, c, &RunController::setMaxConcurrent);
+  connect(w, &ui::MainWindow::closing, c, &RunController::shutdown);
+
+  connect(c, &RunController::runAdded, w, &ui::MainWindow::addRun);
+  connect(c, &RunController::runRemoved, w, &ui::MainWindow::removeRun);
+  connect(c, &RunController::runStatusChanged, w, &ui::MainWindow::updateRunStatus);
+  connect(c, &RunController::runsUpdated, w, &ui::MainWindow::refreshRuns);
+  connect(c, &RunController::eventsLogged, w, &ui::MainWindow::logEvents);
+  connect(c, &RunController::traceUpdated, w, &ui::MainWindow::showTrace);
+  connect(c, &RunController::runFailed, w, &ui::MainWindow::showRunError);
+  connect(c, &RunController::activityChanged, this, &GuiSession::publishState);
+  connect(c, &RunController::runStatusChanged, this, &GuiSession::publishState);
+  // The window restored its settings before this wiring existed: hand over the saved value.
+  c->setMaxConcurrent(w->runsPanel()->maxConcurrent());
+}
+
+GuiSession::~GuiSession() {
+  m_controller->shutdown();
+  m_window.reset();  // the window reads RunData the controller owns: it goes first
+}
+
+void GuiSession::publishState() {
+  ui::RunState s;
+  s.active = m_controller->activeCount();
+  s.queued = m_controller->queuedCount();
+  s.anyRunning = m_controller->anyRunning();
+  s.anyPaused = m_controller->anyPaused();
+  s.current = m_controller->currentRun();
+  m_window->setRunState(s);
+}
+
+bool GuiSession::startScreenshot(const QString& lesson, const QString& outPath, qint64 steps) {
+  if (!m_window->loadLesson(lesson)) return false;
+  if (steps > 0) m_window->experiment()->setFieldValue("train.steps", std::to_string(steps));
+  m_screenshotPath = outPath;
+  connect(m_controller.get(), &RunController::allRunsEnded, this, [this] {
+    // Let the last queued updates and layout settle, then draw the window as it is.
+    QTimer::singleShot(300, this, &GuiSession::saveScreenshot);
+  }, Qt::SingleShotConnection);
+  if (!m_window->runLesson(lesson)) return false;
+  return true;
+}
+
+void GuiSession::saveScreenshot() {
+  m_controller->drainNow();
+  m_window->refreshRuns();
+  QApplication::processEvents();
+  // One line per run, comparable with `ampstudio-cli run` (median step time, skipped steps).
+  for (const ui::RunData* r : m_controller->runs()) {
+    const RunSummary s = r->summary.summary();
+    std::printf("%-28s %-9s %6lld steps  loss %-10.4g skipped %-4lld median %.3f ms/step\n",
+                qPrintable(r->name), qPrintable(ui::runStatusName(r->status)), (long long)s.steps,
+                s.finalLoss, (long long)s.skippedSteps, s.medianStepMs);
+  }
+  // AMP_DRAIN_DEBUG=1: the step-time distribution too, to compare the GUI's overhead with the CLI.
+  if (qEnvironmentVariableIsSet("AMP_DRAIN_DEBUG"))
+    for (const ui::RunData* r : m_controller->runs()) {
+      QVector<double> v = r->series.stepMs;
+      std::sort(v.begin(), v.end());
+      if (!v.isEmpty()) std::printf("  step ms: min %.2f p10 %.2f p50 %.2f p90 %.2f max %.2f; first 10:", v.first(), v[v.size() / 10], v[v.size() / 2], v[v.size() * 9 / 10], v.last());
+      for (int i = 0; i < std::min<int>(10, r->series.stepMs.size()); ++i) std::printf(" %.1f", r->series.stepMs[i]);
+      std::printf("\n");
+    }
+  std::fflush(stdout);
+  const QPixmap shot = m_window->grab();
+  const bool ok = !shot.isNull() && shot.save(m_screenshotPath, "PNG");
+  emit screenshotSaved(ok, m_screenshotPath);
+}
+
+}  // namespace amp::gui

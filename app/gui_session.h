@@ -1,0 +1,50 @@
+// The desktop app's composition root: one RunController (threads, queue, metrics hand-off) and
+// one MainWindow (widgets), wired together. Also the backend probe the experiment panel shows,
+// and the screenshot mode used by `ampstudio --lesson NAME --screenshot OUT.png`.
+#pragma once
+
+#include <QObject>
+#include <memory>
+
+namespace amp::ui {
+class MainWindow;
+}
+
+namespace amp::gui {
+
+class RunController;
+
+class GuiSession : public QObject {
+  Q_OBJECT
+
+ public:
+  // persistSettings: see MainWindow. The window is created hidden; call window()->show().
+  explicit GuiSession(bool persistSettings = true, QObject* parent = nullptr);
+  ~GuiSession() override;  // stops every run (cancel, then wait), then closes the window
+
+  ui::MainWindow* window() const { return m_window.get(); }
+  RunController* controller() const { return m_controller.get(); }
+
+  // Screenshot mode: run `lesson` (steps overridden when steps > 0), wait until every run has
+  // ended, draw once more, save a PNG of the window and emit screenshotSaved. Returns false
+  // (and emits nothing) if the lesson is unknown or its settings are invalid.
+  bool startScreenshot(const QString& lesson, const QString& outPath, qint64 steps = 0);
+
+ signals:
+  void screenshotSaved(bool ok, const QString& path);
+
+ private:
+  void publishState();
+  void saveScreenshot();
+
+  std::unique_ptr<RunController> m_controller;
+  std::unique_ptr<ui::MainWindow> m_window;
+  QString m_screenshotPath;
+};
+
+// What the CPU backend runs natively and what it emulates (Backend::description()), and why
+// CUDA cannot be chosen in this build.
+QString probeBackendDescription();
+QString cudaUnavailableReason();
+
+}  // namespace amp::gui

@@ -1,0 +1,130 @@
+// ampstudio: the desktop app. Options:
+//   --lesson NAME        load a lesson into the experiment panel (see the Lessons panel)
+//   --screenshot OUT.png run the lesson until its runs end, save a PNG of the window, exit
+//   --steps N            override train.steps of the lesson's runs
+//   CONFIG.json          open an experiment file
+// Works under X11/Wayland, Xvfb and QT_QPA_PLATFORM=offscreen.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QIcon>
+#include <QTimer>
+#include <clocale>
+#include <cstdio>
+#include <cstdlib>
+
+#include "app/gui_run_controller.h"
+#include "app/gui_session.h"
+#include "engine/config/presets.h"
+#include "ui/experiment_panel.h"
+#include "ui/main_window.h"
+#include "ui/theme.h"
+
+namespace {
+bool haveDisplay() {
+  return qEnvironmentVariableIsSet("QT_QPA_PLATFORM") || qEnvironmentVariableIsSet("DISPLAY") ||
+         qEnvironmentVariableIsSet("WAYLAND_DISPLAY");
+}
+// The offscreen platform warns on every window resize that it cannot pass size hints on; the
+// warning says nothing about this program, so screenshot runs stay quiet.
+QtMessageHandler g_defaultHandler = nullptr;
+void filterMessages(QtMsgType type, const QMessageLogContext& context, const QString& message) {
+  if (message.contains(QLatin1String("propagateSizeHints"))) return;
+  g_defaultHandler(type, context, message);
+}
+
+bool wantsScreenshot(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]).rfind("--screenshot", 0) == 0) return true;
+  return false;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Without any display Qt aborts; a screenshot needs none, so draw offscreen.
+  if (!haveDisplay()) {
+    if (!wantsScreenshot(argc, argv)) {
+      std::fprintf(stderr, "ampstudio: no display (DISPLAY/WAYLAND_DISPLAY unset). Run it under a "
+                           "desktop or xvfb-run, set QT_QPA_PLATFORM=offscreen, or use ampstudio-cli.\n");
+      return 2;
+    }
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+  }
+  g_defaultHandler = qInstallMessageHandler(filterMessages);
+  QApplication app(argc, argv);
+  // QApplication adopts the user's locale; the engine's config parser (strtod) and the number
+  // inspector expect "0.001", not "0,001": keep numbers in the C locale.
+  std::setlocale(LC_NUMERIC, "C");
+  QApplication::setApplicationName(QStringLiteral("AMP Studio"));
+  QApplication::setOrganizationName(QStringLiteral("AMP Studio"));
+  QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+  QApplication::setDesktopFileName(QStringLiteral("ampstudio"));
+  QApplication::setWindowIcon(QIcon::fromTheme(QStringLiteral("ampstudio")));  // when installed
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral("AMP Studio: explore automatic mixed precision training"));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  const QCommandLineOption lesson(QStringLiteral("lesson"),
+                                  QStringLiteral("Load a lesson: %1.").arg(QString::fromStdString(amp::presetNames())),
+                                  QStringLiteral("NAME"));
+  const QCommandLineOption screenshot(QStringLiteral("screenshot"),
+                                      QStringLiteral("Run the lesson to its end, save a PNG of the window and exit."),
+                                      QStringLiteral("OUT.png"));
+  const QCommandLineOption steps(QStringLiteral("steps"), QStringLiteral("Override train.steps of the lesson's runs."),
+                                 QStringLiteral("N"));
+  const QCommandLineOption timeout(QStringLiteral("timeout"),
+                                   QStringLiteral("Screenshot mode: take it after this many seconds even "
+                                                  "if runs are still training (default 600)."),
+                                   QStringLiteral("S"), QStringLiteral("600"));
+  parser.addOptions({lesson, screenshot, steps, timeout});
+  parser.addPositionalArgument(QStringLiteral("config"), QStringLiteral("An experiment (JSON config file) to open."),
+                               QStringLiteral("[CONFIG.json]"));
+  parser.process(app);
+
+  bool ok = true;
+  const qint64 stepOverride = parser.isSet(steps) ? parser.value(steps).toLongLong(&ok) : 0;
+  if (!ok || stepOverride < 0) {
+    std::fprintf(stderr, "ampstudio: --steps expects a positive integer, got '%s'\n", qPrintable(parser.value(steps)));
+    return 2;
+  }
+  const bool shot = parser.isSet(screenshot);
+  if (shot && !parser.isSet(lesson)) {
+    std::fprintf(stderr, "ampstudio: --screenshot needs --lesson NAME (%s)\n", amp::presetNames().c_str());
+    return 2;
+  }
+  if (parser.isSet(lesson) && !amp::findPreset(parser.value(lesson).toStdString())) {
+    std::fprintf(stderr, "ampstudio: unknown lesson '%s' (lessons: %s)\n", qPrintable(parser.value(lesson)),
+                 amp::presetNames().c_str());
+    return 2;
+  }
+
+  amp::ui::applyTheme(amp::ui::Theme::Light);
+  // Screenshots start from a clean state: no restored layout, palette or last experiment.
+  amp::gui::GuiSession session(/*persistSettings=*/!shot);
+  amp::ui::MainWindow* window = session.window();
+  window->show();
+
+  if (shot) {
+    QObject::connect(&session, &amp::gui::GuiSession::screenshotSaved, &app, [](bool saved, const QString& path) {
+      std::fprintf(saved ? stdout : stderr, saved ? "screenshot: %s\n" : "ampstudio: could not write %s\n",
+                   qPrintable(path));
+      QApplication::exit(saved ? 0 : 1);
+    });
+    const int limitS = parser.value(timeout).toInt();
+    QTimer::singleShot(0, &session, [&] {
+      if (!session.startScreenshot(parser.value(lesson), parser.value(screenshot), stepOverride)) {
+        std::fprintf(stderr, "ampstudio: lesson '%s' cannot run: %s\n", qPrintable(parser.value(lesson)),
+                     qPrintable(window->experiment()->problem()));
+        QApplication::exit(2);
+      }
+    });
+    if (limitS > 0)
+      QTimer::singleShot(limitS * 1000, &session, [&] { session.controller()->stopAll(); });
+  } else if (!parser.positionalArguments().isEmpty()) {
+    window->openConfigFile(parser.positionalArguments().first());
+  } else if (parser.isSet(lesson)) {
+    window->loadLesson(parser.value(lesson));
+    if (stepOverride > 0) window->experiment()->setFieldValue("train.steps", std::to_string(stepOverride));
+  }
+  return app.exec();
+}

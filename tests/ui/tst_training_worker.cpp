@@ -1,0 +1,125 @@
+// The worker/GUI hand-off without a window: the buffer signals only on empty -> non-empty, a
+// worker's steps all arrive in order, pause/step/cancel act between steps, errors end the run.
+#include <QSignalSpy>
+#include <QTest>
+
+#include "app/gui_metrics_buffer.h"
+#include "app/gui_training_worker.h"
+#include "engine/config/config_schema.h"
+#include "gui_test_util.h"
+
+using namespace amp;
+using namespace amp::gui;
+
+namespace {
+RunConfig tinyConfig(long steps) {
+  RunConfig c;
+  for (const auto& [k, v] : test::tinySpirals(steps)) setConfigValue(c, k, v);
+  return c;
+}
+
+// Drains until `n` steps arrived or the timeout passes.
+std::vector<StepMetrics> collect(TrainingWorker& w, std::size_t n, int timeoutMs = 20000) {
+  std::vector<StepMetrics> got;
+  QElapsedTimer t;
+  t.start();
+  while (got.size() < n && t.elapsed() < timeoutMs) {
+    QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
+    auto d = w.buffer().drain();
+    for (auto& m : d.steps) got.push_back(std::move(m));
+  }
+  return got;
+}
+}  // namespace
+
+class TestTrainingWorker : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void bufferSignalsOnlyWhenItWasEmpty() {
+    MetricsBuffer b;
+    QVERIFY(b.empty());
+    QVERIFY(b.push(StepMetrics{}));
+    QVERIFY(!b.push(StepMetrics{}));
+    QVERIFY(!b.pushTrace(2, {}));
+    auto d = b.drain();
+    QCOMPARE(d.steps.size(), std::size_t(2));
+    QVERIFY(d.trace.has_value());
+    QCOMPARE(d.traceStep, 2);
+    QVERIFY(b.empty());
+    QVERIFY(b.pushTrace(3, {}));  // a trace alone also wakes the GUI
+    QVERIFY(!b.push(StepMetrics{}));
+  }
+
+  void allStepsArriveInOrder() {
+    TrainingWorker w(tinyConfig(40));
+    QSignalSpy ready(&w, &TrainingWorker::metricsReady);
+    QSignalSpy ended(&w, &TrainingWorker::runEnded);
+    QSignalSpy started(&w, &TrainingWorker::runStarted);
+    w.start();
+    auto steps = collect(w, 40);
+    QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 10000);
+    QCOMPARE(ended[0][0].toInt(), int(RunOutcome::Finished));
+    QCOMPARE(started.size(), 1);
+    QCOMPARE(started[0][0].toLongLong(), 40);
+    QCOMPARE(steps.size(), std::size_t(40));
+    for (std::size_t i = 0; i < steps.size(); ++i) QCOMPARE(steps[i].step, std::int64_t(i + 1));
+    // One signal per empty -> non-empty transition: never more than the steps.
+    QVERIFY(ready.size() >= 1 && ready.size() <= 40);
+  }
+
+  void pauseStepCancelBetweenSteps() {
+    TrainingWorker w(tinyConfig(1000000), /*startPaused=*/true);
+    QSignalSpy paused(&w, &TrainingWorker::runPaused);
+    QSignalSpy ended(&w, &TrainingWorker::runEnded);
+    w.start();
+    QTRY_COMPARE_WITH_TIMEOUT(paused.size(), 1, 20000);
+    QCOMPARE(paused[0][0].toLongLong(), 0);  // paused before the first step
+    QVERIFY(w.buffer().empty());
+    w.stepOnce();
+    w.stepOnce();
+    QTRY_COMPARE_WITH_TIMEOUT(paused.size(), 2, 10000);
+    QCOMPARE(paused[1][0].toLongLong(), 2);  // both granted steps, then waiting again
+    auto d = w.buffer().drain();
+    QCOMPARE(d.steps.size(), std::size_t(2));
+    QVERIFY(d.trace.has_value());  // single steps are traced
+    QCOMPARE(d.traceStep, 2);
+    w.injectOverflow();
+    w.stepOnce();
+    QTRY_COMPARE_WITH_TIMEOUT(paused.size(), 3, 10000);
+    d = w.buffer().drain();
+    QCOMPARE(d.steps.size(), std::size_t(1));
+    QVERIFY(d.steps[0].injected);
+    QVERIFY(d.steps[0].skipped);  // fp16 with the dynamic scaler: the step is skipped
+    w.resume();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.buffer().empty(), 10000);
+    w.cancel();
+    QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 10000);
+    QCOMPARE(ended[0][0].toInt(), int(RunOutcome::Stopped));
+    QVERIFY(w.wait(5000));
+  }
+
+  void constructionErrorsFailTheRun() {
+    RunConfig c = tinyConfig(5);
+    c.backend = "cuda";
+    TrainingWorker w(c);
+    QSignalSpy ended(&w, &TrainingWorker::runEnded);
+    w.start();
+    QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 10000);
+    QCOMPARE(ended[0][0].toInt(), int(RunOutcome::Failed));
+    QVERIFY(ended[0][1].toString().contains(QStringLiteral("backend")));
+  }
+
+  void destroyingARunningWorkerCancelsIt() {
+    auto w = std::make_unique<TrainingWorker>(tinyConfig(1000000));
+    w->start();
+    QTRY_VERIFY_WITH_TIMEOUT(!w->buffer().empty(), 20000);
+    QElapsedTimer t;
+    t.start();
+    w.reset();  // cancel, then wait
+    QVERIFY(t.elapsed() < 5000);
+  }
+};
+
+QTEST_MAIN(TestTrainingWorker)
+#include "tst_training_worker.moc"

@@ -1,0 +1,116 @@
+#include "ui/format_inspector_view.h"
+
+#include <QFontDatabase>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <stdexcept>
+
+#include "engine/telemetry/format_inspector.h"
+#include "ui/theme.h"
+
+namespace amp::ui {
+
+namespace {
+// One row per format, one column per fact: two rows fit the short bottom dock.
+enum Column { BitsHex, Binary, Stored, AbsError, RelError, Class, ColumnCount };
+
+QString num(double v) { return QString::number(v, 'g', 8); }
+}  // namespace
+
+FormatInspectorView::FormatInspectorView(QWidget* parent) : QWidget(parent) {
+  m_input = new QLineEdit(this);
+  m_input->setObjectName(QStringLiteral("formatInput"));
+  m_input->setPlaceholderText(tr("a number: 0.1, 65520, 1e-8, 0x1p-24, inf"));
+  m_input->setToolTip(tr("Decimal or hex float; rounded once, to nearest with ties to even"));
+  auto* top = new QHBoxLayout;
+  top->addWidget(new QLabel(tr("Value:"), this));
+  top->addWidget(m_input, 1);
+
+  m_table = new QTableWidget(2, ColumnCount, this);
+  m_table->setHorizontalHeaderLabels({tr("bits"), tr("sign exponent mantissa"), tr("stored exactly"),
+                                      tr("abs. error"), tr("rel. error"), tr("class")});
+  m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  m_table->horizontalHeader()->setSectionResizeMode(Stored, QHeaderView::Stretch);
+  m_table->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  m_table->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  const QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
+  for (int r = 0; r < 2; ++r) {
+    const FormatFacts& f = kLowPrecisionFormats[r];
+    auto* header = new QTableWidgetItem(QStringLiteral("%1 (1/%2/%3)")
+                                            .arg(QString::fromUtf8(f.name.data()))
+                                            .arg(f.exponentBits)
+                                            .arg(f.mantissaBits));
+    header->setToolTip(tr("max %1 · min normal 2^%2 · min subnormal 2^%3 · epsilon 2^-%4")
+                           .arg(num(f.maxFinite))
+                           .arg(f.minExponent)
+                           .arg(f.minExponent - f.mantissaBits)
+                           .arg(f.mantissaBits));
+    m_table->setVerticalHeaderItem(r, header);
+    for (int c = 0; c < ColumnCount; ++c) {
+      auto* item = new QTableWidgetItem;
+      if (c == BitsHex || c == Binary || c == Stored) item->setFont(mono);
+      m_table->setItem(r, c, item);
+    }
+  }
+  m_status = new QLabel(this);
+  m_status->setWordWrap(true);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(top);
+  layout->addWidget(m_table, 1);
+  layout->addWidget(m_status);
+  connect(m_input, &QLineEdit::textChanged, this, &FormatInspectorView::update);
+  inspect(QStringLiteral("0.1"));
+}
+
+void FormatInspectorView::inspect(const QString& text) {
+  if (m_input->text() == text) update();
+  else m_input->setText(text);
+}
+
+QString FormatInspectorView::cell(int format, int column) const { return m_table->item(format, column)->text(); }
+
+void FormatInspectorView::update() {
+  const std::string text = m_input->text().toStdString();
+  QStringList notes;
+  for (int row = 0; row < 2; ++row) {
+    const FormatFacts& f = kLowPrecisionFormats[row];
+    FormatInspection r;
+    try {
+      r = inspectValue(text, f.dtype);
+    } catch (const std::exception& e) {
+      for (int c = 0; c < ColumnCount; ++c) m_table->item(row, c)->setText(QString());
+      m_status->setText(text.empty() ? QString() : tr("Not a number: %1").arg(QString::fromUtf8(e.what())));
+      return;
+    }
+    m_table->item(row, BitsHex)->setText(QString::fromStdString(r.bitsHex));
+    m_table->item(row, Binary)->setText(QString::fromStdString(r.binary));
+    m_table->item(row, Stored)->setText(QString::fromStdString(r.representedExact));
+    m_table->item(row, AbsError)->setText(num(r.absError));
+    m_table->item(row, RelError)->setText(r.value == 0 ? QStringLiteral("0") : num(r.relError));
+    QString klass = QString::fromStdString(r.klass);
+    if (r.overflowed) klass += tr(" (overflowed)");
+    if (r.underflowedToZero) klass += tr(" (underflowed to zero)");
+    m_table->item(row, Class)->setText(klass);
+    const bool bad = r.overflowed || r.underflowedToZero;
+    m_table->item(row, Class)->setData(Qt::ForegroundRole, bad ? QVariant(QBrush(errorColor())) : QVariant());
+    if (r.overflowed) notes << tr("%1 overflows: larger than %2").arg(QString::fromUtf8(f.name.data())).arg(num(f.maxFinite));
+    if (r.underflowedToZero) notes << tr("%1 underflows to zero: smaller than half of 2^%2")
+                                          .arg(QString::fromUtf8(f.name.data())).arg(f.minExponent - f.mantissaBits);
+    if (r.klass == "subnormal") notes << tr("%1 keeps it as a subnormal, with fewer significant bits")
+                                             .arg(QString::fromUtf8(f.name.data()));
+  }
+  // With nothing to warn about, the line recalls the two formats' ranges.
+  m_status->setText(notes.isEmpty() ? tr("<small>fp16: max 65504, smallest normal 2<sup>-14</sup>, "
+                                         "smallest subnormal 2<sup>-24</sup> ≈ 6e-8 · bf16: fp32's "
+                                         "range (max ≈ 3.4e38) with 8 significant bits</small>")
+                                    : notes.join(QStringLiteral("; ")));
+}
+
+}  // namespace amp::ui

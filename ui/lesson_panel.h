@@ -1,0 +1,36 @@
+// Lessons: the presets of engine/config/presets.h as a list with their explanation. "Load"
+// fills the experiment panel with the lesson's settings; "Run lesson" also starts it (every
+// variant of a side-by-side lesson, e.g. fp32 vs fp16 without scaling vs fp16 with scaling).
+#pragma once
+
+#include <QWidget>
+
+class QListWidget;
+class QPushButton;
+class QTextBrowser;
+
+namespace amp::ui {
+
+class LessonPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit LessonPanel(QWidget* parent = nullptr);
+  QString currentLesson() const;
+  bool selectLesson(const QString& name);  // false if unknown
+  void setRunEnabled(bool enabled);        // the experiment panel is valid
+
+ signals:
+  void loadRequested(const QString& name);
+  void runRequested(const QString& name);
+
+ private:
+  void showLesson();
+
+  QListWidget* m_list = nullptr;
+  QTextBrowser* m_text = nullptr;
+  QPushButton* m_load = nullptr;
+  QPushButton* m_run = nullptr;
+};
+
+}  // namespace amp::ui

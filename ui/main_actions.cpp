@@ -1,0 +1,118 @@
+#include "ui/main_actions.h"
+
+#include <QAction>
+#include <QActionGroup>
+#include <QKeySequence>
+#include <QMenu>
+#include <QMenuBar>
+#include <QStyle>
+#include <QWidget>
+
+namespace amp::ui {
+
+namespace {
+QAction* make(QWidget* w, const QString& text, QStyle::StandardPixmap icon,
+              const QList<QKeySequence>& keys, const QString& tip) {
+  auto* a = new QAction(text, w);
+  if (icon != QStyle::SP_CustomBase) a->setIcon(w->style()->standardIcon(icon));
+  a->setShortcuts(keys);
+  // Window-wide: the shortcuts work whichever panel has focus (line edits keep their own keys).
+  a->setShortcutContext(Qt::WindowShortcut);
+  QString t = tip;
+  if (!keys.isEmpty()) t += QStringLiteral(" (%1)").arg(keys.first().toString(QKeySequence::NativeText));
+  a->setToolTip(t);
+  a->setStatusTip(tip);
+  w->addAction(a);
+  return a;
+}
+}  // namespace
+
+MainActions MainActions::create(QWidget* w) {
+  MainActions a;
+  a.start = make(w, QObject::tr("&Start"), QStyle::SP_MediaPlay, {QKeySequence(Qt::CTRL | Qt::Key_R), QKeySequence(Qt::Key_F5)},
+                 QObject::tr("Start a run with the experiment's settings"));
+  a.pause = make(w, QObject::tr("&Pause"), QStyle::SP_MediaPause, {QKeySequence(Qt::Key_Space)},
+                 QObject::tr("Pause or resume the active runs between two steps"));
+  a.pause->setCheckable(true);
+  a.step = make(w, QObject::tr("S&tep"), QStyle::SP_MediaSeekForward,
+                {QKeySequence(Qt::Key_S), QKeySequence(Qt::CTRL | Qt::Key_Period)},
+                QObject::tr("One training step of each paused run (starts the experiment paused if "
+                            "nothing runs); its per-op trace appears in the inspector"));
+  a.stop = make(w, QObject::tr("St&op"), QStyle::SP_MediaStop,
+                {QKeySequence(Qt::SHIFT | Qt::Key_F5), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_X)},
+                QObject::tr("Stop the active runs and cancel the queue"));
+  a.inject = make(w, QObject::tr("&Inject overflow now"), QStyle::SP_MessageBoxWarning,
+                  {QKeySequence(Qt::CTRL | Qt::Key_I)},
+                  QObject::tr("Force an inf into a gradient of the next step, as an fp16 overflow "
+                              "would: watch the scaler skip the step and back off"));
+  a.trace = make(w, QObject::tr("T&race next step"), QStyle::SP_FileDialogDetailedView,
+                 {QKeySequence(Qt::CTRL | Qt::Key_T)},
+                 QObject::tr("Record the per-op dtype trace of the next step"));
+  a.twin = make(w, QObject::tr("T&win runs"), QStyle::SP_FileDialogListView,
+                {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_T)},
+                QObject::tr("Start fp32, AMP fp16 and AMP bf16 runs of the experiment with one seed"));
+  a.open = make(w, QObject::tr("&Open config…"), QStyle::SP_DialogOpenButton, {QKeySequence::Open},
+                QObject::tr("Load an experiment from a JSON config file"));
+  a.save = make(w, QObject::tr("&Save config…"), QStyle::SP_DialogSaveButton, {QKeySequence::Save},
+                QObject::tr("Save the experiment as a JSON config file"));
+  a.exportCharts = make(w, QObject::tr("&Export charts…"), QStyle::SP_DriveFDIcon,
+                        {QKeySequence(Qt::CTRL | Qt::Key_E)},
+                        QObject::tr("Save the whole dashboard as PNG, SVG or PDF"));
+  a.quit = make(w, QObject::tr("&Quit"), QStyle::SP_CustomBase, {QKeySequence(Qt::CTRL | Qt::Key_Q)},
+                QObject::tr("Stop every run and quit"));
+  a.light = make(w, QObject::tr("&Light palette"), QStyle::SP_CustomBase, {}, QObject::tr("Light colours"));
+  a.dark = make(w, QObject::tr("&Dark palette"), QStyle::SP_CustomBase,
+                {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D)}, QObject::tr("Dark colours"));
+  auto* themes = new QActionGroup(w);
+  for (QAction* t : {a.light, a.dark}) {
+    t->setCheckable(true);
+    themes->addAction(t);
+  }
+  a.light->setChecked(true);
+  a.shortcuts = make(w, QObject::tr("&Keyboard shortcuts"), QStyle::SP_CustomBase, {QKeySequence::HelpContents},
+                     QObject::tr("List the keyboard shortcuts"));
+  a.about = make(w, QObject::tr("&About AMP Studio"), QStyle::SP_CustomBase, {}, QObject::tr("About"));
+  a.recent = new QMenu(QObject::tr("Open &recent"), w);
+  a.view = new QMenu(QObject::tr("&View"), w);
+  return a;
+}
+
+void MainActions::populateMenus(QMenuBar* bar) {
+  QMenu* file = bar->addMenu(QObject::tr("&File"));
+  file->addAction(open);
+  file->addMenu(recent);
+  file->addAction(save);
+  file->addSeparator();
+  file->addAction(exportCharts);
+  file->addSeparator();
+  file->addAction(quit);
+  QMenu* run = bar->addMenu(QObject::tr("&Run"));
+  for (QAction* a : {start, pause, step, stop}) run->addAction(a);
+  run->addSeparator();
+  for (QAction* a : {twin, inject, trace}) run->addAction(a);
+  bar->addMenu(view);
+  view->addAction(light);
+  view->addAction(dark);
+  view->addSeparator();
+  QMenu* help = bar->addMenu(QObject::tr("&Help"));
+  help->addAction(shortcuts);
+  help->addAction(about);
+}
+
+QString shortcutHelpHtml() {
+  return QObject::tr(
+      "<table cellpadding=3>"
+      "<tr><td><b>Ctrl+R</b>, F5</td><td>start the experiment</td></tr>"
+      "<tr><td><b>Space</b></td><td>pause / resume</td></tr>"
+      "<tr><td><b>S</b>, Ctrl+.</td><td>one step while paused (with its dtype trace)</td></tr>"
+      "<tr><td><b>Shift+F5</b>, Ctrl+Shift+X</td><td>stop all runs</td></tr>"
+      "<tr><td><b>Ctrl+Shift+T</b></td><td>twin runs: fp32, AMP fp16, AMP bf16</td></tr>"
+      "<tr><td><b>Ctrl+I</b></td><td>inject an overflow into the next step</td></tr>"
+      "<tr><td><b>Ctrl+T</b></td><td>trace the next step</td></tr>"
+      "<tr><td><b>Ctrl+O</b> / <b>Ctrl+S</b></td><td>open / save a config file</td></tr>"
+      "<tr><td><b>Ctrl+E</b></td><td>export the charts (PNG, SVG, PDF)</td></tr>"
+      "<tr><td><b>Ctrl+Shift+D</b></td><td>dark palette</td></tr>"
+      "<tr><td><b>Ctrl+Q</b></td><td>quit (stops runs cleanly)</td></tr></table>");
+}
+
+}  // namespace amp::ui

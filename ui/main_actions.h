@@ -1,0 +1,44 @@
+// The main window's actions with their shortcuts and icons (Qt's standard icons), shared by the
+// menus, the tool bar and the panels' buttons so each command has one enabled state.
+//   Ctrl+R / F5 start · Space pause/resume · S or Ctrl+. one step · Shift+F5 / Ctrl+Shift+X stop
+//   Ctrl+I inject overflow · Ctrl+T trace next step · Ctrl+Shift+T twin runs
+//   Ctrl+O open config · Ctrl+S save config · Ctrl+E export charts · Ctrl+Shift+D dark palette
+//   Ctrl+Q quit
+#pragma once
+
+#include <QObject>
+
+class QAction;
+class QActionGroup;
+class QMenu;
+class QMenuBar;
+class QWidget;
+
+namespace amp::ui {
+
+struct MainActions {
+  QAction* start = nullptr;
+  QAction* pause = nullptr;  // checkable: checked while paused
+  QAction* step = nullptr;
+  QAction* stop = nullptr;
+  QAction* inject = nullptr;
+  QAction* trace = nullptr;
+  QAction* twin = nullptr;
+  QAction* open = nullptr;
+  QAction* save = nullptr;
+  QAction* exportCharts = nullptr;
+  QAction* quit = nullptr;
+  QAction* light = nullptr;
+  QAction* dark = nullptr;
+  QAction* shortcuts = nullptr;
+  QAction* about = nullptr;
+  QMenu* recent = nullptr;
+  QMenu* view = nullptr;  // the window adds its docks' toggles here
+
+  static MainActions create(QWidget* window);
+  void populateMenus(QMenuBar* bar);
+};
+
+QString shortcutHelpHtml();
+
+}  // namespace amp::ui

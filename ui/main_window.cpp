@@ -1,0 +1,373 @@
+#include "ui/main_window.h"
+
+#include <QApplication>
+#include <QStyle>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QToolBar>
+
+#include "engine/config/config_schema.h"
+#include "engine/config/presets.h"
+#include "ui/charts/dashboard.h"
+#include "ui/event_log_view.h"
+#include "ui/experiment_panel.h"
+#include "ui/format_inspector_view.h"
+#include "ui/lesson_panel.h"
+#include "ui/runs_model.h"
+#include "ui/runs_panel.h"
+#include "ui/theme.h"
+#include "ui/trace_view.h"
+
+namespace amp::ui {
+
+namespace {
+constexpr int kTableRefreshMs = 250;  // the table's figures need not change 30 times a second
+
+QString etaText(double seconds) {
+  if (!(seconds >= 0) || seconds > 99 * 3600) return QStringLiteral("–");
+  const int s = int(seconds + 0.5);
+  const QLatin1Char zero('0');
+  if (s >= 3600)
+    return QStringLiteral("%1:%2:%3").arg(s / 3600).arg(s / 60 % 60, 2, 10, zero).arg(s % 60, 2, 10, zero);
+  return QStringLiteral("%1:%2").arg(s / 60).arg(s % 60, 2, 10, zero);
+}
+}  // namespace
+
+MainWindow::MainWindow(bool persistSettings, QWidget* parent)
+    : QMainWindow(parent), m_persist(persistSettings) {
+  setWindowTitle(tr("AMP Studio"));
+  setObjectName(QStringLiteral("MainWindow"));
+  setDockNestingEnabled(true);
+  m_actions = MainActions::create(this);
+  m_actions.populateMenus(menuBar());
+
+  m_dashboard = new Dashboard(this);
+  setCentralWidget(m_dashboard);
+
+  buildDocks();
+  buildToolBar();
+  connectActions();
+  statusBar()->showMessage(tr("Ready. Pick a lesson or set up an experiment, then Start (Ctrl+R)."));
+  m_tableRefresh.start();
+  resize(1280, 800);
+  if (m_persist) restoreSettings();
+  updateControls();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildDocks() {
+  m_experiment = new ExperimentPanel(this);
+  m_lessons = new LessonPanel(this);
+  m_runsModel = new RunsModel(this);
+  m_runsPanel = new RunsPanel(m_runsModel, m_actions.twin, this);
+  m_log = new EventLogView(this);
+  m_trace = new TraceView(m_actions.trace, this);
+  m_format = new FormatInspectorView(this);
+  m_inspectorTabs = new QTabWidget(this);
+  m_inspectorTabs->setDocumentMode(true);
+  m_inspectorTabs->addTab(m_trace, tr("Op dtype trace"));
+  m_inspectorTabs->addTab(m_format, tr("Number formats"));
+
+  auto dock = [this](const QString& title, const QString& name, QWidget* w, Qt::DockWidgetArea area) {
+    auto* d = new QDockWidget(title, this);
+    d->setObjectName(name);  // saveState() needs names
+    d->setWidget(w);
+    d->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
+                   QDockWidget::DockWidgetClosable);
+    addDockWidget(area, d);
+    m_actions.view->addAction(d->toggleViewAction());
+    return d;
+  };
+  m_experimentDock = dock(tr("Experiment"), QStringLiteral("experimentDock"), m_experiment, Qt::LeftDockWidgetArea);
+  m_lessonDock = dock(tr("Lessons"), QStringLiteral("lessonDock"), m_lessons, Qt::LeftDockWidgetArea);
+  tabifyDockWidget(m_experimentDock, m_lessonDock);
+  m_experimentDock->raise();
+  m_runsDock = dock(tr("Runs"), QStringLiteral("runsDock"), m_runsPanel, Qt::BottomDockWidgetArea);
+  m_logDock = dock(tr("Event log"), QStringLiteral("logDock"), m_log, Qt::BottomDockWidgetArea);
+  m_inspectorDock = dock(tr("Inspector"), QStringLiteral("inspectorDock"), m_inspectorTabs, Qt::BottomDockWidgetArea);
+  splitDockWidget(m_runsDock, m_logDock, Qt::Horizontal);
+  // The trace has ten columns: it shares the wide slot with the runs table.
+  tabifyDockWidget(m_runsDock, m_inspectorDock);
+  m_runsDock->raise();
+  // The bottom row spans the whole width: the runs table has many columns worth seeing at once.
+  setCorner(Qt::BottomLeftCorner, Qt::BottomDockWidgetArea);
+  setCorner(Qt::BottomRightCorner, Qt::BottomDockWidgetArea);
+  resizeDocks({m_experimentDock}, {340}, Qt::Horizontal);
+  resizeDocks({m_runsDock}, {185}, Qt::Vertical);
+  resizeDocks({m_runsDock, m_logDock}, {870, 410}, Qt::Horizontal);
+}
+
+void MainWindow::buildToolBar() {
+  QToolBar* bar = addToolBar(tr("Run"));
+  bar->setObjectName(QStringLiteral("runToolBar"));
+  bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  bar->setMovable(false);
+  for (QAction* a : {m_actions.start, m_actions.pause, m_actions.step, m_actions.stop}) bar->addAction(a);
+  bar->addSeparator();
+  for (QAction* a : {m_actions.twin, m_actions.inject}) bar->addAction(a);
+  bar->addSeparator();
+  m_progress = new QProgressBar(this);
+  m_progress->setRange(0, 1000);
+  m_progress->setValue(0);
+  m_progress->setTextVisible(false);
+  m_progress->setFixedWidth(160);
+  m_progressLabel = new QLabel(tr("idle"), this);
+  m_progressLabel->setMinimumWidth(200);
+  m_progressLabel->setContentsMargins(8, 0, 8, 0);
+  bar->addWidget(m_progress);
+  bar->addWidget(m_progressLabel);
+}
+
+void MainWindow::connectActions() {
+  connect(m_actions.start, &QAction::triggered, this, &MainWindow::startExperiment);
+  connect(m_actions.pause, &QAction::triggered, this, [this] {
+    emit pauseToggled();
+    updateControls();
+  });
+  connect(m_actions.step, &QAction::triggered, this, [this] {
+    stepOnce();
+    m_inspectorDock->raise();  // a single step is for looking at: its dtype trace shows there
+    m_inspectorTabs->setCurrentWidget(m_trace);
+  });
+  connect(m_actions.stop, &QAction::triggered, this, &MainWindow::stopRequested);
+  connect(m_actions.inject, &QAction::triggered, this, [this] {
+    emit injectRequested();
+    statusBar()->showMessage(tr("An inf goes into a gradient of the next step."), 4000);
+  });
+  connect(m_actions.trace, &QAction::triggered, this, [this] {
+    emit traceRequested();
+    m_inspectorDock->raise();
+    m_inspectorTabs->setCurrentWidget(m_trace);
+  });
+  connect(m_actions.twin, &QAction::triggered, this, &MainWindow::startTwinRuns);
+  connect(m_actions.quit, &QAction::triggered, this, &MainWindow::close);
+  connect(m_actions.open, &QAction::triggered, this, &MainWindow::openConfigInteractively);
+  connect(m_actions.save, &QAction::triggered, this, &MainWindow::saveConfigInteractively);
+  connect(m_actions.exportCharts, &QAction::triggered, this, &MainWindow::exportChartsInteractively);
+  connect(m_actions.light, &QAction::triggered, this, [this] { setTheme(false); });
+  connect(m_actions.dark, &QAction::toggled, this, [this](bool on) { setTheme(on); });
+  connect(m_actions.shortcuts, &QAction::triggered, this, [this] {
+    QMessageBox::information(this, tr("Keyboard shortcuts"), shortcutHelpHtml());
+  });
+  connect(m_actions.about, &QAction::triggered, this, [this] {
+    QMessageBox::about(this, tr("About AMP Studio"),
+                       tr("<b>AMP Studio</b> %1<br>Explore automatic mixed precision training: "
+                          "autocast, loss scaling, fp16 and bf16, side by side.")
+                           .arg(QApplication::applicationVersion()));
+  });
+
+  connect(m_experiment, &ExperimentPanel::validityChanged, this, &MainWindow::updateControls);
+  connect(m_lessons, &LessonPanel::loadRequested, this, &MainWindow::loadLesson);
+  connect(m_lessons, &LessonPanel::runRequested, this, &MainWindow::runLesson);
+  connect(m_runsPanel, &RunsPanel::selectedRunChanged, this,
+          [this](int id) { m_trace->showRun(m_runsModel->runAt(m_runsModel->rowOf(id))); });
+  connect(m_runsPanel, &RunsPanel::maxConcurrentChanged, this, &MainWindow::maxConcurrentChanged);
+  connect(m_runsPanel, &RunsPanel::stopRunRequested, this, &MainWindow::stopRunRequested);
+  connect(m_runsPanel, &RunsPanel::removeRunRequested, this, &MainWindow::removeRunRequested);
+  connect(m_runsPanel, &RunsPanel::loadSettingsRequested, this, [this](const RunConfig& c) {
+    m_experiment->setConfig(c);
+    m_experimentDock->raise();
+  });
+  connect(m_runsModel, &RunsModel::visibilityChanged, this, &MainWindow::chartsChanged);
+}
+
+void MainWindow::setBackendInfo(const QString& description, const QString& cudaUnavailableReason) {
+  m_experiment->setBackendInfo(description, cudaUnavailableReason);
+}
+
+bool MainWindow::loadLesson(const QString& name) {
+  const Preset* p = findPreset(name.toStdString());
+  if (!p) {
+    statusBar()->showMessage(tr("Unknown lesson '%1'. Lessons: %2")
+                                 .arg(name, QString::fromStdString(presetNames())));
+    return false;
+  }
+  m_lessons->selectLesson(name);
+  m_experiment->setConfig(presetConfig(*p));
+  m_loadedLesson = name;
+  m_lessonDock->raise();  // the explanation is what to read first; the settings are one tab away
+  setWindowTitle(tr("AMP Studio — %1").arg(QString::fromStdString(p->title)));
+  statusBar()->showMessage(tr("Lesson '%1' loaded.").arg(QString::fromStdString(p->title)), 5000);
+  return true;
+}
+
+QVector<RunConfig> MainWindow::lessonConfigs(const QString& name) const {
+  const Preset* p = findPreset(name.toStdString());
+  if (!p) return {};
+  const RunConfig base = m_experiment->config();
+  if (p->variants.empty()) return {base};
+  QVector<RunConfig> out;
+  for (const PresetVariant& v : p->variants) {
+    RunConfig c = base;
+    for (const auto& [k, val] : v.overrides) setConfigValue(c, k, val);
+    c.name = p->name + "/" + v.label;
+    out.append(c);
+  }
+  return out;
+}
+
+bool MainWindow::runLesson(const QString& name) {
+  // Keep the user's edits when the panel already holds this lesson (and --steps overrides).
+  if (m_loadedLesson != name && !loadLesson(name)) return false;
+  if (!m_experiment->isValid()) {
+    m_experimentDock->raise();
+    return false;
+  }
+  emit startRequested(lessonConfigs(name), false);
+  return true;
+}
+
+void MainWindow::startExperiment() {
+  if (!m_experiment->isValid()) return;
+  emit startRequested({m_experiment->config()}, false);
+}
+
+void MainWindow::startTwinRuns() {
+  if (!m_experiment->isValid()) return;
+  const RunConfig base = m_experiment->config();
+  const std::string stem = base.name.empty() ? base.model.name : base.name;
+  QVector<RunConfig> twins;
+  for (PrecisionMode m : {PrecisionMode::Fp32, PrecisionMode::AmpFp16, PrecisionMode::AmpBf16}) {
+    RunConfig c = base;
+    c.mode = m;
+    c.name = stem + " " + std::string(precisionModeName(m));
+    twins.append(c);
+  }
+  emit startRequested(twins, false);
+}
+
+void MainWindow::stepOnce() {
+  // Nothing to step: start the experiment paused, so Step walks it from its first step.
+  if (m_state.active == 0 && m_state.queued == 0) {
+    if (!m_experiment->isValid()) return;
+    emit startRequested({m_experiment->config()}, true);
+  }
+  emit stepRequested();
+}
+
+void MainWindow::addRun(RunData* run) {
+  m_runs.append(run);
+  m_runsModel->addRun(run);
+  m_runsPanel->selectRun(run->id);
+  chartsChanged();
+}
+
+void MainWindow::removeRun(int runId) {
+  m_runs.erase(std::remove_if(m_runs.begin(), m_runs.end(), [runId](const RunData* r) { return r->id == runId; }),
+               m_runs.end());
+  if (m_trace->run() && m_trace->run()->id == runId) m_trace->showRun(nullptr);
+  m_runsModel->removeRun(runId);
+  chartsChanged();
+}
+
+void MainWindow::updateRunStatus(RunData* run) {
+  m_runsModel->refreshRun(run);
+  updateProgress();
+}
+
+void MainWindow::chartsChanged() {
+  m_dashboard->setRuns(m_runs);
+  m_dashboard->refresh();
+}
+
+void MainWindow::refreshRuns() {
+  m_dashboard->refresh();
+  if (m_tableRefresh.elapsed() >= kTableRefreshMs) {
+    m_runsModel->refresh();
+    m_tableRefresh.restart();
+  }
+  updateProgress();
+}
+
+void MainWindow::logEvents(const RunData* run, const QStringList& lines) { m_log->appendLines(run, lines); }
+
+void MainWindow::showTrace(const RunData* run) {
+  // Follow the selected run; with none selected, the newest trace.
+  const int selected = m_runsPanel->selectedRunId();
+  if (selected == 0 || selected == run->id) m_trace->showRun(run);
+}
+
+void MainWindow::showRunError(const RunData* run, const QString& message) {
+  m_experiment->showRunError(QStringLiteral("%1: %2").arg(run->name, message));
+  statusBar()->showMessage(tr("%1 failed: %2").arg(run->name, message));
+  m_experimentDock->raise();
+}
+
+void MainWindow::setRunState(const RunState& state) {
+  m_state = state;
+  m_runsModel->refresh();
+  updateControls();
+  updateProgress();
+}
+
+void MainWindow::updateControls() {
+  const bool valid = m_experiment->isValid();
+  m_actions.start->setEnabled(valid);
+  m_actions.twin->setEnabled(valid);
+  m_lessons->setRunEnabled(valid);
+  const bool active = m_state.active > 0;
+  m_actions.pause->setEnabled(active);
+  m_actions.pause->setChecked(active && !m_state.anyRunning);
+  m_actions.pause->setText(active && !m_state.anyRunning ? tr("Resume") : tr("Pause"));
+  m_actions.pause->setIcon(style()->standardIcon(active && !m_state.anyRunning ? QStyle::SP_MediaPlay
+                                                                               : QStyle::SP_MediaPause));
+  m_actions.step->setEnabled(m_state.anyPaused || (!active && m_state.queued == 0 && valid));
+  m_actions.stop->setEnabled(active || m_state.queued > 0);
+  m_actions.inject->setEnabled(active);
+  m_actions.trace->setEnabled(active);
+}
+
+void MainWindow::updateProgress() {
+  const RunData* r = m_state.current;
+  if (!r) {
+    // Nothing training: show how the newest run ended, so a finished session does not look idle.
+    const RunData* last = m_runs.isEmpty() ? nullptr : m_runs.last();
+    if (!last || m_state.queued) {
+      m_progress->setValue(0);
+      m_progressLabel->setText(m_state.queued ? tr("%1 queued").arg(m_state.queued) : tr("idle"));
+      return;
+    }
+    const qint64 done = last->series.size();
+    m_progress->setValue(last->totalSteps > 0 ? int(1000 * std::min<qint64>(done, last->totalSteps) / last->totalSteps) : 0);
+    m_progressLabel->setText(tr("%1 %2 · %3/%4").arg(last->name, runStatusName(last->status)).arg(done).arg(last->totalSteps));
+    return;
+  }
+  const qint64 done = r->series.size();
+  const qint64 total = std::max<qint64>(r->totalSteps, done);
+  m_progress->setValue(total > 0 ? int(1000 * done / total) : 0);
+  // ETA from the recent step times (evaluation time not included: a lower bound).
+  const auto& ms = r->series.stepMs;
+  const int n = std::min<int>(50, ms.size());
+  double mean = 0;
+  for (int i = ms.size() - n; i < ms.size(); ++i) mean += ms[i];
+  mean = n ? mean / n : 0;
+  QString text = tr("%1 · %2/%3").arg(r->name).arg(done).arg(total);
+  if (n) text += tr(" · ETA %1").arg(etaText((total - done) * mean / 1000.0));
+  if (r->status == RunStatus::Paused) text += tr(" · paused");
+  if (m_state.active > 1) text += tr(" · %1 active").arg(m_state.active);
+  if (m_state.queued) text += tr(" · %1 queued").arg(m_state.queued);
+  m_progressLabel->setText(text);
+}
+
+void MainWindow::setTheme(bool dark) {
+  applyTheme(dark ? Theme::Dark : Theme::Light);
+  m_actions.dark->setChecked(dark);
+  m_actions.light->setChecked(!dark);
+  m_dashboard->setTheme(dark ? ChartView::Theme::Dark : ChartView::Theme::Light);
+  if (m_trace->run()) m_trace->showRun(m_trace->run());  // dtype tints follow the palette
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (m_persist) saveSettings();
+  emit closing();  // the controller cancels every run and waits for its thread
+  event->accept();
+}
+
+}  // namespace amp::ui

@@ -1,0 +1,138 @@
+// The main window: the experiment and lesson panels (left), the chart dashboard (centre), the
+// runs table, event log and inspector (bottom), and the run tool bar with progress and ETA.
+// It knows nothing about threads: it asks for runs through signals, and the app's RunController
+// answers through the public slots (wired in app/gui_session.cpp). RunData records are owned by
+// the controller; the window only reads them (and ticks RunData::visible).
+#pragma once
+
+#include <QElapsedTimer>
+#include <QMainWindow>
+#include <QVector>
+
+#include "engine/config/run_config.h"
+#include "ui/main_actions.h"
+#include "ui/run_data.h"
+
+class QDockWidget;
+class QLabel;
+class QProgressBar;
+class QTabWidget;
+
+namespace amp::ui {
+
+class Dashboard;
+class EventLogView;
+class ExperimentPanel;
+class FormatInspectorView;
+class LessonPanel;
+class RunsModel;
+class RunsPanel;
+class TraceView;
+
+// What the controller reports about the session's runs (for the controls and progress bar).
+struct RunState {
+  int active = 0;   // training or paused
+  int queued = 0;
+  bool anyRunning = false;
+  bool anyPaused = false;
+  const RunData* current = nullptr;  // the most recently started active run
+};
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  // persistSettings: restore and save layout, palette, last experiment and recent files
+  // (off for tests and screenshots, so they start from the same state every time).
+  explicit MainWindow(bool persistSettings = true, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  ExperimentPanel* experiment() const { return m_experiment; }
+  LessonPanel* lessons() const { return m_lessons; }
+  RunsPanel* runsPanel() const { return m_runsPanel; }
+  RunsModel* runsModel() const { return m_runsModel; }
+  EventLogView* eventLog() const { return m_log; }
+  TraceView* traceView() const { return m_trace; }
+  FormatInspectorView* formatInspector() const { return m_format; }
+  Dashboard* dashboard() const { return m_dashboard; }
+  const MainActions& actions() const { return m_actions; }
+
+  bool loadLesson(const QString& name);  // fills the experiment panel; false if unknown
+  // The configs a lesson runs: the panel's settings with each variant's overrides on top.
+  QVector<RunConfig> lessonConfigs(const QString& name) const;
+  bool runLesson(const QString& name);  // loads it and asks for its runs
+  bool openConfigFile(const QString& path);
+  bool saveConfigFile(const QString& path);
+  void setBackendInfo(const QString& description, const QString& cudaUnavailableReason);
+
+ public slots:
+  void addRun(amp::ui::RunData* run);
+  void removeRun(int runId);
+  void updateRunStatus(amp::ui::RunData* run);
+  void refreshRuns();  // new steps arrived (at most ~30 times a second)
+  void logEvents(const amp::ui::RunData* run, const QStringList& lines);
+  void showTrace(const amp::ui::RunData* run);
+  void showRunError(const amp::ui::RunData* run, const QString& message);
+  void setRunState(const amp::ui::RunState& state);
+  void startExperiment();
+  void startTwinRuns();
+  void stepOnce();
+
+ signals:
+  void startRequested(const QVector<amp::RunConfig>& configs, bool paused);
+  void pauseToggled();
+  void stepRequested();
+  void stopRequested();
+  void injectRequested();
+  void traceRequested();
+  void stopRunRequested(int runId);
+  void removeRunRequested(int runId);
+  void maxConcurrentChanged(int n);
+  void closing();  // the app stops every run (cancel, then wait) before the window goes
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void buildDocks();
+  void buildToolBar();
+  void connectActions();
+  void updateControls();
+  void updateProgress();
+  void setTheme(bool dark);
+  void chartsChanged();  // runs added/removed/ticked
+  // main_window_files.cpp: config files, recent files, QSettings.
+  void openConfigInteractively();
+  void saveConfigInteractively();
+  void exportChartsInteractively();
+  void addRecentFile(const QString& path);
+  void rebuildRecentMenu();
+  void restoreSettings();
+  void saveSettings();
+
+  bool m_persist;
+  MainActions m_actions;
+  ExperimentPanel* m_experiment = nullptr;
+  LessonPanel* m_lessons = nullptr;
+  RunsModel* m_runsModel = nullptr;
+  RunsPanel* m_runsPanel = nullptr;
+  EventLogView* m_log = nullptr;
+  TraceView* m_trace = nullptr;
+  FormatInspectorView* m_format = nullptr;
+  QTabWidget* m_inspectorTabs = nullptr;
+  Dashboard* m_dashboard = nullptr;
+  QDockWidget* m_experimentDock = nullptr;
+  QDockWidget* m_lessonDock = nullptr;
+  QDockWidget* m_runsDock = nullptr;
+  QDockWidget* m_logDock = nullptr;
+  QDockWidget* m_inspectorDock = nullptr;
+  QProgressBar* m_progress = nullptr;
+  QLabel* m_progressLabel = nullptr;
+  QVector<const RunData*> m_runs;
+  RunState m_state;
+  QElapsedTimer m_tableRefresh;
+  QStringList m_recentFiles;
+  QString m_loadedLesson;  // the lesson the experiment panel was last filled from
+};
+
+}  // namespace amp::ui

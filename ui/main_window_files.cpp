@@ -1,0 +1,133 @@
+// MainWindow: config files (open/save JSON), the recent-files menu, and what persists between
+// sessions in QSettings (layout, palette, last experiment, recent files, max concurrent runs).
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QMenu>
+#include <QSaveFile>
+#include <QSettings>
+#include <QStatusBar>
+
+#include "engine/io/config_json.h"
+#include "ui/charts/dashboard.h"
+#include "ui/event_log_view.h"
+#include "ui/experiment_panel.h"
+#include "ui/main_window.h"
+#include "ui/runs_panel.h"
+#include "ui/theme.h"
+
+namespace amp::ui {
+
+namespace {
+constexpr int kMaxRecent = 8;
+QSettings settings() { return QSettings(QStringLiteral("AMP Studio"), QStringLiteral("ampstudio")); }
+}  // namespace
+
+bool MainWindow::openConfigFile(const QString& path) {
+  RunConfig c;
+  try {
+    applyConfigFile(c, path.toStdString());
+  } catch (const std::exception& e) {
+    statusBar()->showMessage(tr("Could not open %1: %2").arg(path, QString::fromUtf8(e.what())));
+    m_log->appendMessage(tr("could not open %1: %2").arg(path, QString::fromUtf8(e.what())));
+    return false;
+  }
+  m_experiment->setConfig(c);
+  m_loadedLesson.clear();
+  m_experimentDock->raise();
+  addRecentFile(path);
+  setWindowTitle(tr("AMP Studio — %1").arg(QFileInfo(path).fileName()));
+  statusBar()->showMessage(tr("Loaded %1").arg(path), 5000);
+  return true;
+}
+
+bool MainWindow::saveConfigFile(const QString& path) {
+  QSaveFile f(path);  // a crash mid-write never leaves half a file
+  if (!f.open(QIODevice::WriteOnly) ||
+      f.write(QJsonDocument(configToJson(m_experiment->config())).toJson()) < 0 || !f.commit()) {
+    statusBar()->showMessage(tr("Could not save %1: %2").arg(path, f.errorString()));
+    return false;
+  }
+  addRecentFile(path);
+  statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
+  return true;
+}
+
+void MainWindow::openConfigInteractively() {
+  const QString start = m_recentFiles.isEmpty() ? QString() : QFileInfo(m_recentFiles.first()).path();
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open experiment"), start,
+                                                    tr("Config files (*.json);;All files (*)"));
+  if (!path.isEmpty()) openConfigFile(path);
+}
+
+void MainWindow::saveConfigInteractively() {
+  // An unfinished experiment may be saved too (the file keeps what parsed); say so.
+  if (!m_experiment->isValid())
+    statusBar()->showMessage(tr("Saving an experiment that is not valid yet: %1").arg(m_experiment->problem()), 5000);
+  const QString start = m_recentFiles.isEmpty() ? QStringLiteral("experiment.json") : m_recentFiles.first();
+  QString path = QFileDialog::getSaveFileName(this, tr("Save experiment"), start,
+                                              tr("Config files (*.json)"));
+  if (path.isEmpty()) return;
+  if (!path.endsWith(QStringLiteral(".json"))) path += QStringLiteral(".json");
+  saveConfigFile(path);
+}
+
+void MainWindow::exportChartsInteractively() {
+  QString path = QFileDialog::getSaveFileName(this, tr("Export charts"), QStringLiteral("ampstudio-charts.png"),
+                                              tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"));
+  if (path.isEmpty()) return;
+  if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".png");
+  const bool ok = m_dashboard->exportDashboard(path);
+  statusBar()->showMessage(ok ? tr("Charts saved to %1").arg(path) : tr("Could not write %1").arg(path), 5000);
+}
+
+void MainWindow::addRecentFile(const QString& path) {
+  const QString abs = QFileInfo(path).absoluteFilePath();
+  m_recentFiles.removeAll(abs);
+  m_recentFiles.prepend(abs);
+  while (m_recentFiles.size() > kMaxRecent) m_recentFiles.removeLast();
+  rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+  QMenu* menu = m_actions.recent;
+  menu->clear();
+  for (const QString& path : std::as_const(m_recentFiles))
+    menu->addAction(QFileInfo(path).fileName(), this, [this, path] { openConfigFile(path); })->setToolTip(path);
+  menu->setEnabled(!m_recentFiles.isEmpty());
+}
+
+void MainWindow::restoreSettings() {
+  QSettings s = settings();
+  if (s.value(QStringLiteral("view/dark"), false).toBool()) m_actions.dark->trigger();
+  restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
+  restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+  m_recentFiles = s.value(QStringLiteral("files/recent")).toStringList();
+  rebuildRecentMenu();
+  m_runsPanel->setMaxConcurrent(s.value(QStringLiteral("runs/maxConcurrent"), 1).toInt());
+  const QByteArray last = s.value(QStringLiteral("experiment/last")).toByteArray();
+  if (!last.isEmpty()) {
+    const QJsonDocument doc = QJsonDocument::fromJson(last);
+    RunConfig c;
+    try {
+      applyConfigJson(c, doc.object());
+      m_experiment->setConfig(c);
+    } catch (const std::exception&) {
+      // A config from an older version with a key that no longer exists: start from defaults.
+    }
+  }
+}
+
+void MainWindow::saveSettings() {
+  QSettings s = settings();
+  s.setValue(QStringLiteral("window/geometry"), saveGeometry());
+  s.setValue(QStringLiteral("window/state"), saveState());
+  s.setValue(QStringLiteral("view/dark"), currentTheme() == Theme::Dark);
+  s.setValue(QStringLiteral("files/recent"), m_recentFiles);
+  s.setValue(QStringLiteral("runs/maxConcurrent"), m_runsPanel->maxConcurrent());
+  s.setValue(QStringLiteral("experiment/last"),
+             QJsonDocument(configToJson(m_experiment->config())).toJson(QJsonDocument::Compact));
+}
+
+}  // namespace amp::ui

@@ -1,0 +1,222 @@
+#include "ui/runs_model.h"
+
+#include <QBrush>
+#include <QFont>
+
+#include "ui/theme.h"
+
+namespace amp::ui {
+
+RunsModel::RunsModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void RunsModel::addRun(RunData* run) {
+  beginInsertRows({}, m_runs.size(), m_runs.size());
+  m_runs.append(run);
+  m_summaries[run->id] = run->summary.summary();
+  endInsertRows();
+  if (m_baselineId == 0 && run->config.mode == PrecisionMode::Fp32) setBaselineId(run->id);
+}
+
+void RunsModel::removeRun(int id) {
+  const int row = rowOf(id);
+  if (row < 0) return;
+  beginRemoveRows({}, row, row);
+  m_runs.removeAt(row);
+  m_summaries.erase(id);
+  endRemoveRows();
+  if (m_baselineId == id) setBaselineId(0);
+}
+
+RunData* RunsModel::runAt(int row) const {
+  return row >= 0 && row < m_runs.size() ? m_runs[row] : nullptr;
+}
+
+int RunsModel::rowOf(int id) const {
+  for (int i = 0; i < m_runs.size(); ++i)
+    if (m_runs[i]->id == id) return i;
+  return -1;
+}
+
+void RunsModel::setBaselineId(int id) {
+  if (id == m_baselineId) return;
+  m_baselineId = id;
+  if (!m_runs.isEmpty())
+    emit dataChanged(index(0, SpeedUp), index(m_runs.size() - 1, MemoryRatio));
+  emit baselineChanged(id);
+}
+
+void RunsModel::refresh() {
+  for (const RunData* r : std::as_const(m_runs)) m_summaries[r->id] = r->summary.summary();
+  if (!m_runs.isEmpty()) emit dataChanged(index(0, 0), index(m_runs.size() - 1, ColumnCount - 1));
+}
+
+void RunsModel::refreshRun(const RunData* run) {
+  const int row = rowOf(run->id);
+  if (row < 0) return;
+  m_summaries[run->id] = run->summary.summary();
+  emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
+  // Every ratio depends on the baseline: its rows change with it.
+  if (run->id == m_baselineId && m_runs.size() > 1)
+    emit dataChanged(index(0, SpeedUp), index(m_runs.size() - 1, MemoryRatio));
+}
+
+int RunsModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : m_runs.size(); }
+int RunsModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QString RunsModel::modeText(const RunConfig& c) {
+  switch (c.mode) {
+    case PrecisionMode::Fp32: return QStringLiteral("fp32");
+    case PrecisionMode::AmpFp16: return c.scalerActive() && c.scaler.kind != ScalerKind::None
+                                            ? QStringLiteral("AMP fp16")
+                                            : QStringLiteral("AMP fp16 unscaled");
+    case PrecisionMode::AmpBf16: return QStringLiteral("AMP bf16");
+    case PrecisionMode::PureFp16: return QStringLiteral("pure fp16");
+  }
+  return {};
+}
+
+QString RunsModel::settingsText(const RunConfig& c) {
+  QString model = QString::fromStdString(c.model.name);
+  if (c.model.name == "recipe_mlp") model += QStringLiteral(" %1×%2").arg(c.model.layers).arg(c.model.width);
+  else if (c.model.name == "mlp") {
+    QStringList h;
+    for (auto x : c.model.hidden) h << QString::number(x);
+    model += QLatin1Char(' ') + h.join(QLatin1Char('-'));
+  }
+  return QStringLiteral("%1 · %2 · %3 lr %4 · bs %5 · seed %6")
+      .arg(model, QString::fromStdString(c.data.name), QString::fromStdString(c.optimizer.name))
+      .arg(c.optimizer.lr, 0, 'g', 3)
+      .arg(c.train.batchSize)
+      .arg(c.seed);
+}
+
+QString RunsModel::formatBytes(double bytes) {
+  if (bytes >= 1e9) return QStringLiteral("%1 GB").arg(bytes / 1e9, 0, 'f', 2);
+  if (bytes >= 1e6) return QStringLiteral("%1 MB").arg(bytes / 1e6, 0, 'f', 1);
+  if (bytes >= 1e3) return QStringLiteral("%1 kB").arg(bytes / 1e3, 0, 'f', 0);
+  return QStringLiteral("%1 B").arg(bytes, 0, 'f', 0);
+}
+
+const RunSummary* RunsModel::baselineSummary() const {
+  auto it = m_summaries.find(m_baselineId);
+  return it == m_summaries.end() || it->second.steps == 0 ? nullptr : &it->second;
+}
+
+QVariant RunsModel::display(const RunData& r, const RunSummary& s, int column) const {
+  const bool hasSteps = s.steps > 0;
+  switch (column) {
+    case Name: return r.name;
+    case Mode: return modeText(r.config);
+    case Settings: return settingsText(r.config);
+    case Status: return runStatusName(r.status);
+    case Progress: return r.totalSteps > 0 ? QStringLiteral("%1/%2").arg(s.steps).arg(r.totalSteps)
+                                           : QString::number(s.steps);
+    case FinalLoss: return hasSteps ? QString::number(s.finalLoss, 'g', 4) : QString();
+    case TestAcc: return s.finalTestAcc ? QStringLiteral("%1%").arg(*s.finalTestAcc * 100, 0, 'f', 1)
+                                        : QString();
+    case Skipped: return hasSteps ? QString::number(s.skippedSteps) : QString();
+    case MsPerStep: return s.medianStepMs > 0 ? QString::number(s.medianStepMs, 'f', 2) : QString();
+    case PeakMemory: return hasSteps ? formatBytes(double(s.peakMemory.totalPeak)) : QString();
+    case SpeedUp: {
+      const RunSummary* b = baselineSummary();
+      if (!b || s.medianStepMs <= 0 || b->medianStepMs <= 0) return {};
+      if (r.id == m_baselineId) return QStringLiteral("baseline");
+      return QStringLiteral("%1×").arg(b->medianStepMs / s.medianStepMs, 0, 'f', 2);
+    }
+    case MemoryRatio: {
+      const RunSummary* b = baselineSummary();
+      if (!b || !hasSteps || b->peakMemory.totalPeak <= 0) return {};
+      if (r.id == m_baselineId) return QStringLiteral("baseline");
+      return QStringLiteral("%1×").arg(double(s.peakMemory.totalPeak) / double(b->peakMemory.totalPeak), 0, 'f', 2);
+    }
+  }
+  return {};
+}
+
+QVariant RunsModel::data(const QModelIndex& index, int role) const {
+  const RunData* r = runAt(index.row());
+  if (!r) return {};
+  auto it = m_summaries.find(r->id);
+  static const RunSummary empty;
+  const RunSummary& s = it == m_summaries.end() ? empty : it->second;
+  switch (role) {
+    case Qt::DisplayRole: return display(*r, s, index.column());
+    case Qt::DecorationRole:
+      if (index.column() == Name) return r->color;
+      break;
+    case Qt::CheckStateRole:
+      if (index.column() == Name) return r->visible ? Qt::Checked : Qt::Unchecked;
+      break;
+    case Qt::ForegroundRole:
+      if (index.column() == Status) {
+        if (r->status == RunStatus::Failed) return QBrush(errorColor());
+        if (r->status == RunStatus::Diverged) return QBrush(warningColor());
+      }
+      if (index.column() == Skipped && s.skippedSteps > 0) return QBrush(warningColor());
+      break;
+    case Qt::FontRole:
+      if (r->id == m_baselineId && (index.column() == SpeedUp || index.column() == MemoryRatio)) {
+        QFont f;
+        f.setItalic(true);
+        return f;
+      }
+      break;
+    case Qt::TextAlignmentRole:
+      if (index.column() >= Progress && index.column() <= MemoryRatio)
+        return int(Qt::AlignRight | Qt::AlignVCenter);
+      break;
+    case Qt::ToolTipRole:
+      if (index.column() == Status && !r->statusDetail.isEmpty()) return r->statusDetail;
+      if (index.column() == Settings) return settingsText(r->config);
+      if (index.column() == Name) {
+        QString tip = QStringLiteral("<b>%1</b><br>%2").arg(r->name.toHtmlEscaped(), settingsText(r->config));
+        if (!r->backendInfo.isEmpty()) tip += QStringLiteral("<br><small>%1</small>").arg(r->backendInfo.toHtmlEscaped());
+        if (!r->modelSummary.isEmpty())
+          tip += QStringLiteral("<pre>%1</pre>").arg(r->modelSummary.join(QLatin1Char('\n')).toHtmlEscaped());
+        return tip;
+      }
+      if (index.column() == SpeedUp) return tr("Baseline median ms/step ÷ this run's (higher is faster)");
+      if (index.column() == MemoryRatio) return tr("This run's peak memory ÷ the baseline's (lower is leaner)");
+      break;
+  }
+  return {};
+}
+
+bool RunsModel::setData(const QModelIndex& index, const QVariant& value, int role) {
+  RunData* r = runAt(index.row());
+  if (!r || index.column() != Name || role != Qt::CheckStateRole) return false;
+  r->visible = value.toInt() == Qt::Checked;
+  emit dataChanged(index, index, {Qt::CheckStateRole});
+  emit visibilityChanged(r->id, r->visible);
+  return true;
+}
+
+QVariant RunsModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal) return {};
+  static const char* names[ColumnCount] = {"Run", "Mode", "Status", "Step", "Loss", "Test acc",
+                                           "Skipped", "ms/step", "Peak mem", "Speed-up",
+                                           "Memory", "Settings"};
+  if (role == Qt::DisplayRole) return tr(names[section]);
+  if (role == Qt::ToolTipRole) {
+    switch (section) {
+      case Name: return tr("Tick to overlay the run in every chart");
+      case FinalLoss: return tr("Mean training loss of the last 10 steps");
+      case TestAcc: return tr("Accuracy on the test set at the last evaluation");
+      case Skipped: return tr("Optimizer steps the loss scaler skipped (non-finite gradients)");
+      case MsPerStep: return tr("Median training step time (after 3 warm-up steps)");
+      case PeakMemory: return tr("Peak bytes the backend held (weights, gradients, activations, state)");
+      case SpeedUp: return tr("Baseline median ms/step ÷ this run's (higher is faster)");
+      case MemoryRatio: return tr("This run's peak memory ÷ the baseline's (lower is leaner)");
+      default: break;
+    }
+  }
+  return {};
+}
+
+Qt::ItemFlags RunsModel::flags(const QModelIndex& index) const {
+  Qt::ItemFlags f = Qt::ItemIsEnabled | Qt::ItemIsSelectable;
+  if (index.column() == Name) f |= Qt::ItemIsUserCheckable;
+  return f;
+}
+
+}  // namespace amp::ui
