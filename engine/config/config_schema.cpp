@@ -1,6 +1,7 @@
 #include "engine/config/config_schema.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -29,9 +30,12 @@ std::int64_t parseInt(const std::string& key, const std::string& v) {
 }
 
 double parseNumber(const std::string& key, const std::string& v) {
-  char* end = nullptr;
-  const double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || !end || *end) fail(key, "a number", v);
+  // from_chars ignores the locale (strtod would read "0.5" as 0 under a German locale).
+  std::string_view s(v);
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  double x = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) fail(key, "a number", v);
   return x;
 }
 

@@ -203,7 +203,8 @@ StepMetrics Trainer::step() {
   if (foundInf && outcome->firstNonFinite >= 0)
     mt.firstNonFinite = m_scaled->backwardOrder()[outcome->firstNonFinite]->name;
   mt.gradNorm = globalGradNorm();
-  mt.postUnscaleOverflow = !foundInf && !std::isfinite(mt.gradNorm);
+  // Only unscaling by 1/scale > 1 can turn gradients the scaler found finite into inf.
+  mt.postUnscaleOverflow = outcome && !foundInf && mt.scale < 1.f && !std::isfinite(mt.gradNorm);
   if (tc.clipNorm > 0 && std::isfinite(mt.gradNorm)) {
     const double coef = tc.clipNorm / (mt.gradNorm + 1e-6);  // clip_grad_norm_
     if (coef < 1.0) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <QTemporaryDir>
+#include <clocale>
 #include <fstream>
 
 #include "engine/config/config_schema.h"
@@ -87,4 +88,15 @@ TEST(Config, JsonFilesRoundTripAndReportTheirErrors) {
   EXPECT_NE(errorOf([&] { applyConfigFile(bad, path); }).find(path + ": not valid JSON"), std::string::npos);
   EXPECT_NE(errorOf([&] { applyConfigFile(bad, "/nonexistent/x.json"); }).find("/nonexistent/x.json: cannot open"),
             std::string::npos);
+}
+
+TEST(Config, NumbersIgnoreTheLocale) {
+  const char* old = std::setlocale(LC_NUMERIC, nullptr);
+  const std::string saved = old ? old : "C";
+  // de_DE may not be installed; any locale with a comma decimal point shows the problem.
+  if (!std::setlocale(LC_NUMERIC, "de_DE.UTF-8")) GTEST_SKIP() << "no de_DE locale here";
+  RunConfig c;
+  setConfigValue(c, "optimizer.lr", "0.5");
+  std::setlocale(LC_NUMERIC, saved.c_str());
+  EXPECT_EQ(c.optimizer.lr, 0.5);
 }

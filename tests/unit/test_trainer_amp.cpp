@@ -216,3 +216,10 @@ TEST(TrainerAmp, LostUpdatesAreCountedForFp32MastersToo) {
   const auto m = runAll(c);
   EXPECT_GT(m[0].lostUpdateFrac, 0.99);
 }
+
+TEST(TrainerAmp, PlainFp32DivergenceIsNotAPostUnscaleOverflow) {
+  RunConfig c = recipe("fp32", 20);
+  setConfigValue(c, "optimizer.lr", "1e30");
+  setConfigValue(c, "optimizer.momentum", "0");
+  for (const auto& m : runAll(c)) EXPECT_FALSE(m.postUnscaleOverflow) << "step " << m.step;
+}
