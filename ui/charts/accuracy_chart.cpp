@@ -73,8 +73,7 @@ void AccuracyChart::updateSeries() {
   const bool any = xMin <= xMax;
   m_view->setPlaceholder(runs.isEmpty() ? tr("no runs to show")
                          : any          ? QString()
-                                        : tr("no test set evaluated yet — test accuracy appears "
-                                                      "after each evaluation"));
+                                        : tr("no test set evaluated yet"));
   m_view->applyAutoRange(any ? xMin : stepMin, any ? xMax : stepMax);
 }
 

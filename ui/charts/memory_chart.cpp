@@ -177,7 +177,7 @@ void MemoryChart::updateSeries() {
   }
   for (qsizetype i = qsizetype(m_total.size()); i < n; ++i) {
     double sum = 0;
-    for (int c = 0; c < kMemCategoryCount; ++c) sum += s.memCurrent[c].value(i);
+    for (int c = 0; c < kMemCategoryCount; ++c) sum += s.memPeak[c].value(i);
     m_total.push_back(sum);
   }
   double maxBytes = 0;
@@ -193,19 +193,21 @@ void MemoryChart::updateSeries() {
     for (int c = 0; c < kMemCategoryCount; ++c)
       tagSeries(m_areas[c], run->name, tr("%1 (%2)").arg(categoryLabel(c), unitName));
   }
-  m_view->setTitle(tr("Memory: %1").arg(run->name));
+  m_view->setTitle(tr("Memory: %1 (peak in each step)").arg(run->name));
 
   const auto [xMin, xMax] = stepExtent({run});
   const DecimationRange range = m_view->decimationRange(xMin, xMax);
   std::vector<int> idx =
       decimateMinMaxIndices(spanOf(s.step), {m_total.data(), m_total.size()}, range,
                             /*positiveOnly=*/false, /*keepFlatRuns=*/true);  // layers share them
-  dropUnchanged(idx, s.memCurrent);
+  dropUnchanged(idx, s.memPeak);
   QList<QPointF> below;
   for (int c = 0; c < kMemCategoryCount; ++c) {
     QList<QPointF> points;
     points.reserve(qsizetype(idx.size()));
-    const QVector<double>& bytes = s.memCurrent[c];
+    // Each category's peak within the step: at the end of a step activations are already
+    // freed, so "current" would hide exactly what mixed precision shrinks.
+    const QVector<double>& bytes = s.memPeak[c];
     for (std::size_t j = 0; j < idx.size(); ++j)
       points.append(QPointF(
           s.step[idx[j]], bytes.value(idx[j]) / m_unit + (below.isEmpty() ? 0.0 : below[qsizetype(j)].y())));
