@@ -1,8 +1,15 @@
 #include "app/gui_run_controller.h"
 
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QStandardPaths>
 #include <algorithm>
 
 #include "app/gui_training_worker.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/experiment_file.h"
+#include "engine/io/metrics_json.h"
 #include "engine/train/event_text.h"
 #include "ui/theme.h"
 
@@ -48,6 +55,85 @@ ui::RunData* RunController::enqueue(RunConfig config, bool startPaused) {
   return raw;
 }
 
+ui::RunData* RunController::enqueueResume(const QString& checkpointPath, bool startPaused) {
+  // Read everything first: a bad file must not leave a half-made run behind.
+  const CheckpointInfo info = readCheckpointInfo(checkpointPath);
+  const QByteArray jsonl = checkpointMetrics(checkpointPath);
+  std::vector<StepMetrics> steps;
+  for (const QByteArray& line : jsonl.split('\n'))
+    if (!line.trimmed().isEmpty()) steps.push_back(stepMetricsFromJson(QJsonDocument::fromJson(line).object()));
+  // Queue it paused-or-not by hand so the series is filled before the worker can start.
+  const int id = m_nextId;
+  m_resumeFrom.insert(id, checkpointPath);
+  const int savedMax = std::exchange(m_maxConcurrent, 0);  // enqueue must not start it yet
+  ui::RunData* run = enqueue(info.config, startPaused);
+  m_maxConcurrent = savedMax;
+  for (const StepMetrics& m : steps) run->append(m);
+  run->checkpointPath = checkpointPath;
+  log(run, {tr("resuming from %1 at step %2").arg(checkpointPath).arg(info.step)});
+  emit runsUpdated();
+  scheduleQueue();
+  return run;
+}
+
+ui::RunData* RunController::addLoadedRun(const ExperimentRun& loaded) {
+  auto run = std::make_unique<ui::RunData>();
+  run->id = m_nextId++;
+  const RunRecord& r = loaded.record;
+  run->name = r.name.isEmpty() ? QString::fromStdString(r.config.displayName()) : r.name;
+  QColor c(loaded.color);
+  run->color = c.isValid() ? c : ui::runColor(run->id - 1);
+  run->visible = loaded.visible;
+  run->config = r.config;
+  run->totalSteps = r.config.train.steps;
+  const QString st = r.status;
+  run->status = st == QStringLiteral("diverged") ? ui::RunStatus::Diverged
+                : st == QStringLiteral("stopped") || st == QStringLiteral("running") ? ui::RunStatus::Stopped
+                : st == QStringLiteral("failed") ? ui::RunStatus::Failed
+                                                  : ui::RunStatus::Finished;
+  for (const StepMetrics& m : r.steps) run->append(m);
+  QHash<qint64, float> scaleAt;  // the histogram view shows the scale the gradients carried
+  for (const StepMetrics& m : r.steps) scaleAt.insert(m.step, m.scale);
+  for (const auto& [step, h] : r.histograms) {
+    if (run->histograms.empty() || run->histograms.back().step != step)
+      run->histograms.push_back({step, scaleAt.value(step, 1.0f), {}});
+    run->histograms.back().records.push_back(h);
+  }
+  run->events = r.events;
+  run->checkpointPath = r.checkpointPath;
+  if (!loaded.checkpointZip.isEmpty()) {
+    // An embedded checkpoint becomes a file, so the run can be resumed or saved again.
+    const QString dir = checkpointDir(*run);
+    const QString path = QDir(dir).filePath(checkpointFileName(r.steps.empty() ? 0 : r.steps.back().step));
+    QFile f(path);
+    if (QDir().mkpath(dir) && f.open(QIODevice::WriteOnly) && f.write(loaded.checkpointZip) == loaded.checkpointZip.size())
+      run->checkpointPath = path;
+    else
+      run->events << tr("could not unpack its checkpoint to %1").arg(path);
+  }
+  ui::RunData* raw = run.get();
+  m_runs.push_back(std::move(run));
+  emit runAdded(raw);
+  emit runStatusChanged(raw);
+  return raw;
+}
+
+bool RunController::requestCheckpoint(int id, const QString& zipPath) {
+  Active* a = findActive(id);
+  if (!a) return false;
+  a->worker->requestCheckpoint(zipPath);
+  return true;
+}
+
+QString RunController::checkpointDir(const ui::RunData& run) {
+  QString base = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+  if (base.isEmpty()) base = QDir::homePath() + QStringLiteral("/.local/share/ampstudio");
+  QString name = run.name;
+  for (QChar& ch : name)
+    if (!ch.isLetterOrNumber() && ch != u'.' && ch != u'_' && ch != u'-') ch = u'_';
+  return QDir(base).filePath(QStringLiteral("checkpoints/%1-%2").arg(name).arg(run.id));
+}
+
 QVector<const ui::RunData*> RunController::runs() const {
   QVector<const ui::RunData*> out;
   for (const auto& r : m_runs) out.append(r.get());
@@ -91,6 +177,18 @@ void RunController::scheduleQueue() {
 
 void RunController::startRun(ui::RunData* run, bool paused) {
   auto* worker = new TrainingWorker(run->config, paused, this);
+  worker->setResume(m_resumeFrom.take(run->id));
+  if (run->config.checkpoint.every > 0) worker->setCheckpointDir(checkpointDir(*run));
+  connect(worker, &TrainingWorker::checkpointWritten, this,
+          [this, run](qint64 step, const QString& path, bool ok, const QString& message) {
+            if (ok) {
+              run->checkpointPath = path;
+              log(run, {tr("checkpoint after step %1: %2").arg(step).arg(path)});
+            } else {
+              log(run, {tr("checkpoint failed: %1").arg(message)});
+            }
+            emit checkpointSaved(run, path, ok, message);
+          });
   connect(worker, &TrainingWorker::metricsReady, this, &RunController::scheduleDrain);
   connect(worker, &TrainingWorker::runStarted, this,
           [this, worker](qint64 total, const QString& backend, const QStringList& model) {

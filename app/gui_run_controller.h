@@ -6,6 +6,7 @@
 #pragma once
 
 #include <QElapsedTimer>
+#include <QHash>
 #include <QObject>
 #include <QTimer>
 #include <QVector>
@@ -13,6 +14,10 @@
 #include <vector>
 
 #include "ui/run_data.h"
+
+namespace amp {
+struct ExperimentRun;
+}
 
 namespace amp::gui {
 
@@ -27,6 +32,16 @@ class RunController : public QObject {
 
   // Queues a run; it starts when a slot is free. Returns its record (owned here).
   ui::RunData* enqueue(RunConfig config, bool startPaused = false);
+  // A run that resumes from a checkpoint: its series starts with the checkpoint's metrics and
+  // its worker loads the checkpoint before the first step. Throws CheckpointError.
+  ui::RunData* enqueueResume(const QString& checkpointPath, bool startPaused = false);
+  // A run read from a file, added as an ended run (overlaid like any other).
+  ui::RunData* addLoadedRun(const ExperimentRun& loaded);
+  // Asks the run's worker to write a checkpoint between steps; false (and nothing happens) when
+  // the run has no trainer (queued or ended). Answered by checkpointSaved.
+  bool requestCheckpoint(int id, const QString& zipPath);
+  // Where `checkpoint.every` writes a run's checkpoints.
+  static QString checkpointDir(const ui::RunData& run);
   QVector<const ui::RunData*> runs() const;
   ui::RunData* run(int id) const;
   // The most recently started run that is still training (nullptr if none).
@@ -65,6 +80,7 @@ class RunController : public QObject {
   void runFailed(const amp::ui::RunData* run, const QString& message);
   void activityChanged();  // a run started, ended, paused or resumed
   void allRunsEnded();     // nothing active and nothing queued
+  void checkpointSaved(const amp::ui::RunData* run, const QString& path, bool ok, const QString& message);
 
  private:
   struct Active {
@@ -89,6 +105,7 @@ class RunController : public QObject {
   std::vector<Active> m_active;
   QVector<int> m_queue;        // run ids waiting for a slot
   QVector<int> m_queuePaused;  // of those, the ones to start paused
+  QHash<int, QString> m_resumeFrom;  // run id -> checkpoint its worker loads first
   int m_nextId = 1;
   int m_maxConcurrent = 1;
   QTimer m_drainTimer;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "app/gui_files.h"
 #include "app/gui_run_controller.h"
 #include "engine/train/trainer.h"
 #include "ui/experiment_panel.h"
@@ -61,11 +62,13 @@ GuiSession::GuiSession(bool persistSettings, QObject* parent)
   connect(c, &RunController::runFailed, w, &ui::MainWindow::showRunError);
   connect(c, &RunController::activityChanged, this, &GuiSession::publishState);
   connect(c, &RunController::runStatusChanged, this, &GuiSession::publishState);
+  m_files = std::make_unique<GuiFiles>(w, c);
   // The window restored its settings before this wiring existed: hand over the saved value.
   c->setMaxConcurrent(w->runsPanel()->maxConcurrent());
 }
 
 GuiSession::~GuiSession() {
+  m_files.reset();
   m_controller->shutdown();
   m_window.reset();  // the window reads RunData the controller owns: it goes first
 }

@@ -12,6 +12,7 @@ class MainWindow;
 
 namespace amp::gui {
 
+class GuiFiles;
 class RunController;
 
 class GuiSession : public QObject {
@@ -24,6 +25,7 @@ class GuiSession : public QObject {
 
   ui::MainWindow* window() const { return m_window.get(); }
   RunController* controller() const { return m_controller.get(); }
+  GuiFiles* files() const { return m_files.get(); }
 
   // Screenshot mode: run `lesson` (steps overridden when steps > 0), wait until every run has
   // ended, draw once more, save a PNG of the window and emit screenshotSaved. Returns false
@@ -39,6 +41,7 @@ class GuiSession : public QObject {
 
   std::unique_ptr<RunController> m_controller;
   std::unique_ptr<ui::MainWindow> m_window;
+  std::unique_ptr<GuiFiles> m_files;
   QString m_screenshotPath;
 };
 

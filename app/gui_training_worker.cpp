@@ -2,6 +2,11 @@
 
 #include <exception>
 
+#include <QDir>
+#include <QJsonDocument>
+
+#include "engine/io/checkpoint.h"
+#include "engine/io/metrics_json.h"
 #include "engine/train/trainer.h"
 
 namespace amp::gui {
@@ -55,19 +60,55 @@ void TrainingWorker::requestTrace() {
   m_trace = true;
 }
 
+void TrainingWorker::requestCheckpoint(const QString& zipPath) {
+  {
+    std::lock_guard lock(m_mutex);
+    m_checkpointRequest = zipPath;
+  }
+  m_wake.notify_all();  // a paused worker wakes, saves and goes back to waiting
+}
+
+void TrainingWorker::writeCheckpoint(Trainer& trainer, const QString& path) {
+  QByteArray jsonl;
+  for (const StepMetrics& m : m_history)
+    jsonl += QJsonDocument(stepMetricsToJson(m)).toJson(QJsonDocument::Compact) + '\n';
+  try {
+    saveCheckpoint(trainer, path, jsonl);
+    emit checkpointWritten(trainer.stepsDone(), path, true, {});
+  } catch (const std::exception& e) {
+    emit checkpointWritten(trainer.stepsDone(), path, false, QString::fromUtf8(e.what()));
+  }
+}
+
+void TrainingWorker::serveCheckpointRequest(Trainer& trainer, std::unique_lock<std::mutex>& lock) {
+  while (!m_checkpointRequest.isEmpty()) {
+    const QString path = std::exchange(m_checkpointRequest, QString());
+    lock.unlock();  // saving takes a while: the GUI must not block on the mutex meanwhile
+    writeCheckpoint(trainer, path);
+    lock.lock();
+  }
+}
+
 bool TrainingWorker::pauseRequested() const {
   std::lock_guard lock(m_mutex);
   return m_paused;
 }
 
-bool TrainingWorker::waitForNextStep(qint64 stepsDone, bool& inject, bool& trace) {
+bool TrainingWorker::waitForNextStep(Trainer& trainer, bool& inject, bool& trace) {
   std::unique_lock lock(m_mutex);
+  serveCheckpointRequest(trainer, lock);
   if (!m_cancel && m_paused && m_stepBudget == 0) {
     // Announce the pause outside the lock (a queued signal, but keep the critical section tiny).
     lock.unlock();
-    emit runPaused(stepsDone);
+    emit runPaused(trainer.stepsDone());
     lock.lock();
-    m_wake.wait(lock, [this] { return m_cancel || !m_paused || m_stepBudget > 0; });
+    for (;;) {
+      m_wake.wait(lock, [this] {
+        return m_cancel || !m_paused || m_stepBudget > 0 || !m_checkpointRequest.isEmpty();
+      });
+      if (m_checkpointRequest.isEmpty()) break;
+      serveCheckpointRequest(trainer, lock);
+    }
   }
   if (m_cancel) return false;
   trace = std::exchange(m_trace, false);
@@ -83,6 +124,14 @@ void TrainingWorker::run() {
   std::unique_ptr<Trainer> trainer;
   try {
     trainer = std::make_unique<Trainer>(m_config);
+    if (!m_resumeFrom.isEmpty()) {
+      loadCheckpoint(*trainer, m_resumeFrom);
+      // The resumed run's checkpoints carry its whole history, not just the steps after resuming.
+      const QByteArray jsonl = checkpointMetrics(m_resumeFrom);
+      for (const QByteArray& line : jsonl.split('\n'))
+        if (!line.trimmed().isEmpty())
+          m_history.push_back(stepMetricsFromJson(QJsonDocument::fromJson(line).object()));
+    }
   } catch (const std::exception& e) {
     emit runEnded(int(RunOutcome::Failed), QString::fromStdString(e.what()));
     return;
@@ -97,7 +146,7 @@ void TrainingWorker::run() {
   try {
     while (!trainer->finished()) {
       bool inject = false, trace = false;
-      if (!waitForNextStep(trainer->stepsDone(), inject, trace)) {
+      if (!waitForNextStep(*trainer, inject, trace)) {
         emit runEnded(int(RunOutcome::Stopped), {});
         return;
       }
@@ -106,6 +155,11 @@ void TrainingWorker::run() {
       const bool traced = trace || trainer->stepsDone() == 0;
       StepMetrics m = trainer->step();
       if (m.diverged && divergence.empty()) divergence = m.divergence;
+      m_history.push_back(m);
+      m_history.back().histograms.clear();  // metrics.jsonl holds no histograms
+      const std::int64_t every = m_config.checkpoint.every;
+      if (every > 0 && !m_checkpointDir.isEmpty() && trainer->stepsDone() % every == 0)
+        writeCheckpoint(*trainer, QDir(m_checkpointDir).filePath(checkpointFileName(trainer->stepsDone())));
       bool signal = false;
       if (traced) signal |= m_buffer.pushTrace(trainer->stepsDone(), trainer->lastTrace());
       signal |= m_buffer.push(std::move(m));
@@ -114,6 +168,11 @@ void TrainingWorker::run() {
   } catch (const std::exception& e) {
     emit runEnded(int(RunOutcome::Failed), QString::fromStdString(e.what()));
     return;
+  }
+  {
+    // A "save now" that arrived while the last step ran: the trainer still exists, serve it.
+    std::unique_lock lock(m_mutex);
+    serveCheckpointRequest(*trainer, lock);
   }
   if (trainer->diverged() || !divergence.empty())
     emit runEnded(int(RunOutcome::Diverged), QString::fromStdString(divergence));

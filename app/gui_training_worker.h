@@ -2,16 +2,22 @@
 // set never freezes the window) and runs steps back to back; the GUI steers it only between
 // steps, through a mutex and a condition variable (pause, single step, stop) and flags the worker
 // applies itself (inject an overflow, trace the next step), so the Trainer is never touched from
-// two threads. Metrics go through a MetricsBuffer; rare events are queued signals.
+// two threads. Metrics go through a MetricsBuffer; rare events are queued signals. Checkpoints
+// are written by the worker too, between steps, for the same reason.
 #pragma once
 
 #include <QStringList>
 #include <QThread>
 #include <condition_variable>
 #include <mutex>
+#include <vector>
 
 #include "app/gui_metrics_buffer.h"
 #include "engine/config/run_config.h"
+
+namespace amp {
+class Trainer;
+}
 
 namespace amp::gui {
 
@@ -22,6 +28,10 @@ class TrainingWorker : public QThread {
 
  public:
   explicit TrainingWorker(RunConfig config, bool startPaused = false, QObject* parent = nullptr);
+  // resumeFrom: a checkpoint loaded into the fresh Trainer before the first step.
+  // checkpointDir: where `checkpoint.every` writes step-N.zip ("" = nowhere).
+  void setResume(const QString& resumeFrom) { m_resumeFrom = resumeFrom; }
+  void setCheckpointDir(const QString& dir) { m_checkpointDir = dir; }
   ~TrainingWorker() override;  // cancels, then waits for the thread
 
   MetricsBuffer& buffer() { return m_buffer; }
@@ -35,19 +45,26 @@ class TrainingWorker : public QThread {
   void injectOverflow();
   void requestTrace();
   bool pauseRequested() const;
+  // Writes a checkpoint to zipPath before the next step (also while paused); answered by
+  // checkpointWritten. A request still pending when the run ends is served before the thread exits.
+  void requestCheckpoint(const QString& zipPath);
 
  signals:
   void runStarted(qint64 totalSteps, const QString& backendInfo, const QStringList& modelSummary);
   void metricsReady();             // the buffer went from empty to non-empty
   void runPaused(qint64 stepsDone);  // the worker is waiting; every step so far is in the buffer
   void runEnded(int outcome, const QString& message);  // outcome: RunOutcome
+  // ok false: message says why. Emitted for requested and periodic checkpoints alike.
+  void checkpointWritten(qint64 step, const QString& path, bool ok, const QString& message);
 
  protected:
   void run() override;
 
  private:
   // Blocks while paused; false when the run should end. Sets what the next step should do.
-  bool waitForNextStep(qint64 stepsDone, bool& inject, bool& trace);
+  bool waitForNextStep(Trainer& trainer, bool& inject, bool& trace);
+  void serveCheckpointRequest(Trainer& trainer, std::unique_lock<std::mutex>& lock);
+  void writeCheckpoint(Trainer& trainer, const QString& path);
 
   const RunConfig m_config;
   MetricsBuffer m_buffer;
@@ -58,6 +75,10 @@ class TrainingWorker : public QThread {
   int m_stepBudget = 0;  // single steps granted while paused
   bool m_inject = false;
   bool m_trace = false;
+  QString m_checkpointRequest;  // pending "save now" path
+  QString m_resumeFrom;
+  QString m_checkpointDir;
+  std::vector<StepMetrics> m_history;  // worker thread only: metrics.jsonl of a checkpoint
 };
 
 }  // namespace amp::gui

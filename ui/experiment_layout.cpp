@@ -31,7 +31,8 @@ QString labelFor(const std::string& key) {
       {"train.histogram_every", "Histograms every"}, {"train.eval_every", "Evaluate every"},
       {"train.on_divergence", "On divergence"}, {"train.inject_nonfinite", "Inject inf at"},
       {"train.inject_param", "Inject into"}, {"train.post_unscale_check", "Post-unscale check"},
-      {"train.threads", "CPU threads"}};
+      {"train.threads", "CPU threads"}, {"checkpoint.every", "Checkpoint every"},
+      {"checkpoint.at_end", "Checkpoint at end"}};
   auto it = labels.find(key);
   return it != labels.end() ? it->second : QString::fromStdString(key);
 }
@@ -56,7 +57,8 @@ const Groups kTrainingTab = {
                   "train.accumulation", "train.clip_norm", "train.loss", "train.loss_weight"}},
     {"Telemetry and faults", {"train.histogram_every", "train.eval_every", "train.on_divergence",
                               "train.inject_nonfinite", "train.inject_param",
-                              "train.post_unscale_check", "train.threads"}}};
+                              "train.post_unscale_check", "train.threads"}},
+    {"Checkpoints", {"checkpoint.every", "checkpoint.at_end"}}};
 
 namespace {
 bool isOneOf(const std::string& v, std::initializer_list<const char*> set) {

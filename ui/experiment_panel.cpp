@@ -24,7 +24,6 @@ using namespace experiment_layout;
 ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   const RunConfig defaults;
   for (const ConfigKey& k : configKeys()) {
-    if (k.key.rfind("checkpoint.", 0) == 0) continue;  // the app does not write checkpoints
     auto* f = new ConfigField(k, QString::fromStdString(k.get(defaults)), this);
     m_fields[k.key] = f;
     connect(f, &ConfigField::edited, this, [this] {

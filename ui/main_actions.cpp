@@ -58,6 +58,20 @@ MainActions MainActions::create(QWidget* w) {
   a.exportCharts = make(w, QObject::tr("&Export charts…"), QStyle::SP_DriveFDIcon,
                         {QKeySequence(Qt::CTRL | Qt::Key_E)},
                         QObject::tr("Save the whole dashboard as PNG, SVG or PDF"));
+  a.saveExperiment = make(w, QObject::tr("Save e&xperiment…"), QStyle::SP_DialogSaveButton,
+                          {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S)},
+                          QObject::tr("Save every run of the session (configs, metrics, checkpoints) to an .ampx file"));
+  a.openExperiment = make(w, QObject::tr("Open experiment / bundle / run &folder…"), QStyle::SP_DirOpenIcon,
+                          {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O)},
+                          QObject::tr("Add the runs of an .ampx file, a run bundle or a CLI output folder"));
+  a.exportMetrics = make(w, QObject::tr("Export &metrics…"), QStyle::SP_FileIcon, {},
+                         QObject::tr("Save the ticked runs' metrics as CSV or JSON (with the loss smoothing shown)"));
+  a.exportBundle = make(w, QObject::tr("Export run &bundle…"), QStyle::SP_FileIcon, {},
+                        QObject::tr("Save the selected run's config, metrics, charts and last checkpoint as one zip"));
+  a.saveCheckpoint = make(w, QObject::tr("Save checkpoint &now…"), QStyle::SP_DialogSaveButton, {},
+                          QObject::tr("Write a checkpoint of the selected run between two steps"));
+  a.resumeCheckpoint = make(w, QObject::tr("&Resume from checkpoint…"), QStyle::SP_BrowserReload, {},
+                            QObject::tr("Start a new run that continues from a checkpoint file"));
   a.quit = make(w, QObject::tr("&Quit"), QStyle::SP_CustomBase, {QKeySequence(Qt::CTRL | Qt::Key_Q)},
                 QObject::tr("Stop every run and quit"));
   a.light = make(w, QObject::tr("&Light palette"), QStyle::SP_CustomBase, {}, QObject::tr("Light colours"));
@@ -83,13 +97,21 @@ void MainActions::populateMenus(QMenuBar* bar) {
   file->addMenu(recent);
   file->addAction(save);
   file->addSeparator();
+  file->addAction(openExperiment);
+  file->addAction(saveExperiment);
+  file->addSeparator();
   file->addAction(exportCharts);
+  file->addAction(exportMetrics);
+  file->addAction(exportBundle);
   file->addSeparator();
   file->addAction(quit);
   QMenu* run = bar->addMenu(QObject::tr("&Run"));
   for (QAction* a : {start, pause, step, stop}) run->addAction(a);
   run->addSeparator();
   for (QAction* a : {twin, inject, trace}) run->addAction(a);
+  run->addSeparator();
+  run->addAction(saveCheckpoint);
+  run->addAction(resumeCheckpoint);
   bar->addMenu(view);
   view->addAction(light);
   view->addAction(dark);

@@ -27,6 +27,12 @@ struct MainActions {
   QAction* open = nullptr;
   QAction* save = nullptr;
   QAction* exportCharts = nullptr;
+  QAction* saveExperiment = nullptr;    // the session's runs as an .ampx file
+  QAction* openExperiment = nullptr;    // .ampx, run bundle or CLI run folder
+  QAction* exportMetrics = nullptr;     // ticked runs as CSV / JSON
+  QAction* exportBundle = nullptr;      // the selected run as one zip
+  QAction* saveCheckpoint = nullptr;    // the selected run, between two steps
+  QAction* resumeCheckpoint = nullptr;  // a new run from a checkpoint file
   QAction* quit = nullptr;
   QAction* light = nullptr;
   QAction* dark = nullptr;

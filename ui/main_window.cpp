@@ -67,6 +67,7 @@ void MainWindow::buildDocks() {
   m_lessons = new LessonPanel(this);
   m_runsModel = new RunsModel(this);
   m_runsPanel = new RunsPanel(m_runsModel, m_actions.twin, this);
+  m_runsPanel->setFileActions({m_actions.saveCheckpoint, m_actions.resumeCheckpoint, m_actions.exportBundle});
   m_log = new EventLogView(this);
   m_trace = new TraceView(m_actions.trace, this);
   m_format = new FormatInspectorView(this);

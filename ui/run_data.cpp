@@ -41,6 +41,8 @@ void RunData::append(const StepMetrics& m) {
   }
   if (!m.histograms.empty()) histograms.push_back({m.step, m.scale, m.histograms});
   summary.add(m);
+  steps.push_back(m);
+  steps.back().histograms.clear();  // kept once, in `histograms`
 }
 
 }  // namespace amp::ui

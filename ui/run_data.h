@@ -54,6 +54,8 @@ struct RunData {
   std::vector<OpTraceEntry> trace;  // latest per-op dtype trace
   std::int64_t traceStep = 0;       // the step `trace` was recorded in
   RunSummaryBuilder summary;
+  std::vector<StepMetrics> steps;  // every step as reported, histograms cleared (for saving)
+  QString checkpointPath;          // the latest checkpoint written for this run, "" if none
 
   // Appends one step (GUI thread).
   void append(const StepMetrics& m);

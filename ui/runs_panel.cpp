@@ -106,6 +106,11 @@ void RunsPanel::showContextMenu(const QPoint& pos) {
   menu.addAction(tr("Stop this run"), this, [this, id] { emit stopRunRequested(id); })->setEnabled(active);
   menu.addAction(tr("Remove from the session"), this, [this, id] { emit removeRunRequested(id); })
       ->setEnabled(!active);
+  if (!m_fileActions.isEmpty()) {
+    selectRun(id);  // the file actions act on the selected run
+    menu.addSeparator();
+    menu.addActions(m_fileActions);
+  }
   menu.exec(m_view->viewport()->mapToGlobal(pos));
 }
 

@@ -20,6 +20,9 @@ class RunsPanel : public QWidget {
 
  public:
   RunsPanel(RunsModel* model, QAction* twinRuns, QWidget* parent = nullptr);
+  // Shown in the context menu after the per-run entries (they act on the selected run, and
+  // right-clicking a row selects it first).
+  void setFileActions(const QList<QAction*>& actions) { m_fileActions = actions; }
 
   int selectedRunId() const;  // 0 if none
   void selectRun(int id);
@@ -42,6 +45,7 @@ class RunsPanel : public QWidget {
   QTableView* m_view = nullptr;
   QComboBox* m_baseline = nullptr;
   QSpinBox* m_maxConcurrent = nullptr;
+  QList<QAction*> m_fileActions;
 };
 
 }  // namespace amp::ui

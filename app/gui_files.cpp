@@ -1,0 +1,243 @@
+#include "app/gui_files.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMessageBox>
+#include <QSaveFile>
+#include <QStatusBar>
+#include <QTemporaryDir>
+#include <map>
+
+#include "app/gui_run_controller.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/experiment_file.h"
+#include "engine/io/metrics_export.h"
+#include "engine/io/run_bundle.h"
+#include "engine/io/run_record.h"
+#include "ui/charts/dashboard.h"
+#include "ui/charts/loss_chart.h"
+#include "ui/main_window.h"
+#include "ui/runs_panel.h"
+
+namespace amp::gui {
+
+namespace {
+
+QString statusText(ui::RunStatus s) {
+  // run_record.h's spelling; a run still training is saved as "running".
+  return s == ui::RunStatus::Paused || s == ui::RunStatus::Queued ? QStringLiteral("running")
+                                                                  : ui::runStatusName(s);
+}
+
+void writeFile(const QString& path, const QByteArray& bytes) {
+  QSaveFile f(path);  // atomic: a failed export never leaves half a file
+  if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit())
+    throw std::runtime_error(QStringLiteral("%1: %2").arg(path, f.errorString()).toStdString());
+}
+
+QByteArray readCheckpointBytes(const ui::RunData& r) {
+  if (r.checkpointPath.isEmpty()) return {};
+  QFile f(r.checkpointPath);
+  if (!f.open(QIODevice::ReadOnly))
+    throw std::runtime_error(QStringLiteral("%1: %2").arg(r.checkpointPath, f.errorString()).toStdString());
+  return f.readAll();
+}
+
+}  // namespace
+
+RunRecord runRecordFromRunData(const ui::RunData& run) {
+  RunRecord rec;
+  rec.config = run.config;
+  rec.name = run.name;
+  rec.status = statusText(run.status);
+  rec.steps = run.steps;
+  for (const ui::HistogramFrame& f : run.histograms)
+    for (const HistogramRecord& h : f.records) rec.histograms.emplace_back(f.step, h);
+  rec.events = run.events;
+  return rec;  // the checkpoint travels as bytes (ExperimentRun::checkpointZip), not as a path
+}
+
+GuiFiles::GuiFiles(ui::MainWindow* window, RunController* controller, QObject* parent)
+    : QObject(parent), m_window(window), m_controller(controller) {
+  const ui::MainActions& a = window->actions();
+  connect(a.saveExperiment, &QAction::triggered, this, &GuiFiles::saveExperimentInteractively);
+  connect(a.openExperiment, &QAction::triggered, this, &GuiFiles::openRunsInteractively);
+  connect(a.exportMetrics, &QAction::triggered, this, &GuiFiles::exportMetricsInteractively);
+  connect(a.exportBundle, &QAction::triggered, this, &GuiFiles::exportRunBundleInteractively);
+  connect(a.saveCheckpoint, &QAction::triggered, this, &GuiFiles::saveCheckpointInteractively);
+  connect(a.resumeCheckpoint, &QAction::triggered, this, &GuiFiles::resumeInteractively);
+  connect(controller, &RunController::checkpointSaved, this,
+          [this](const ui::RunData* run, const QString& path, bool ok, const QString& message) {
+            if (ok)
+              m_window->statusBar()->showMessage(tr("Checkpoint of %1 saved to %2").arg(run->name, path), 5000);
+            else
+              showError(tr("Could not save a checkpoint of %1").arg(run->name), message);
+          });
+}
+
+void GuiFiles::saveExperimentFile(const QString& path) const {
+  std::vector<ExperimentRun> out;
+  for (const ui::RunData* r : m_controller->runs()) {
+    ExperimentRun e;
+    e.record = runRecordFromRunData(*r);
+    e.color = r->color.name();
+    e.visible = r->visible;
+    e.checkpointZip = readCheckpointBytes(*r);
+    out.push_back(std::move(e));
+  }
+  saveExperiment(path, out);
+}
+
+int GuiFiles::openRuns(const QString& path) {
+  // openAnything reads and checks everything before returning: on error nothing is added.
+  const std::vector<ExperimentRun> runs = openAnything(path);
+  for (const ExperimentRun& r : runs) m_controller->addLoadedRun(r);
+  return int(runs.size());
+}
+
+void GuiFiles::exportMetrics(const QString& path) const {
+  std::vector<RunRecord> records;
+  for (const ui::RunData* r : m_controller->runs())
+    if (r->visible) records.push_back(runRecordFromRunData(*r));
+  std::vector<const RunRecord*> ptrs;
+  for (const RunRecord& r : records) ptrs.push_back(&r);
+  const double smoothing = m_window->dashboard()->lossChart()->smoothing();
+  const bool json = QFileInfo(path).suffix().compare(QStringLiteral("json"), Qt::CaseInsensitive) == 0;
+  writeFile(path, json ? metricsToJson(ptrs, smoothing).toJson() : metricsToCsv(ptrs, smoothing));
+}
+
+void GuiFiles::exportRunBundle(int runId, const QString& path) const {
+  const ui::RunData* run = m_controller->run(runId);
+  if (!run) throw std::runtime_error(tr("no run selected").toStdString());
+  QTemporaryDir tmp;
+  if (!tmp.isValid()) throw std::runtime_error(tr("no temporary folder: %1").arg(tmp.errorString()).toStdString());
+  std::map<QString, QByteArray> charts;
+  ui::Dashboard* d = m_window->dashboard();
+  for (const QString& name : d->chartNames())
+    for (const char* ext : {"png", "svg"}) {
+      const QString file = QStringLiteral("%1.%2").arg(name, QLatin1String(ext));
+      const QString p = tmp.filePath(file);
+      // The chart's on-screen size may be empty while hidden: give it a sensible one.
+      if (!d->exportChart(name, p, QString::fromLatin1(ext), QSize(900, 500)))
+        throw std::runtime_error(tr("could not render the %1 chart").arg(name).toStdString());
+      QFile f(p);
+      if (!f.open(QIODevice::ReadOnly)) throw std::runtime_error(tr("%1: %2").arg(p, f.errorString()).toStdString());
+      charts[file] = f.readAll();
+    }
+  writeRunBundle(path, runRecordFromRunData(*run), charts, readCheckpointBytes(*run));
+}
+
+bool GuiFiles::saveCheckpointNow(int runId, const QString& path) {
+  return m_controller->requestCheckpoint(runId, path);
+}
+
+int GuiFiles::resumeFromCheckpoint(const QString& path) {
+  return m_controller->enqueueResume(path)->id;
+}
+
+void GuiFiles::showError(const QString& what, const QString& message) {
+  m_window->statusBar()->showMessage(QStringLiteral("%1: %2").arg(what, message), 8000);
+  QMessageBox::warning(m_window, tr("AMP Studio"), QStringLiteral("%1:\n%2").arg(what, message));
+}
+
+int GuiFiles::selectedRunId() const { return m_window->runsPanel()->selectedRunId(); }
+
+void GuiFiles::saveExperimentInteractively() {
+  QString path = QFileDialog::getSaveFileName(m_window, tr("Save experiment"), QStringLiteral("experiment.ampx"),
+                                              tr("AMP Studio experiments (*.ampx)"));
+  if (path.isEmpty()) return;
+  if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".ampx");
+  try {
+    saveExperimentFile(path);
+    m_window->statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
+  } catch (const std::exception& e) {
+    showError(tr("Could not save %1").arg(path), QString::fromUtf8(e.what()));
+  }
+}
+
+void GuiFiles::openRunsInteractively() {
+  // One dialog for all three: files (.ampx, bundle .zip) and folders (CLI output).
+  QFileDialog dlg(m_window, tr("Open experiment, run bundle or run folder"));
+  dlg.setNameFilters({tr("Experiments and run bundles (*.ampx *.zip)"), tr("All files (*)")});
+  dlg.setFileMode(QFileDialog::ExistingFile);
+  dlg.setOption(QFileDialog::DontUseNativeDialog);  // native dialogs cannot switch modes (below)
+  dlg.setAcceptMode(QFileDialog::AcceptOpen);
+  QString path;
+  connect(&dlg, &QFileDialog::currentChanged, &dlg, [&dlg](const QString& p) {
+    // A CLI run folder is opened by selecting it and pressing Open.
+    dlg.setFileMode(QFileInfo(p).isDir() ? QFileDialog::Directory : QFileDialog::ExistingFile);
+  });
+  if (dlg.exec() != QDialog::Accepted || dlg.selectedFiles().isEmpty()) return;
+  path = dlg.selectedFiles().first();
+  try {
+    const int n = openRuns(path);
+    m_window->statusBar()->showMessage(tr("Opened %1 run(s) from %2").arg(n).arg(path), 5000);
+  } catch (const std::exception& e) {
+    showError(tr("Could not open %1").arg(path), QString::fromUtf8(e.what()));
+  }
+}
+
+void GuiFiles::exportMetricsInteractively() {
+  QString path = QFileDialog::getSaveFileName(m_window, tr("Export metrics of the ticked runs"),
+                                              QStringLiteral("metrics.csv"),
+                                              tr("CSV table (*.csv);;JSON (*.json)"));
+  if (path.isEmpty()) return;
+  if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".csv");
+  try {
+    exportMetrics(path);
+    m_window->statusBar()->showMessage(tr("Metrics saved to %1").arg(path), 5000);
+  } catch (const std::exception& e) {
+    showError(tr("Could not export metrics to %1").arg(path), QString::fromUtf8(e.what()));
+  }
+}
+
+void GuiFiles::exportRunBundleInteractively() {
+  const int id = selectedRunId();
+  const ui::RunData* run = m_controller->run(id);
+  if (!run) return showError(tr("Export run bundle"), tr("Select a run in the runs table first."));
+  QString path = QFileDialog::getSaveFileName(m_window, tr("Export run bundle"),
+                                              QStringLiteral("%1.zip").arg(run->name), tr("Zip (*.zip)"));
+  if (path.isEmpty()) return;
+  if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".zip");
+  try {
+    exportRunBundle(id, path);
+    m_window->statusBar()->showMessage(tr("Run bundle saved to %1").arg(path), 5000);
+  } catch (const std::exception& e) {
+    showError(tr("Could not export %1").arg(path), QString::fromUtf8(e.what()));
+  }
+}
+
+void GuiFiles::saveCheckpointInteractively() {
+  const int id = selectedRunId();
+  const ui::RunData* run = m_controller->run(id);
+  if (!run) return showError(tr("Save checkpoint"), tr("Select a run in the runs table first."));
+  if (run->status != ui::RunStatus::Running && run->status != ui::RunStatus::Paused)
+    return showError(tr("Save checkpoint"),
+                     tr("%1 has no trainer any more (it has ended or not started); %2")
+                         .arg(run->name, run->checkpointPath.isEmpty()
+                                             ? tr("it left no checkpoint.")
+                                             : tr("its latest checkpoint is %1.").arg(run->checkpointPath)));
+  QString path = QFileDialog::getSaveFileName(
+      m_window, tr("Save checkpoint"),
+      QDir(RunController::checkpointDir(*run)).filePath(checkpointFileName(run->series.size())),
+      tr("Checkpoints (*.zip)"));
+  if (path.isEmpty()) return;
+  if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".zip");
+  if (!saveCheckpointNow(id, path))
+    showError(tr("Save checkpoint"), tr("%1 has ended: its trainer is gone.").arg(run->name));
+}
+
+void GuiFiles::resumeInteractively() {
+  const QString path = QFileDialog::getOpenFileName(m_window, tr("Resume from checkpoint"), QString(),
+                                                    tr("Checkpoints (*.zip);;All files (*)"));
+  if (path.isEmpty()) return;
+  try {
+    resumeFromCheckpoint(path);
+  } catch (const std::exception& e) {
+    showError(tr("Could not resume from %1").arg(path), QString::fromUtf8(e.what()));
+  }
+}
+
+}  // namespace amp::gui

@@ -1,0 +1,166 @@
+// The app's file commands through the session: save an experiment and open it in a fresh
+// window, export metrics as CSV, save a checkpoint of a paused run, resume from it, and an
+// unreadable file leaving the session as it was.
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "app/gui_files.h"
+#include "app/gui_run_controller.h"
+#include "app/gui_session.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/experiment_file.h"
+#include "engine/io/metrics_export.h"
+#include "gui_test_util.h"
+#include "ui/main_window.h"
+
+using namespace amp;
+
+class TestFiles : public QObject {
+  Q_OBJECT
+
+ private:
+  std::unique_ptr<gui::GuiSession> m_session;
+  QTemporaryDir m_tmp;
+  gui::RunController* controller() { return m_session->controller(); }
+  ui::RunData* lastRun() {
+    const auto runs = controller()->runs();
+    return runs.isEmpty() ? nullptr : controller()->run(runs.last()->id);
+  }
+  // A 20-step spirals run started from the window, as the lesson's settings would give.
+  ui::RunData* runSpirals(long steps, bool paused) {
+    test::apply(m_session->window()->experiment(), test::tinySpirals(steps));
+    if (paused)
+      m_session->window()->actions().step->trigger();  // starts the experiment paused
+    else
+      m_session->window()->actions().start->trigger();
+    return lastRun();
+  }
+
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QVERIFY(m_tmp.isValid());
+  }
+  void init() {
+    m_session = std::make_unique<gui::GuiSession>(/*persistSettings=*/false);
+    m_session->window()->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_session->window()));
+  }
+  void cleanup() { m_session.reset(); }
+
+  void experimentRoundTripAndCsv() {
+    ui::RunData* run = runSpirals(20, false);
+    QVERIFY(run);
+    QTRY_COMPARE_WITH_TIMEOUT(run->status, ui::RunStatus::Finished, 20000);
+    QCOMPARE(run->series.size(), 20);
+    const QVector<double> loss = run->series.loss;
+
+    const QString ampx = m_tmp.filePath(QStringLiteral("session.ampx"));
+    m_session->files()->saveExperimentFile(ampx);
+    QVERIFY(QFile::exists(ampx));
+
+    const QString csv = m_tmp.filePath(QStringLiteral("metrics.csv"));
+    m_session->files()->exportMetrics(csv);
+    QFile f(csv);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QList<QByteArray> lines = f.readAll().trimmed().split('\n');
+    QCOMPARE(lines.first(), ("run," + metricsExportColumns().join(u',')).toUtf8());
+    QCOMPARE(lines.size(), 1 + 20);
+
+    // A fresh window: the saved run comes back as an ended run with every point.
+    m_session = std::make_unique<gui::GuiSession>(false);
+    QCOMPARE(m_session->files()->openRuns(ampx), 1);
+    QCOMPARE(controller()->runs().size(), 1);
+    const ui::RunData* back = controller()->runs().first();
+    QCOMPARE(back->status, ui::RunStatus::Finished);
+    QCOMPARE(back->series.size(), 20);
+    QCOMPARE(back->series.loss, loss);
+    QVERIFY(back->checkpointPath.isEmpty());  // it never wrote one
+    QVERIFY(!back->histograms.empty());
+  }
+
+  void periodicCheckpointsBundleAndJson() {
+    // The experiment panel has no checkpoint.* fields (yet): queue the config as the window would.
+    test::apply(m_session->window()->experiment(), test::tinySpirals(20));
+    RunConfig config = m_session->window()->experiment()->config();
+    config.checkpoint.every = 10;
+    ui::RunData* run = controller()->enqueue(config);
+    QTRY_COMPARE_WITH_TIMEOUT(run->status, ui::RunStatus::Finished, 20000);
+    const QString dir = gui::RunController::checkpointDir(*run);
+    QVERIFY2(QFile::exists(QDir(dir).filePath(QStringLiteral("step-10.zip"))), qPrintable(dir));
+    QVERIFY(QFile::exists(QDir(dir).filePath(QStringLiteral("step-20.zip"))));
+    QCOMPARE(run->checkpointPath, QDir(dir).filePath(QStringLiteral("step-20.zip")));
+
+    const QString bundle = m_tmp.filePath(QStringLiteral("run.zip"));
+    m_session->files()->exportRunBundle(run->id, bundle);
+    const std::vector<ExperimentRun> back = openAnything(bundle);
+    QCOMPARE(back.size(), size_t(1));
+    QCOMPARE(back.front().record.steps.size(), size_t(20));
+    QVERIFY(!back.front().checkpointZip.isEmpty());
+    // Opened in the window, its checkpoint becomes a file that can be resumed from.
+    QCOMPARE(m_session->files()->openRuns(bundle), 1);
+    const ui::RunData* opened = controller()->runs().last();
+    QCOMPARE(opened->series.size(), 20);
+    QCOMPARE(readCheckpointInfo(opened->checkpointPath).step, 20);
+    QDir(gui::RunController::checkpointDir(*opened)).removeRecursively();
+
+    const QString json = m_tmp.filePath(QStringLiteral("metrics.json"));
+    m_session->files()->exportMetrics(json);
+    QFile f(json);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonObject o = QJsonDocument::fromJson(f.readAll()).object();
+    QCOMPARE(o.value(QStringLiteral("format")).toString(), QStringLiteral("ampstudio-metrics"));
+    QCOMPARE(o.value(QStringLiteral("runs")).toArray().size(), 2);  // trained + opened, both ticked
+    QDir(dir).removeRecursively();
+  }
+
+  void badFileChangesNothing() {
+    const QString junk = m_tmp.filePath(QStringLiteral("junk.ampx"));
+    QFile f(junk);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("not a zip");
+    f.close();
+    QVERIFY_THROWS_EXCEPTION(std::exception, m_session->files()->openRuns(junk));
+    QCOMPARE(controller()->runs().size(), 0);
+  }
+
+  void checkpointOfPausedRunAndResume() {
+    ui::RunData* run = runSpirals(20, true);
+    QVERIFY(run);
+    QTRY_COMPARE_WITH_TIMEOUT(run->series.size(), 1, 20000);  // the single step is done
+    QTRY_COMPARE(run->status, ui::RunStatus::Paused);
+    QSignalSpy saved(controller(), &gui::RunController::checkpointSaved);
+    const QString zip = m_tmp.filePath(QStringLiteral("ckpt/step-1.zip"));
+    QVERIFY(m_session->files()->saveCheckpointNow(run->id, zip));
+    QTRY_COMPARE_WITH_TIMEOUT(saved.count(), 1, 20000);
+    QVERIFY2(saved.first().at(2).toBool(), qPrintable(saved.first().at(3).toString()));
+    QVERIFY(QFile::exists(zip));
+    QCOMPARE(run->checkpointPath, zip);
+    const CheckpointInfo info = readCheckpointInfo(zip);
+    QCOMPARE(info.step, 1);
+    QCOMPARE(info.config.train.steps, 20);
+
+    m_session->window()->actions().stop->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(run->status, ui::RunStatus::Stopped, 20000);
+    // A run whose trainer is gone cannot be checkpointed: nothing is asked of anyone.
+    QVERIFY(!m_session->files()->saveCheckpointNow(run->id, zip + QStringLiteral(".2")));
+
+    const int id = m_session->files()->resumeFromCheckpoint(zip);
+    ui::RunData* resumed = controller()->run(id);
+    QVERIFY(resumed);
+    QTRY_COMPARE_WITH_TIMEOUT(resumed->status, ui::RunStatus::Finished, 20000);
+    QCOMPARE(resumed->series.size(), 20);  // 1 from the checkpoint, 19 trained
+    QCOMPARE(resumed->series.step.first(), 1.0);
+    QCOMPARE(resumed->series.step.last(), 20.0);
+  }
+};
+
+QTEST_MAIN(TestFiles)
+#include "tst_files.moc"
