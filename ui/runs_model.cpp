@@ -115,6 +115,8 @@ QVariant RunsModel::display(const RunData& r, const RunSummary& s, int column) c
     case TestAcc: return s.finalTestAcc ? QStringLiteral("%1%").arg(*s.finalTestAcc * 100, 0, 'f', 1)
                                         : QString();
     case Skipped: return hasSteps ? QString::number(s.skippedSteps) : QString();
+    case LostUpdates:
+      return hasSteps ? QStringLiteral("%1%").arg(s.meanLostUpdateFrac * 100, 0, 'f', 1) : QString();
     case MsPerStep: return s.medianStepMs > 0 ? QString::number(s.medianStepMs, 'f', 2) : QString();
     case PeakMemory: return hasSteps ? formatBytes(double(s.peakMemory.totalPeak)) : QString();
     case SpeedUp: {
@@ -194,7 +196,7 @@ bool RunsModel::setData(const QModelIndex& index, const QVariant& value, int rol
 QVariant RunsModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal) return {};
   static const char* names[ColumnCount] = {"Run", "Mode", "Status", "Step", "Loss", "Test acc",
-                                           "Skipped", "ms/step", "Peak mem", "Speed-up",
+                                           "Skipped", "Lost upd.", "ms/step", "Peak mem", "Speed-up",
                                            "Memory", "Settings"};
   if (role == Qt::DisplayRole) return tr(names[section]);
   if (role == Qt::ToolTipRole) {
@@ -203,6 +205,9 @@ QVariant RunsModel::headerData(int section, Qt::Orientation o, int role) const {
       case FinalLoss: return tr("Mean training loss of the last 10 steps");
       case TestAcc: return tr("Accuracy on the test set at the last evaluation");
       case Skipped: return tr("Optimizer steps the loss scaler skipped (non-finite gradients)");
+      case LostUpdates:
+        return tr("Lost-update meter: share of weight updates smaller than half an ulp of their "
+                  "weight, so rounding threw them away (mean over the run)");
       case MsPerStep: return tr("Median training step time (after 3 warm-up steps)");
       case PeakMemory: return tr("Peak bytes the backend held (weights, gradients, activations, state)");
       case SpeedUp: return tr("Baseline median ms/step ÷ this run's (higher is faster)");

@@ -16,7 +16,7 @@ class RunsModel : public QAbstractTableModel {
 
  public:
   // Settings comes last: it stretches into whatever width the figures leave.
-  enum Column { Name, Mode, Status, Progress, FinalLoss, TestAcc, Skipped, MsPerStep, PeakMemory,
+  enum Column { Name, Mode, Status, Progress, FinalLoss, TestAcc, Skipped, LostUpdates, MsPerStep, PeakMemory,
                 SpeedUp, MemoryRatio, Settings, ColumnCount };
 
   explicit RunsModel(QObject* parent = nullptr);
