@@ -80,27 +80,10 @@ ui::RunData* RunController::addLoadedRun(const ExperimentRun& loaded) {
   auto run = std::make_unique<ui::RunData>();
   run->id = m_nextId++;
   const RunRecord& r = loaded.record;
-  run->name = r.name.isEmpty() ? QString::fromStdString(r.config.displayName()) : r.name;
+  run->loadRecord(r);
   QColor c(loaded.color);
   run->color = c.isValid() ? c : ui::runColor(run->id - 1);
   run->visible = loaded.visible;
-  run->config = r.config;
-  run->totalSteps = r.config.train.steps;
-  const QString st = r.status;
-  run->status = st == QStringLiteral("diverged") ? ui::RunStatus::Diverged
-                : st == QStringLiteral("stopped") || st == QStringLiteral("running") ? ui::RunStatus::Stopped
-                : st == QStringLiteral("failed") ? ui::RunStatus::Failed
-                                                  : ui::RunStatus::Finished;
-  for (const StepMetrics& m : r.steps) run->append(m);
-  QHash<qint64, float> scaleAt;  // the histogram view shows the scale the gradients carried
-  for (const StepMetrics& m : r.steps) scaleAt.insert(m.step, m.scale);
-  for (const auto& [step, h] : r.histograms) {
-    if (run->histograms.empty() || run->histograms.back().step != step)
-      run->histograms.push_back({step, scaleAt.value(step, 1.0f), {}});
-    run->histograms.back().records.push_back(h);
-  }
-  run->events = r.events;
-  run->checkpointPath = r.checkpointPath;
   if (!loaded.checkpointZip.isEmpty()) {
     // An embedded checkpoint becomes a file, so the run can be resumed or saved again.
     const QString dir = checkpointDir(*run);

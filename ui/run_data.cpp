@@ -1,5 +1,7 @@
 #include "ui/run_data.h"
 
+#include <QHash>
+
 namespace amp::ui {
 
 QString runStatusName(RunStatus s) {
@@ -13,6 +15,29 @@ QString runStatusName(RunStatus s) {
     case RunStatus::Failed: return QStringLiteral("failed");
   }
   return {};
+}
+
+void RunData::loadRecord(const RunRecord& r) {
+  name = r.name.isEmpty() ? QString::fromStdString(r.config.displayName()) : r.name;
+  config = r.config;
+  totalSteps = r.config.train.steps > 0 ? r.config.train.steps
+                                        : (r.steps.empty() ? 0 : r.steps.back().step);
+  status = r.status == QStringLiteral("diverged") ? RunStatus::Diverged
+           : r.status == QStringLiteral("stopped") || r.status == QStringLiteral("running")
+               ? RunStatus::Stopped
+           : r.status == QStringLiteral("failed") ? RunStatus::Failed
+                                                   : RunStatus::Finished;
+  for (const StepMetrics& m : r.steps) append(m);
+  // Histograms are stored apart from the steps; each frame shows the scale its step used.
+  QHash<qint64, float> scaleAt;
+  for (const StepMetrics& m : r.steps) scaleAt.insert(m.step, m.scale);
+  for (const auto& [step, h] : r.histograms) {
+    if (histograms.empty() || histograms.back().step != step)
+      histograms.push_back({step, scaleAt.value(step, 1.0f), {}});
+    histograms.back().records.push_back(h);
+  }
+  events = r.events;
+  checkpointPath = r.checkpointPath;
 }
 
 void RunData::append(const StepMetrics& m) {

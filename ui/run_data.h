@@ -13,6 +13,7 @@
 
 #include "engine/amp/op_trace.h"
 #include "engine/config/run_config.h"
+#include "engine/io/run_record.h"
 #include "engine/train/run_summary.h"
 #include "engine/train/step_metrics.h"
 
@@ -59,6 +60,10 @@ struct RunData {
 
   // Appends one step (GUI thread).
   void append(const StepMetrics& m);
+  // Fills a fresh record from a saved run (experiment file, bundle, CLI folder): name, config,
+  // status, every step, histogram frames with the scale their step used, events, checkpoint.
+  // Identity (id, colour, visibility) stays the caller's.
+  void loadRecord(const RunRecord& r);
 };
 
 }  // namespace amp::ui

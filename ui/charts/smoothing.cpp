@@ -6,16 +6,12 @@
 namespace amp::ui {
 
 void DebiasedEma::setWeight(double weight) {
-  weight = std::isfinite(weight) ? std::clamp(weight, 0.0, 0.999) : 0.0;  // clamp keeps NaN
-  if (weight == m_weight) return;
-  m_weight = weight;
-  reset();
+  if (m_ema.setWeight(weight)) m_smoothed.clear();
 }
 
 void DebiasedEma::reset() {
   m_smoothed.clear();
-  m_last = 0;
-  m_weightPow = 1;
+  m_ema.reset();
 }
 
 const QVector<double>& DebiasedEma::update(const QVector<double>& values) {
@@ -25,15 +21,7 @@ const QVector<double>& DebiasedEma::update(const QVector<double>& values) {
   if (!values.isEmpty()) m_firstValue = values.first();
   m_smoothed.reserve(values.size());
   for (qsizetype i = m_smoothed.size(); i < values.size(); ++i) {
-    const double v = values[i];
-    if (!std::isfinite(v)) {
-      m_smoothed.append(v);  // as TensorBoard: shown as is, not averaged in
-      continue;
-    }
-    m_last = m_last * m_weight + (1 - m_weight) * v;
-    m_weightPow *= m_weight;  // weight^count, without a pow() per point
-    const double debias = 1 - m_weightPow;
-    m_smoothed.append(debias > 0 ? m_last / debias : v);
+    m_smoothed.append(m_ema.next(values[i]));
   }
   return m_smoothed;
 }

@@ -1,9 +1,11 @@
-// TensorBoard's scalar smoothing: an exponential moving average debiased like Adam's moments,
-// so the first points are not dragged toward zero. Kept incremental because the loss chart
-// smooths every run on every refresh (30 per second) while training appends steps.
+// The loss chart's smoothed series: engine's TensorBoardEma (the exports' numerics) plus a cache,
+// because the chart smooths every run on every refresh (30 per second) while steps are appended:
+// only the new tail is computed.
 #pragma once
 
 #include <QVector>
+
+#include "engine/telemetry/smoothing.h"
 
 namespace amp::ui {
 
@@ -11,7 +13,7 @@ class DebiasedEma {
  public:
   // weight in [0, 1): 0 = no smoothing; TensorBoard's slider goes up to 0.999.
   void setWeight(double weight);
-  double weight() const { return m_weight; }
+  double weight() const { return m_ema.weight(); }
   // Brings smoothed() up to date with `values`: only the new tail is computed, unless the
   // values were replaced (fewer of them, or a different first value) or the weight changed.
   const QVector<double>& update(const QVector<double>& values);
@@ -19,11 +21,9 @@ class DebiasedEma {
   void reset();
 
  private:
-  double m_weight = 0.6;
+  TensorBoardEma m_ema{0.6};
   QVector<double> m_smoothed;
-  double m_last = 0;
   double m_firstValue = 0;
-  double m_weightPow = 1;  // weight^(finite values averaged so far)
 };
 
 }  // namespace amp::ui
