@@ -15,7 +15,7 @@ namespace {
 
 inline float activate(Activation a, float x) {
   switch (a) {
-    case Activation::ReLU: return x > 0.f ? x : 0.f;
+    case Activation::ReLU: return x <= 0.f ? 0.f : x;  // NaN stays NaN, as clamp_min
     case Activation::Tanh: return std::tanh(x);
     case Activation::Sigmoid: return 1.f / (1.f + std::exp(-x));
     case Activation::GELU: return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f));
@@ -26,7 +26,7 @@ inline float activate(Activation a, float x) {
 // f'(x) from x and y = f(x); each form is the one PyTorch's backward uses.
 inline float derivative(Activation a, float x, float y) {
   switch (a) {
-    case Activation::ReLU: return y > 0.f ? 1.f : 0.f;  // threshold_backward on the result
+    case Activation::ReLU: return y <= 0.f ? 0.f : 1.f;  // threshold_backward on the result
     case Activation::Tanh: return 1.f - y * y;
     case Activation::Sigmoid: return y * (1.f - y);
     case Activation::GELU: {
@@ -59,7 +59,8 @@ void CpuBackend::activationForward(Activation a, const Tensor& x, Tensor& y) {
     const float* v = cpu::widenChunk(xc, xs, b, n, in);
     float* o = cpu::outputChunk(yc, ys, b, out);
     if (a == Activation::ReLU) {
-      for (std::int64_t i = 0; i < n; ++i) o[i] = v[i] > 0.f ? v[i] : 0.f;
+      // PyTorch's relu is clamp_min(x, 0): NaN propagates (an overflow must reach the loss).
+      for (std::int64_t i = 0; i < n; ++i) o[i] = v[i] <= 0.f ? 0.f : v[i];
     } else {
       for (std::int64_t i = 0; i < n; ++i) o[i] = activate(a, v[i]);
     }
@@ -78,8 +79,13 @@ void CpuBackend::activationBackward(Activation a, const Tensor& x, const Tensor&
     const float* ys = cpu::widenChunk(vc, y.rawData(), b, n, yb);
     const float* g = cpu::widenChunk(gc, dy.rawData(), b, n, gb);
     float* o = cpu::outputChunk(dc, dx.rawData(), b, ob);
-    if (a == Activation::ReLU) {  // threshold_backward on the result
-      for (std::int64_t i = 0; i < n; ++i) o[i] = ys[i] > 0.f ? g[i] : 0.f;
+    if (a == Activation::ReLU) {
+      // threshold_backward(dy, y, 0) = where(y <= 0, 0, dy). Both operands are loaded
+      // unconditionally so the compiler can turn the select into a vector blend.
+      for (std::int64_t i = 0; i < n; ++i) {
+        const float gi = g[i];
+        o[i] = ys[i] <= 0.f ? 0.f : gi;
+      }
     } else {
       const float* xs = cpu::widenChunk(vc, x.rawData(), b, n, xb);
       for (std::int64_t i = 0; i < n; ++i) o[i] = g[i] * derivative(a, xs[i], ys[i]);
