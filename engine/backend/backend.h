@@ -20,6 +20,15 @@ enum class Activation : std::uint8_t { ReLU, Tanh, Sigmoid, GELU };
 struct UnscaleResult {
   bool foundInf = false;
   int firstNonFinite = -1;  // index into the gradient list of the first non-finite one
+  // Sum of squares of the gradients as stored after unscaling, in double: the global gradient
+  // norm comes out of the same pass instead of a second read of every gradient.
+  double sumOfSquares = 0;
+};
+
+// What an optimizer step did, besides updating the parameter.
+struct UpdateResult {
+  std::int64_t lost = 0;        // non-zero updates that left the stored weight unchanged
+  double gradSumOfSquares = 0;  // of the gradient it read (in double): the norm for free
 };
 
 struct SgdParams {
@@ -157,10 +166,11 @@ class Backend : public BufferAllocator {
   virtual double sumOfSquares(const Tensor& t) = 0;  // accumulated in double
   // Optimizer steps update param in its own dtype (fp32 master, or fp16 in pure-fp16 mode),
   // computing in fp32. They return how many non-zero updates were lost to rounding (the
-  // weight did not change although the update was non-zero: |update| < half an ulp).
-  virtual std::int64_t sgdStep(Tensor& param, const Tensor& grad, Tensor* momentumBuf,
+  // weight did not change although the update was non-zero: |update| < half an ulp) and the
+  // gradient's sum of squares.
+  virtual UpdateResult sgdStep(Tensor& param, const Tensor& grad, Tensor* momentumBuf,
                                const SgdParams& p) = 0;
-  virtual std::int64_t adamStep(Tensor& param, const Tensor& grad, Tensor& expAvg,
+  virtual UpdateResult adamStep(Tensor& param, const Tensor& grad, Tensor& expAvg,
                                 Tensor& expAvgSq, const AdamParams& p) = 0;
 
   // ---- telemetry and teaching ------------------------------------------------------------

@@ -80,9 +80,9 @@ class CpuBackend final : public Backend {
   UnscaleResult unscaleAndCheck(std::span<Tensor* const> grads, float invScale) override;
   std::int64_t countNonFinite(const Tensor& t) override;
   double sumOfSquares(const Tensor& t) override;
-  std::int64_t sgdStep(Tensor& param, const Tensor& grad, Tensor* momentumBuf,
+  UpdateResult sgdStep(Tensor& param, const Tensor& grad, Tensor* momentumBuf,
                        const SgdParams& p) override;
-  std::int64_t adamStep(Tensor& param, const Tensor& grad, Tensor& expAvg, Tensor& expAvgSq,
+  UpdateResult adamStep(Tensor& param, const Tensor& grad, Tensor& expAvg, Tensor& expAvgSq,
                         const AdamParams& p) override;
 
   ExponentHistogram histogram(const Tensor& t, double multiplier) override;

@@ -21,8 +21,9 @@ UnscaleResult CpuBackend::unscaleAndCheck(std::span<Tensor* const> grads, float 
     const std::int64_t n = g.numel();
     const std::int64_t chunks = (n + cpu::kChunk - 1) / cpu::kChunk;
     int nonFinite = 0;
+    double sumSq = 0;
     // As PyTorch's kernel: check each value before scaling; x*1 is skipped (keeps NaN bits).
-#pragma omp parallel for reduction(| : nonFinite) if (n > kParallelThreshold)
+#pragma omp parallel for reduction(| : nonFinite) reduction(+ : sumSq) if (n > kParallelThreshold)
     for (std::int64_t c = 0; c < chunks; ++c) {
       const std::int64_t b = c * cpu::kChunk, len = std::min(cpu::kChunk, n - b);
       float buf[cpu::kChunk];
@@ -33,8 +34,11 @@ UnscaleResult CpuBackend::unscaleAndCheck(std::span<Tensor* const> grads, float 
       if (invScale != 1.f) {
         for (std::int64_t i = 0; i < len; ++i) v[i] *= invScale;
         cpu::narrowChunk(code, g.rawData(), b, len, v);
+        if (code != 0) cpu::widenChunk(code, g.rawData(), b, len, v);  // the stored values
       }
+      sumSq += cpu::sumOfSquaresF64(v, len);
     }
+    result.sumOfSquares += sumSq;
     if (nonFinite && !result.foundInf) {
       result.foundInf = true;
       result.firstNonFinite = static_cast<int>(gi);
@@ -66,9 +70,7 @@ double CpuBackend::sumOfSquares(const Tensor& t) {
     const std::int64_t b = c * cpu::kChunk, len = std::min(cpu::kChunk, n - b);
     float buf[cpu::kChunk];
     const float* v = cpu::widenChunk(code, t.rawData(), b, len, buf);
-    double s = 0;
-    for (std::int64_t i = 0; i < len; ++i) s += double(v[i]) * double(v[i]);
-    sum += s;
+    sum += cpu::sumOfSquaresF64(v, len);
   }
   return sum;
 }

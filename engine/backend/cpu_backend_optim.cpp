@@ -28,49 +28,76 @@ namespace {
 // float dtypes), writing the parameter back in its dtype. `update` returns the new fp32 value
 // and sets `delta` to the change it intended before any rounding; a non-zero delta that left
 // the stored weight unchanged is a lost update (|delta| below half an ulp of the weight).
+// The gradient's sum of squares is taken on the way: the step reads every gradient anyway.
 template <class Update>
-std::int64_t updateInChunks(Tensor& param, const Tensor& grad, Update update) {
+UpdateResult updateInChunks(Tensor& param, const Tensor& grad, Update update) {
   const int pc = cpu::floatCode(param), gc = cpu::floatCode(grad);
   const std::int64_t n = param.numel(), chunks = (n + cpu::kChunk - 1) / cpu::kChunk;
   std::int64_t lost = 0;
-#pragma omp parallel for reduction(+ : lost) if (n > kParallelThreshold / 4)
+  double sumSq = 0;
+#pragma omp parallel for reduction(+ : lost, sumSq) if (n > kParallelThreshold / 4)
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t b = c * cpu::kChunk, len = std::min(cpu::kChunk, n - b);
-    float wb[cpu::kChunk], gb[cpu::kChunk], old[cpu::kChunk], delta[cpu::kChunk];
-    float* w = const_cast<float*>(cpu::widenChunk(pc, param.rawData(), b, len, wb));
+    float gb[cpu::kChunk];
     const float* g = cpu::widenChunk(gc, grad.rawData(), b, len, gb);
-    std::memcpy(old, w, static_cast<std::size_t>(len) * 4);
-    for (std::int64_t i = 0; i < len; ++i) w[i] = update(w[i], g[i], b + i, delta[i]);
-    cpu::narrowChunk(pc, param.rawData(), b, len, w);
-    if (pc != 0) cpu::widenChunk(pc, param.rawData(), b, len, w);  // what was stored
+    sumSq += cpu::sumOfSquaresF64(g, len);
     std::int64_t l = 0;
-    for (std::int64_t i = 0; i < len; ++i) l += (delta[i] != 0.f && w[i] == old[i]);
+    if (pc == 0) {
+      // fp32 weights (masters): one in-place pass; what is stored is exactly the fp32 result.
+      float* w = param.data<float>() + b;
+      for (std::int64_t i = 0; i < len; ++i) {
+        float delta;
+        const float next = update(w[i], g[i], b + i, delta);
+        l += (delta != 0.f) & (next == w[i]);
+        w[i] = next;
+      }
+    } else {
+      // 16-bit weights (pure fp16): compare what the rounding stored with the old weight.
+      float wb[cpu::kChunk], old[cpu::kChunk], delta[cpu::kChunk];
+      float* w = const_cast<float*>(cpu::widenChunk(pc, param.rawData(), b, len, wb));
+      std::memcpy(old, w, static_cast<std::size_t>(len) * 4);
+      for (std::int64_t i = 0; i < len; ++i) w[i] = update(w[i], g[i], b + i, delta[i]);
+      cpu::narrowChunk(pc, param.rawData(), b, len, w);
+      cpu::widenChunk(pc, param.rawData(), b, len, w);
+      for (std::int64_t i = 0; i < len; ++i) l += (delta[i] != 0.f && w[i] == old[i]);
+    }
     lost += l;
   }
-  return lost;
+  return {lost, sumSq};
 }
 
 }  // namespace
 
-std::int64_t CpuBackend::sgdStep(Tensor& param, const Tensor& grad, Tensor* momentumBuf,
+UpdateResult CpuBackend::sgdStep(Tensor& param, const Tensor& grad, Tensor* momentumBuf,
                                  const SgdParams& p) {
   cpu::requireSameShape(param, grad, "sgd");
   requireF32State(momentumBuf, param, "momentum buffer");
   float* buf = momentumBuf ? momentumBuf->data<float>() : nullptr;
-  const bool momentum = p.momentum != 0.f;
-  return updateInChunks(param, grad, [&](float w, float g, std::int64_t k, float& delta) {
-    float d = g;
-    if (p.weightDecay != 0.f) d += p.weightDecay * w;
-    if (momentum) {
-      buf[k] = p.firstStep ? d : buf[k] * p.momentum + (1.f - p.dampening) * d;
-      d = p.nesterov ? d + p.momentum * buf[k] : buf[k];
-    }
-    delta = -p.lr * d;
+  // Scalars are copied into the lambdas: read through `p`, every store to the weights could
+  // alias them, which keeps the compiler from vectorising the loop.
+  const float lr = p.lr, wd = p.weightDecay, mom = p.momentum, keep = 1.f - p.dampening;
+  const bool first = p.firstStep, nesterov = p.nesterov;
+  if (mom == 0.f) {  // plain SGD (the AMP recipe's): the common case gets a branch-free loop
+    if (wd == 0.f)
+      return updateInChunks(param, grad, [lr](float w, float g, std::int64_t, float& delta) {
+        delta = -lr * g;
+        return w + delta;
+      });
+    return updateInChunks(param, grad, [lr, wd](float w, float g, std::int64_t, float& delta) {
+      delta = -lr * (g + wd * w);
+      return w + delta;
+    });
+  }
+  return updateInChunks(param, grad, [=](float w, float g, std::int64_t k, float& delta) {
+    const float d = wd != 0.f ? g + wd * w : g;
+    const float b = first ? d : buf[k] * mom + keep * d;
+    buf[k] = b;
+    delta = -lr * (nesterov ? d + mom * b : b);
     return w + delta;
   });
 }
 
-std::int64_t CpuBackend::adamStep(Tensor& param, const Tensor& grad, Tensor& expAvg,
+UpdateResult CpuBackend::adamStep(Tensor& param, const Tensor& grad, Tensor& expAvg,
                                   Tensor& expAvgSq, const AdamParams& p) {
   cpu::requireSameShape(param, grad, "adam");
   requireF32State(&expAvg, param, "adam exp_avg");
@@ -85,14 +112,18 @@ std::int64_t CpuBackend::adamStep(Tensor& param, const Tensor& grad, Tensor& exp
   const float oneMinusB1 = float(1.0 - p.beta1), oneMinusB2 = float(1.0 - p.beta2);
   float* m = expAvg.data<float>();
   float* v = expAvgSq.data<float>();
-  return updateInChunks(param, grad, [&](float w, float g, std::int64_t k, float& delta) {
+  const float beta2 = p.beta2, eps = p.eps, wd = p.weightDecay;
+  const bool decoupled = p.decoupled;
+  return updateInChunks(param, grad, [=](float w, float g, std::int64_t k, float& delta) {
     const float w0 = w;
-    if (p.decoupled) w *= decay;
-    else if (p.weightDecay != 0.f) g += p.weightDecay * w;
-    m[k] += (g - m[k]) * oneMinusB1;  // exp_avg.lerp_(grad, 1 - beta1)
-    v[k] = v[k] * p.beta2 + oneMinusB2 * g * g;
-    const float denom = std::sqrt(v[k]) / bc2Sqrt + p.eps;
-    const float step = stepSize * (m[k] / denom);
+    if (decoupled) w *= decay;
+    else if (wd != 0.f) g += wd * w;
+    const float mk = m[k] + (g - m[k]) * oneMinusB1;  // exp_avg.lerp_(grad, 1 - beta1)
+    const float vk = v[k] * beta2 + oneMinusB2 * g * g;
+    m[k] = mk;
+    v[k] = vk;
+    const float denom = std::sqrt(vk) / bc2Sqrt + eps;
+    const float step = stepSize * (mk / denom);
     delta = (w - w0) - step;  // decoupled decay and the Adam step together
     return w - step;
   });

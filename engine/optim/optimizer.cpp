@@ -55,7 +55,9 @@ OptimizerStepStats Optimizer::step(double lr) {
       sp.weightDecay = float(m_config.weightDecay);
       sp.nesterov = m_config.nesterov;
       sp.firstStep = !s.started;
-      stats.lost += m_be.sgdStep(p.value, p.grad, s.a.defined() ? &s.a : nullptr, sp);
+      const UpdateResult r = m_be.sgdStep(p.value, p.grad, s.a.defined() ? &s.a : nullptr, sp);
+      stats.lost += r.lost;
+      stats.gradSumOfSquares += r.gradSumOfSquares;
     } else {
       AdamParams ap;
       ap.lr = float(lr);
@@ -65,7 +67,9 @@ OptimizerStepStats Optimizer::step(double lr) {
       ap.weightDecay = float(m_config.weightDecay);
       ap.decoupled = m_config.name == "adamw";
       ap.step = m_steps;
-      stats.lost += m_be.adamStep(p.value, p.grad, s.a, s.b, ap);
+      const UpdateResult r = m_be.adamStep(p.value, p.grad, s.a, s.b, ap);
+      stats.lost += r.lost;
+      stats.gradSumOfSquares += r.gradSumOfSquares;
     }
     s.started = true;
     stats.updated += p.value.numel();

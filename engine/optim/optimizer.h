@@ -24,6 +24,7 @@ struct OptimizerConfig {
 struct OptimizerStepStats {
   std::int64_t updated = 0;  // elements stepped
   std::int64_t lost = 0;     // non-zero updates that left the weight unchanged (rounding)
+  double gradSumOfSquares = 0;  // over the gradients the step read: the global norm, squared
 };
 
 class Optimizer {

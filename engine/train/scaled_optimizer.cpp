@@ -1,5 +1,7 @@
 #include "engine/train/scaled_optimizer.h"
 
+#include <utility>
+
 namespace amp {
 
 ScaledOptimizer::ScaledOptimizer(Backend& be, Optimizer& opt)
@@ -26,7 +28,12 @@ UnscaleOutcome ScaledOptimizer::unscaleGrads(float invScale) {
       index.push_back(static_cast<int>(i));
     }
   const UnscaleResult r = m_be.unscaleAndCheck(grads, invScale);
+  m_unscaledSumSq = r.sumOfSquares;
   return {r.foundInf, r.firstNonFinite < 0 ? -1 : index[r.firstNonFinite]};
+}
+
+std::optional<double> ScaledOptimizer::takeUnscaledSumOfSquares() {
+  return std::exchange(m_unscaledSumSq, std::nullopt);
 }
 
 void ScaledOptimizer::prepare(double lr, bool holdBack) {

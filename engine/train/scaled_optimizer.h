@@ -3,6 +3,8 @@
 // first in time.
 #pragma once
 
+#include <optional>
+
 #include "engine/amp/grad_scaler.h"
 #include "engine/backend/backend.h"
 #include "engine/optim/optimizer.h"
@@ -23,6 +25,9 @@ class ScaledOptimizer final : public ScalableOptimizer {
   void prepare(double lr, bool holdBack);
   bool ran() const { return m_ran; }
   const OptimizerStepStats& stats() const { return m_stats; }
+  // The gradients' sum of squares after the last unscaleGrads (taken in the same pass), once:
+  // the next call returns nothing until gradients are unscaled again.
+  std::optional<double> takeUnscaledSumOfSquares();
   // Parameters in backward order (last layer first).
   const std::vector<Parameter*>& backwardOrder() const { return m_backwardOrder; }
 
@@ -34,6 +39,7 @@ class ScaledOptimizer final : public ScalableOptimizer {
   bool m_holdBack = false;
   bool m_ran = false;
   OptimizerStepStats m_stats;
+  std::optional<double> m_unscaledSumSq;
 };
 
 }  // namespace amp

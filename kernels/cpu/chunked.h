@@ -42,6 +42,15 @@ inline void narrowChunk(int code, void* base, std::int64_t offset, std::int64_t 
   else convertF32ToBf16(values, p, static_cast<std::size_t>(n));
 }
 
+// Sum of v[i]^2 in double. The simd reduction lets the compiler keep one partial sum per vector
+// lane (a fixed order for a given build), instead of a latency-bound chain of scalar adds.
+inline double sumOfSquaresF64(const float* v, std::int64_t n) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (std::int64_t i = 0; i < n; ++i) s += double(v[i]) * double(v[i]);
+  return s;
+}
+
 // Calls fn(begin, length) for every chunk, in parallel when there is enough work.
 template <class Fn>
 void forEachChunk(std::int64_t n, Fn&& fn, std::int64_t parallelThreshold = 1 << 15) {

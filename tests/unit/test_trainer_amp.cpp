@@ -223,3 +223,25 @@ TEST(TrainerAmp, PlainFp32DivergenceIsNotAPostUnscaleOverflow) {
   setConfigValue(c, "optimizer.momentum", "0");
   for (const auto& m : runAll(c)) EXPECT_FALSE(m.postUnscaleOverflow) << "step " << m.step;
 }
+
+// grad_norm comes out of fused passes (the unscale when a scaler runs, else the optimizer
+// step); it must equal the norm of the gradients the step used, recomputed here on their own.
+TEST(TrainerAmp, GradNormIsTheNormOfTheUnscaledGradients) {
+  for (const char* mode : {"fp32", "bf16", "fp16", "pure_fp16"}) {
+    for (const char* optimizer : {"sgd", "adam"}) {
+      SCOPED_TRACE(std::string(mode) + " " + optimizer);
+      RunConfig c = recipe(mode, 3);
+      setConfigValue(c, "optimizer.name", optimizer);
+      if (std::string(mode) == "pure_fp16") setConfigValue(c, "optimizer.lr", "0.001");
+      Trainer t(c);
+      for (int i = 0; i < 3; ++i) {
+        const StepMetrics m = t.step();
+        double sum = 0;
+        for (Parameter* p : t.model().parameters())
+          for (float v : t.backend().toHostFloat(p->grad)) sum += double(v) * double(v);
+        ASSERT_GT(sum, 0.0);
+        EXPECT_NEAR(m.gradNorm, std::sqrt(sum), 1e-9 * std::sqrt(sum)) << "step " << m.step;
+      }
+    }
+  }
+}
