@@ -15,6 +15,7 @@
 #include "app/gui_run_controller.h"
 #include "app/gui_session.h"
 #include "engine/config/presets.h"
+#include "kernels/cpu/cpu_baseline.h"
 #include "ui/experiment_panel.h"
 #include "ui/main_window.h"
 #include "ui/theme.h"
@@ -40,6 +41,10 @@ bool wantsScreenshot(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (const auto problem = amp::cpu::cpuBaselineProblem()) {
+    std::fprintf(stderr, "ampstudio: %s\n", problem->c_str());
+    return 2;
+  }
   // Without any display Qt aborts; a screenshot needs none, so draw offscreen.
   if (!haveDisplay()) {
     if (!wantsScreenshot(argc, argv)) {
