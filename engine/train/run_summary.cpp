@@ -12,12 +12,13 @@ double median(std::vector<double> v) {
 }
 
 void RunSummaryBuilder::add(const StepMetrics& m) {
-  if (m.epoch != m_epoch) {  // the previous epoch is complete
+  // An epoch's time is complete at its last batch (the run's last epoch included; a run that
+  // stops mid-epoch reports only whole epochs).
+  m_epochAccum += m.stepMs;
+  if (m.epochEnd) {
     m_s.epochSeconds.push_back(m_epochAccum / 1e3);
     m_epochAccum = 0;
-    m_epoch = m.epoch;
   }
-  m_epochAccum += m.stepMs;
   m_s.steps = m.step;
   m_stepMs.push_back(m.stepMs);
   m_samples.push_back(m.samplesPerS);

@@ -26,6 +26,7 @@ struct HistogramRecord {
 struct StepMetrics {
   std::int64_t step = 0;  // 1-based optimizer step
   int epoch = 0;          // 0-based epoch the step's last batch came from
+  bool epochEnd = false;  // this step used the epoch's last batch
   double loss = 0;        // mean criterion loss of the step (before loss_weight and scaling)
   float scale = 1;        // loss scale used for this step's backward
   float scaleAfter = 1;   // scale after update(): what the next step uses

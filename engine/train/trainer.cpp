@@ -197,12 +197,18 @@ StepMetrics Trainer::step() {
       if (p->grad.defined()) recorder.weightGrad(p->name, p->grad);
 
   // unscale_ explicitly (as the recipe does before clipping), then look at the true gradients.
+  // The global gradient norm comes out of a pass that reads every gradient anyway: unscaling
+  // when the scaler runs, else the optimizer step (when no clipping needs it first).
+  m_scaled->takeUnscaledSumOfSquares();  // drop a stale value from an unscale outside step()
   m_scaler->unscale(*m_scaled);
   const auto outcome = m_scaler->lastUnscale(*m_scaled);
   const bool foundInf = outcome && outcome->foundInf;
   if (foundInf && outcome->firstNonFinite >= 0)
     mt.firstNonFinite = m_scaled->backwardOrder()[outcome->firstNonFinite]->name;
-  mt.gradNorm = globalGradNorm();
+  const std::optional<double> unscaledSumSq = m_scaled->takeUnscaledSumOfSquares();
+  const bool normFromStep = !unscaledSumSq && !outcome && tc.clipNorm <= 0;
+  if (unscaledSumSq) mt.gradNorm = std::sqrt(*unscaledSumSq);
+  else if (!normFromStep) mt.gradNorm = globalGradNorm();
   // Only unscaling by 1/scale > 1 can turn gradients the scaler found finite into inf.
   mt.postUnscaleOverflow = outcome && !foundInf && mt.scale < 1.f && !std::isfinite(mt.gradNorm);
   if (tc.clipNorm > 0 && std::isfinite(mt.gradNorm)) {
@@ -219,6 +225,8 @@ StepMetrics Trainer::step() {
   m_scaler->step(*m_scaled);
   m_scaler->update();
   mt.skipped = !m_scaled->ran();
+  if (normFromStep)
+    mt.gradNorm = mt.skipped ? globalGradNorm() : std::sqrt(m_scaled->stats().gradSumOfSquares);
   // PyTorch's schedulers step every iteration, also when the scaler skipped the update.
   ++m_schedulerSteps;
   mt.schedulerStepOnSkip = mt.skipped;
@@ -265,6 +273,7 @@ StepMetrics Trainer::step() {
   // Memory and time are the training step's own; evaluation comes after them.
   mt.memory = m_be->memory().snapshot();
   const bool epochDone = m_loader->position() == m_loader->batchesPerEpoch();
+  mt.epochEnd = epochDone;
   const bool evalNow = tc.evalEvery > 0 ? mt.step % tc.evalEvery == 0 : epochDone;
   if (hasTestSet() && !mt.diverged && (evalNow || finished())) {
     const EvalResult r = evaluate();

@@ -1,0 +1,58 @@
+// Run summaries: epoch times are the sums of their steps' times, every completed epoch counts
+// (the run's last one too), and the trainer marks the step that ends an epoch.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "engine/config/config_schema.h"
+#include "engine/train/run_summary.h"
+#include "engine/train/trainer.h"
+
+namespace amp {
+namespace {
+
+TEST(RunSummary, EpochSecondsSumTheStepsOfEachCompletedEpoch) {
+  RunSummaryBuilder b;
+  // Two whole epochs of 3 steps, then a run stopped 2 steps into the third.
+  const std::vector<double> ms{10, 20, 30, 1, 2, 3, 100, 200};
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    StepMetrics m;
+    m.step = static_cast<std::int64_t>(i + 1);
+    m.epoch = static_cast<int>(i / 3);
+    m.epochEnd = i % 3 == 2;
+    m.stepMs = ms[i];
+    b.add(m);
+  }
+  const RunSummary s = b.summary();
+  ASSERT_EQ(s.epochSeconds.size(), 2u);
+  EXPECT_DOUBLE_EQ(s.epochSeconds[0], 0.060);
+  EXPECT_DOUBLE_EQ(s.epochSeconds[1], 0.006);
+}
+
+TEST(RunSummary, TrainerMarksTheLastBatchOfEveryEpoch) {
+  RunConfig c;
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"data.name", "spirals"}, {"data.samples", "250"}, {"model.name", "mlp"},
+           {"model.hidden", "8"}, {"train.batch_size", "100"}, {"train.steps", "0"},
+           {"train.epochs", "3"}, {"train.histogram_every", "0"}, {"amp.mode", "fp32"}})
+    setConfigValue(c, k, v);
+  Trainer t(c);
+  RunSummaryBuilder b;
+  std::vector<std::int64_t> ends;
+  while (!t.finished()) {
+    const StepMetrics m = t.step();
+    b.add(m);
+    if (m.epochEnd) ends.push_back(m.step);
+  }
+  // The training split of 250 points in batches of 100 (the last one partial): the epoch's
+  // step count is whatever the loader says; the ends fall on its multiples.
+  ASSERT_EQ(ends.size(), 3u);
+  const std::int64_t per = ends[0];
+  EXPECT_GE(per, 2);
+  EXPECT_EQ(ends[1], 2 * per);
+  EXPECT_EQ(ends[2], 3 * per);
+  EXPECT_EQ(b.summary().epochSeconds.size(), 3u);
+}
+
+}  // namespace
+}  // namespace amp
