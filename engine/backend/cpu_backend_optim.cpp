@@ -38,6 +38,9 @@ UpdateResult updateInChunks(Tensor& param, const Tensor& grad, Update update) {
 #pragma omp parallel for reduction(+ : lost, sumSq) if (n > kParallelThreshold / 4)
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t b = c * cpu::kChunk, len = std::min(cpu::kChunk, n - b);
+    // A private copy of the functor: its captured scalars then live in registers, where the
+    // shared one would be re-read after every store (it might alias) and block vectorising.
+    const Update fn = update;
     float gb[cpu::kChunk];
     const float* g = cpu::widenChunk(gc, grad.rawData(), b, len, gb);
     sumSq += cpu::sumOfSquaresF64(g, len);
@@ -47,7 +50,7 @@ UpdateResult updateInChunks(Tensor& param, const Tensor& grad, Update update) {
       float* w = param.data<float>() + b;
       for (std::int64_t i = 0; i < len; ++i) {
         float delta;
-        const float next = update(w[i], g[i], b + i, delta);
+        const float next = fn(w[i], g[i], b + i, delta);
         l += (delta != 0.f) & (next == w[i]);
         w[i] = next;
       }
@@ -56,7 +59,7 @@ UpdateResult updateInChunks(Tensor& param, const Tensor& grad, Update update) {
       float wb[cpu::kChunk], old[cpu::kChunk], delta[cpu::kChunk];
       float* w = const_cast<float*>(cpu::widenChunk(pc, param.rawData(), b, len, wb));
       std::memcpy(old, w, static_cast<std::size_t>(len) * 4);
-      for (std::int64_t i = 0; i < len; ++i) w[i] = update(w[i], g[i], b + i, delta[i]);
+      for (std::int64_t i = 0; i < len; ++i) w[i] = fn(w[i], g[i], b + i, delta[i]);
       cpu::narrowChunk(pc, param.rawData(), b, len, w);
       cpu::widenChunk(pc, param.rawData(), b, len, w);
       for (std::int64_t i = 0; i < len; ++i) l += (delta[i] != 0.f && w[i] == old[i]);
