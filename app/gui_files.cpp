@@ -69,11 +69,21 @@ GuiFiles::GuiFiles(ui::MainWindow* window, RunController* controller, QObject* p
   connect(a.saveCheckpoint, &QAction::triggered, this, &GuiFiles::saveCheckpointInteractively);
   connect(a.resumeCheckpoint, &QAction::triggered, this, &GuiFiles::resumeInteractively);
   connect(controller, &RunController::checkpointSaved, this,
-          [this](const ui::RunData* run, const QString& path, bool ok, const QString& message) {
-            if (ok)
+          [this](const ui::RunData* run, const QString& path, bool ok, const QString& message,
+                 bool periodic) {
+            if (ok) {
               m_window->statusBar()->showMessage(tr("Checkpoint of %1 saved to %2").arg(run->name, path), 5000);
-            else
-              showError(tr("Could not save a checkpoint of %1").arg(run->name), message);
+            } else if (!periodic || !m_warnedPeriodic.contains(run->id)) {
+              // checkpoint.every would otherwise raise a dialog every N steps; after the first,
+              // failures go to the run's event log (and the status bar) only.
+              if (periodic) m_warnedPeriodic.insert(run->id);
+              showError(tr("Could not save a checkpoint of %1").arg(run->name),
+                        periodic ? message + tr("\n\nLater periodic checkpoints of this run that fail are "
+                                                "listed in its event log.")
+                                 : message);
+            } else {
+              m_window->statusBar()->showMessage(tr("Checkpoint of %1 failed: %2").arg(run->name, message), 5000);
+            }
           });
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <QObject>
+#include <QSet>
 #include <QString>
 #include <vector>
 
@@ -54,6 +55,7 @@ class GuiFiles : public QObject {
 
   ui::MainWindow* m_window;
   RunController* m_controller;
+  QSet<int> m_warnedPeriodic;  // runs whose failing periodic checkpoint was shown once
 };
 
 }  // namespace amp::gui

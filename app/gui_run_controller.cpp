@@ -163,14 +163,15 @@ void RunController::startRun(ui::RunData* run, bool paused) {
   worker->setResume(m_resumeFrom.take(run->id));
   if (run->config.checkpoint.every > 0) worker->setCheckpointDir(checkpointDir(*run));
   connect(worker, &TrainingWorker::checkpointWritten, this,
-          [this, run](qint64 step, const QString& path, bool ok, const QString& message) {
+          [this, run](qint64 step, const QString& path, bool ok, const QString& message,
+                      bool periodic) {
             if (ok) {
               run->checkpointPath = path;
               log(run, {tr("checkpoint after step %1: %2").arg(step).arg(path)});
             } else {
               log(run, {tr("checkpoint failed: %1").arg(message)});
             }
-            emit checkpointSaved(run, path, ok, message);
+            emit checkpointSaved(run, path, ok, message, periodic);
           });
   connect(worker, &TrainingWorker::metricsReady, this, &RunController::scheduleDrain);
   connect(worker, &TrainingWorker::runStarted, this,

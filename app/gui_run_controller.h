@@ -80,7 +80,8 @@ class RunController : public QObject {
   void runFailed(const amp::ui::RunData* run, const QString& message);
   void activityChanged();  // a run started, ended, paused or resumed
   void allRunsEnded();     // nothing active and nothing queued
-  void checkpointSaved(const amp::ui::RunData* run, const QString& path, bool ok, const QString& message);
+  void checkpointSaved(const amp::ui::RunData* run, const QString& path, bool ok, const QString& message,
+                       bool periodic);
 
  private:
   struct Active {

@@ -68,15 +68,15 @@ void TrainingWorker::requestCheckpoint(const QString& zipPath) {
   m_wake.notify_all();  // a paused worker wakes, saves and goes back to waiting
 }
 
-void TrainingWorker::writeCheckpoint(Trainer& trainer, const QString& path) {
+void TrainingWorker::writeCheckpoint(Trainer& trainer, const QString& path, bool periodic) {
   QByteArray jsonl;
   for (const StepMetrics& m : m_history)
     jsonl += QJsonDocument(stepMetricsToJson(m)).toJson(QJsonDocument::Compact) + '\n';
   try {
     saveCheckpoint(trainer, path, jsonl);
-    emit checkpointWritten(trainer.stepsDone(), path, true, {});
+    emit checkpointWritten(trainer.stepsDone(), path, true, {}, periodic);
   } catch (const std::exception& e) {
-    emit checkpointWritten(trainer.stepsDone(), path, false, QString::fromUtf8(e.what()));
+    emit checkpointWritten(trainer.stepsDone(), path, false, QString::fromUtf8(e.what()), periodic);
   }
 }
 
@@ -84,7 +84,7 @@ void TrainingWorker::serveCheckpointRequest(Trainer& trainer, std::unique_lock<s
   while (!m_checkpointRequest.isEmpty()) {
     const QString path = std::exchange(m_checkpointRequest, QString());
     lock.unlock();  // saving takes a while: the GUI must not block on the mutex meanwhile
-    writeCheckpoint(trainer, path);
+    writeCheckpoint(trainer, path, false);
     lock.lock();
   }
 }
@@ -159,7 +159,8 @@ void TrainingWorker::run() {
       m_history.back().histograms.clear();  // metrics.jsonl holds no histograms
       const std::int64_t every = m_config.checkpoint.every;
       if (every > 0 && !m_checkpointDir.isEmpty() && trainer->stepsDone() % every == 0)
-        writeCheckpoint(*trainer, QDir(m_checkpointDir).filePath(checkpointFileName(trainer->stepsDone())));
+        writeCheckpoint(*trainer, QDir(m_checkpointDir).filePath(checkpointFileName(trainer->stepsDone())),
+                        true);
       bool signal = false;
       if (traced) signal |= m_buffer.pushTrace(trainer->stepsDone(), trainer->lastTrace());
       signal |= m_buffer.push(std::move(m));

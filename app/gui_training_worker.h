@@ -55,7 +55,9 @@ class TrainingWorker : public QThread {
   void runPaused(qint64 stepsDone);  // the worker is waiting; every step so far is in the buffer
   void runEnded(int outcome, const QString& message);  // outcome: RunOutcome
   // ok false: message says why. Emitted for requested and periodic checkpoints alike.
-  void checkpointWritten(qint64 step, const QString& path, bool ok, const QString& message);
+  // periodic: written by checkpoint.every rather than asked for.
+  void checkpointWritten(qint64 step, const QString& path, bool ok, const QString& message,
+                         bool periodic);
 
  protected:
   void run() override;
@@ -64,7 +66,7 @@ class TrainingWorker : public QThread {
   // Blocks while paused; false when the run should end. Sets what the next step should do.
   bool waitForNextStep(Trainer& trainer, bool& inject, bool& trace);
   void serveCheckpointRequest(Trainer& trainer, std::unique_lock<std::mutex>& lock);
-  void writeCheckpoint(Trainer& trainer, const QString& path);
+  void writeCheckpoint(Trainer& trainer, const QString& path, bool periodic);
 
   const RunConfig m_config;
   MetricsBuffer m_buffer;

@@ -1,6 +1,7 @@
 // The app's file commands through the session: save an experiment and open it in a fresh
 // window, export metrics as CSV, save a checkpoint of a paused run, resume from it, and an
 // unreadable file leaving the session as it was.
+#include <QApplication>
 #include <QDir>
 #include <QFile>
 #include <QJsonDocument>
@@ -9,7 +10,9 @@
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QStatusBar>
 #include <QTest>
+#include <QTimer>
 
 #include "app/gui_files.h"
 #include "app/gui_run_controller.h"
@@ -159,6 +162,28 @@ class TestFiles : public QObject {
     QCOMPARE(resumed->series.size(), 20);  // 1 from the checkpoint, 19 trained
     QCOMPARE(resumed->series.step.first(), 1.0);
     QCOMPARE(resumed->series.step.last(), 20.0);
+  }
+
+  // checkpoint.every writes every N steps: a failing disk must not raise a dialog each time.
+  void failingPeriodicCheckpointsWarnOnce() {
+    ui::RunData* run = runSpirals(20, true);
+    QVERIFY(run);
+    int dialogs = 0;
+    QTimer closer;  // answers each modal warning as a user would, and counts it
+    connect(&closer, &QTimer::timeout, [&] {
+      if (QWidget* w = QApplication::activeModalWidget()) {
+        ++dialogs;
+        w->close();
+      }
+    });
+    closer.start(20);
+    const QString msg = QStringLiteral("No space left on device");
+    for (int i = 0; i < 3; ++i) emit controller()->checkpointSaved(run, QStringLiteral("/x.zip"), false, msg, true);
+    QCOMPARE(dialogs, 1);
+    QVERIFY(m_session->window()->statusBar()->currentMessage().contains(msg));
+    // A checkpoint the user asked for always answers with a dialog when it fails.
+    emit controller()->checkpointSaved(run, QStringLiteral("/y.zip"), false, msg, false);
+    QCOMPARE(dialogs, 2);
   }
 };
 
