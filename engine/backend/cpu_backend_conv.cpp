@@ -72,6 +72,26 @@ void timed(GemmCounters& c, double flops, Fn&& fn) {
   ++c.calls;
 }
 
+// The convolution kernels' scratch (blocked-layout and fp16-staged copies of the operands)
+// counts as workspace while a call runs, as a temporary tensor would: the memory chart then
+// shows what fp16 emulation and layout reorders really cost.
+class ScratchAccount {
+ public:
+  ScratchAccount(MemoryTracker& tracker, std::size_t bytes)
+      : m_tracker(tracker), m_bytes(static_cast<std::int64_t>(bytes)) {
+    if (m_bytes) m_tracker.onAlloc(MemCategory::Workspace, m_bytes);
+  }
+  ~ScratchAccount() {
+    if (m_bytes) m_tracker.onFree(MemCategory::Workspace, m_bytes);
+  }
+  ScratchAccount(const ScratchAccount&) = delete;
+  ScratchAccount& operator=(const ScratchAccount&) = delete;
+
+ private:
+  MemoryTracker& m_tracker;
+  std::int64_t m_bytes;
+};
+
 }  // namespace
 
 // ---- convolution ---------------------------------------------------------------------------
@@ -84,6 +104,8 @@ void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* b
   requireNumel(y, {s.n, s.k, s.outH(), s.outW()}, "output");
   if (bias) requireNumel(*bias, {s.k}, "bias");
   const DType in = convInputDtype({&x, &w, bias}, {&y});
+  const ScratchAccount scratch(m_memory, cpu::convScratchBytes(cpu::ConvPass::Forward, convType(in),
+                                                               convType(y.dtype()), s, bias != nullptr));
   timed(m_gemm, s.flops(), [&] {
     cpu::convForward(convType(in), convType(y.dtype()), s, x.rawData(), w.rawData(),
                      bias ? bias->rawData() : nullptr, y.rawData());
@@ -97,6 +119,8 @@ void CpuBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& d
   requireNumel(w, {s.k, s.c, s.r, s.s}, "weight");
   requireNumel(dx, {s.n, s.c, s.h, s.w}, "input gradient");
   const DType in = convInputDtype({&dy, &w}, {&dx});
+  const ScratchAccount scratch(m_memory, cpu::convScratchBytes(cpu::ConvPass::BackwardData, convType(in),
+                                                               convType(dx.dtype()), s, false));
   timed(m_gemm, s.flops(), [&] {
     cpu::convBackwardData(convType(in), convType(dx.dtype()), s, dy.rawData(), w.rawData(),
                           dx.rawData());
@@ -111,8 +135,13 @@ void CpuBackend::conv2dBackwardWeights(const Tensor& dy, const Tensor& x, Tensor
   requireNumel(dw, {s.k, s.c, s.r, s.s}, "weight gradient");
   if (dbias) requireNumel(*dbias, {s.k}, "bias gradient");
   const DType in = convInputDtype({&dy, &x}, {&dw, dbias});
+  const bool oneType = !dbias || dbias->dtype() == dw.dtype();
+  const ScratchAccount scratch(
+      m_memory, cpu::convScratchBytes(cpu::ConvPass::BackwardWeights, convType(in),
+                                      oneType ? convType(dw.dtype()) : cpu::ConvType::F32, s,
+                                      dbias != nullptr));
   timed(m_gemm, s.flops(), [&] {
-    if (!dbias || dbias->dtype() == dw.dtype()) {
+    if (oneType) {
       cpu::convBackwardWeights(convType(in), convType(dw.dtype()), s, x.rawData(), dy.rawData(),
                                dw.rawData(), dbias ? dbias->rawData() : nullptr);
       return;

@@ -300,6 +300,11 @@ void convBackwardWeights(ConvType in, ConvType out, const ConvShape& s, const vo
     execute(cc, {src, diffDst, diffWei});
 }
 
+std::size_t convScratchBytes(ConvPass pass, ConvType in, ConvType out, const ConvShape& s,
+                             bool bias) {
+  return lookup(pass, in, out, s, bias).arenaBytes;
+}
+
 std::string convImplementation(ConvPass pass, ConvType in, ConvType out, const ConvShape& s,
                                bool bias) {
   const CachedConv& cc = lookup(pass, in, out, s, bias);

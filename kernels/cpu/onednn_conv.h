@@ -12,10 +12,11 @@
 // is the default because it measured faster on AVX-512 (see tests/bench/bench_conv.cpp): the
 // plain-layout fallback is a GEMM-based convolution ("gemm:jit"), 1.5-7x slower on the CNN's
 // shapes. Reordered and fp16-staged copies live in one per-thread scratch arena that grows to
-// the largest call (it is not in the MemoryTracker's figures, as oneDNN's own scratchpads
-// are not).
+// the largest call; convScratchBytes says how much of it a call uses, so the backend can count
+// it as workspace while the call runs (oneDNN's own small scratchpads are not counted).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -57,6 +58,10 @@ void convBackwardData(ConvType in, ConvType out, const ConvShape& s, const void*
 // of type `in`.
 void convBackwardWeights(ConvType in, ConvType out, const ConvShape& s, const void* src,
                          const void* diffDst, void* diffWei, void* diffBias);
+
+// Bytes of the scratch arena one call of this pass uses (blocked-layout and fp16-staged copies).
+std::size_t convScratchBytes(ConvPass pass, ConvType in, ConvType out, const ConvShape& s,
+                             bool bias);
 
 // The oneDNN implementation chosen for a pass ("jit:avx512_core", "brgconv:avx512_core_bf16",
 // ...), for the benchmark report and the UI.

@@ -107,6 +107,32 @@ class ConvBackendTest : public ::testing::Test {
   }
 };
 
+// The kernels' scratch (fp16 staged as fp32, blocked-layout copies) is workspace while a call
+// runs: the peak shows it, and nothing stays counted afterwards.
+TEST_F(ConvBackendTest, ScratchCountsAsWorkspaceDuringTheCall) {
+  const Conv2dGeometry g = geom(4, 32, 14, 14, 64, 3, 3, 1, 1);
+  for (DType d : {DType::F32, DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtypeName(d));
+    Tensor x = make(randomVec(g.n * g.c * g.h * g.w, 1), inShape(g), d);
+    Tensor w = make(randomVec(g.k * g.c * g.r * g.s, 2), weiShape(g), d);
+    Tensor y = be->empty(outShape(g), d, MemCategory::Activations);
+    cpu::ConvShape s;
+    s.n = g.n, s.c = g.c, s.h = g.h, s.w = g.w, s.k = g.k, s.r = g.r, s.s = g.s;
+    s.strideH = g.strideH, s.strideW = g.strideW, s.padH = g.padH, s.padW = g.padW;
+    const auto t = d == DType::F32 ? cpu::ConvType::F32 : d == DType::BF16 ? cpu::ConvType::BF16 : cpu::ConvType::F16;
+    const auto scratch = static_cast<std::int64_t>(cpu::convScratchBytes(cpu::ConvPass::Forward, t, t, s, false));
+    // fp16 is staged through fp32 copies of input, weight and output: at least 4 bytes each.
+    if (d == DType::F16) EXPECT_GE(scratch, 4 * (x.numel() + w.numel() + y.numel()));
+    const int ws = static_cast<int>(MemCategory::Workspace);
+    const std::int64_t before = be->memory().snapshot().current[ws];
+    be->memory().resetPeaks();
+    be->conv2dForward(x, w, nullptr, y, g);
+    const MemorySnapshot after = be->memory().snapshot();
+    EXPECT_EQ(after.current[ws], before);
+    EXPECT_EQ(after.peak[ws], before + scratch);
+  }
+}
+
 TEST_F(ConvBackendTest, ForwardFp32MatchesNaiveWithinSummationBound) {
   for (const auto& g : geometries()) {
     const auto xv = randomVec(shapeNumel(inShape(g)), 1),
