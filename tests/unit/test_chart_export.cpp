@@ -11,6 +11,7 @@
 #include <QLineSeries>
 #include <QMouseEvent>
 #include <QSet>
+#include <QTabBar>
 #include <QTemporaryDir>
 #include <QToolTip>
 #include <QValueAxis>
@@ -304,4 +305,42 @@ TEST_F(ChartExport, TabsLayoutDefersHiddenPanels) {
   EXPECT_GT(distinctColors(QImage(path("m.png"))), 20);
   m_dashboard.setLayoutMode(Dashboard::Layout::Grid);
   EXPECT_EQ(m_dashboard.grab().size(), QSize(1280, 800));
+}
+
+// A short histogram panel (the dashboard in a 1280x800 window) shows one chart at a time, picked
+// by a tab bar, instead of two illegible slivers; a tall one shows both. Exports always hold both.
+TEST_F(ChartExport, ShortHistogramPanelShowsOneChartAtATime) {
+  auto* h = qobject_cast<HistogramView*>(m_dashboard.panel(QStringLiteral("histogram")));
+  ASSERT_NE(h, nullptr);
+  h->setParent(nullptr);  // on its own, to set its height directly
+  h->resize(440, HistogramView::kCompactBelowPx - 150);
+  h->show();
+  QApplication::processEvents();
+  ASSERT_TRUE(h->isCompact());
+  auto* tabs = h->findChild<QTabBar*>();
+  ASSERT_NE(tabs, nullptr);
+  EXPECT_TRUE(tabs->isVisible());
+  EXPECT_TRUE(h->chartView()->isVisible());
+  EXPECT_FALSE(h->heatMapView()->isVisible());
+  tabs->setCurrentIndex(1);
+  EXPECT_FALSE(h->chartView()->isVisible());
+  EXPECT_TRUE(h->heatMapView()->isVisible());
+  // The shown chart gets the panel's height, not half of it.
+  EXPECT_GT(h->heatMapView()->height(), h->height() / 2 + 40);
+  if (qEnvironmentVariableIsSet("AMP_CHART_SCREENSHOT")) h->grab().save(qEnvironmentVariable("AMP_CHART_SCREENSHOT") + ".heat.png");
+  // Exports render both charts whatever is on screen.
+  ASSERT_TRUE(h->exportTo(path("h.svg"), {}, QSize(900, 600)));
+  bool ok = false;
+  const QString text = svgText(path("h.svg"), &ok);
+  EXPECT_TRUE(ok);
+  EXPECT_TRUE(text.contains(h->chartView()->yAxis()->titleText()));
+  EXPECT_TRUE(text.contains(h->heatMapView()->yAxis()->titleText()));
+
+  h->resize(440, HistogramView::kCompactBelowPx + 200);
+  QApplication::processEvents();
+  EXPECT_FALSE(h->isCompact());
+  EXPECT_FALSE(tabs->isVisible());
+  EXPECT_TRUE(h->chartView()->isVisible());
+  EXPECT_TRUE(h->heatMapView()->isVisible());
+  delete h;
 }

@@ -5,6 +5,7 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QTabBar>
 #include <QLineSeries>
 #include <QSignalBlocker>
 #include <QVBoxLayout>
@@ -83,10 +84,20 @@ HistogramView::HistogramView(QWidget* parent)
   controls->addWidget(m_runBox);
   controls->addWidget(m_tensorBox, 1);
   controls->addWidget(m_domainBox);
+  m_chartTabs = new QTabBar(this);
+  m_chartTabs->setDocumentMode(true);
+  m_chartTabs->setExpanding(false);
+  m_chartTabs->setDrawBase(false);
+  m_chartTabs->addTab(tr("Exponents now"));
+  m_chartTabs->addTab(tr("Over time"));
+  m_chartTabs->setToolTip(tr("The panel is short: one chart at a time (a taller window shows both)."));
+  m_chartTabs->hide();
+  connect(m_chartTabs, &QTabBar::currentChanged, this, [this] { updateCompactLayout(); });
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->setSpacing(0);
   layout->addLayout(controls);
+  layout->addWidget(m_chartTabs, 0, Qt::AlignLeft);
   layout->addWidget(m_view, 1);
   layout->addWidget(m_heatView, 1);
 
@@ -96,6 +107,20 @@ HistogramView::HistogramView(QWidget* parent)
           [this](int i) { setSelectedTensor(m_tensorBox->itemData(i).toString()); });
   connect(m_domainBox, &QComboBox::currentIndexChanged, this,
           [this](int i) { setDomain(Domain(m_domainBox->itemData(i).toInt())); });
+}
+
+void HistogramView::resizeEvent(QResizeEvent* event) {
+  ChartPanel::resizeEvent(event);
+  updateCompactLayout();
+}
+
+void HistogramView::updateCompactLayout() {
+  // Two stacked charts need ~240 px each for their axes, labels and legends; below that the
+  // labels elide to "..." and the plots shrink to slivers, so show one at a time instead.
+  m_compact = height() < kCompactBelowPx;
+  m_chartTabs->setVisible(m_compact);
+  m_view->setVisible(!m_compact || m_chartTabs->currentIndex() == 0);
+  m_heatView->setVisible(!m_compact || m_chartTabs->currentIndex() == 1);
 }
 
 QString HistogramView::tensorKey(const HistogramRecord& r) {

@@ -3,6 +3,8 @@
 // shaded bands (bf16's normal range, from 2⁻¹²⁶, covers the whole axis: shown as a strip and
 // said so in the legend), the under/overflow fractions in a caption; below, the same tensor
 // over time as a heat map (one column per frame, colour = log count) with the fp16 range lines.
+// When the panel is too short for both charts to be legible (a 1280x800 window), it shows one at
+// a time and a tab bar picks which.
 #pragma once
 
 #include <optional>
@@ -13,6 +15,7 @@
 
 class QAreaSeries;
 class QComboBox;
+class QTabBar;
 class QLineSeries;
 
 namespace amp::ui {
@@ -36,10 +39,14 @@ class HistogramView : public ChartPanel {
   void setDomain(Domain domain);
   Domain domain() const { return m_domain; }
   ChartView* heatMapView() const { return m_heatView; }
+  // True when the panel is too short for both charts and shows one of them, chosen by a tab bar.
+  bool isCompact() const { return m_compact; }
+  static constexpr int kCompactBelowPx = 480;
 
   void render(QPainter* painter, const QRectF& target) override;
 
  protected:
+  void resizeEvent(QResizeEvent* event) override;
   void rebuildSeries() override;
   void updateSeries() override;
   QList<ChartView*> views() const override { return {m_view, m_heatView}; }
@@ -51,6 +58,7 @@ class HistogramView : public ChartPanel {
   void updateBars(const RunData* run, const HistogramRecord* rec, const HistogramFrame& frame);
   void updateHeatMap(const RunData* run);
   void showEmpty(const QString& message);
+  void updateCompactLayout();
   QString barsHoverText(const QPointF& value) const;
   QString heatHoverText(const QPointF& value) const;
   static QString tensorKey(const HistogramRecord& r);
@@ -60,6 +68,8 @@ class HistogramView : public ChartPanel {
   QComboBox* m_tensorBox;
   QComboBox* m_domainBox;
   ChartView* m_heatView;
+  QTabBar* m_chartTabs;  // compact mode: bars or over time
+  bool m_compact = false;
   HeatMapItem* m_heat = nullptr;
 
   QAreaSeries* m_scaled = nullptr;
