@@ -4,7 +4,11 @@
 #include <quazip/quazipfile.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QSaveFile>
 
@@ -16,6 +20,32 @@ namespace {
 
 [[noreturn]] void fail(const QString& path, const std::string& what) {
   throw CheckpointError(path.toStdString() + ": " + what);
+}
+
+std::uint32_t le(const QByteArray& b, qsizetype at, int bytes) {
+  std::uint32_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<std::uint8_t>(b[at + i]);
+  return v;
+}
+
+// minizip looks for the end-of-central-directory record anywhere in the last 64 KiB, so a file
+// cut short just after a stored entry that is itself a zip (checkpoint.zip) would open as that
+// inner zip. A whole zip ends with its own record: the record's comment reaches the end of the
+// file and its central directory lies right before it (zip64 offsets are not checked).
+bool endsWithOwnZipDirectory(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return true;  // readZipEntries reports it
+  constexpr qint64 kRecord = 22;
+  const qint64 tailSize = std::min<qint64>(f.size(), kRecord + 0xFFFF);
+  if (!f.seek(f.size() - tailSize)) return true;
+  const QByteArray tail = f.read(tailSize);
+  for (qsizetype p = tail.size() - kRecord; p >= 0; --p) {
+    if (le(tail, p, 4) != 0x06054b50u || p + kRecord + le(tail, p + 20, 2) != tail.size()) continue;
+    const std::uint32_t dirSize = le(tail, p + 12, 4), dirOffset = le(tail, p + 16, 4);
+    if (dirOffset == 0xFFFFFFFFu || dirSize == 0xFFFFFFFFu) return true;
+    return qint64(dirOffset) + dirSize == f.size() - tailSize + p;
+  }
+  return false;
 }
 
 }  // namespace
@@ -61,6 +91,8 @@ std::map<QString, QByteArray> readZipEntries(const QString& path, const QStringL
   const QFileInfo fi(path);
   if (!fi.exists()) fail(path, "no such file");
   if (!fi.isFile()) fail(path, "not a file");
+  if (!endsWithOwnZipDirectory(path))
+    fail(path, "not a zip archive, or a truncated one (it does not end with its zip directory)");
   QuaZip zip(path);
   zip.setUtf8Enabled(true);
   if (!zip.open(QuaZip::mdUnzip))

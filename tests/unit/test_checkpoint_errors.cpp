@@ -102,6 +102,14 @@ TEST_F(CheckpointErrors, TruncatedZip) {
   EXPECT_THROW(readCheckpointInfo(writeFile("cut.zip", m_bytes.left(m_bytes.size() - 10))), CheckpointError);
 }
 
+// Bytes after the zip's end record (a botched copy, two files concatenated) are not a zip this
+// program wrote: minizip alone would open it by searching backwards for the record.
+TEST_F(CheckpointErrors, BytesAfterTheZipDirectory) {
+  expectRefused(writeFile("tail.zip", m_bytes + QByteArray(100, 'x')),
+                {"does not end with its zip directory"});
+  expectRefused(writeFile("twice.zip", m_bytes + m_bytes.left(m_bytes.size() / 2)), {"zip"});
+}
+
 TEST_F(CheckpointErrors, FlippedBytesInsideAnEntry) {
   // The model entry is stored uncompressed: its bytes sit in the zip as they are.
   const QByteArray model = readZipEntries(m_good).at("model.safetensors");
