@@ -13,7 +13,13 @@ double median(std::vector<double> v) {
 
 void RunSummaryBuilder::add(const StepMetrics& m) {
   // An epoch's time is complete at its last batch (the run's last epoch included; a run that
-  // stops mid-epoch reports only whole epochs).
+  // stops mid-epoch reports only whole epochs). Metrics read back from metrics.jsonl (a resumed
+  // run's history) carry no end marks: there a change of epoch closes the previous one.
+  if (m.epoch != m_epoch && m_epochAccum > 0) {
+    m_s.epochSeconds.push_back(m_epochAccum / 1e3);
+    m_epochAccum = 0;
+  }
+  m_epoch = m.epoch;
   m_epochAccum += m.stepMs;
   if (m.epochEnd) {
     m_s.epochSeconds.push_back(m_epochAccum / 1e3);

@@ -36,6 +36,7 @@ class RunSummaryBuilder {
   RunSummary m_s;
   std::vector<double> m_stepMs, m_samples, m_gflops, m_lastLosses;
   double m_epochAccum = 0;
+  int m_epoch = 0;
   double m_lostSum = 0;
 };
 

@@ -29,6 +29,26 @@ TEST(RunSummary, EpochSecondsSumTheStepsOfEachCompletedEpoch) {
   EXPECT_DOUBLE_EQ(s.epochSeconds[1], 0.006);
 }
 
+// A resumed run's history comes back from metrics.jsonl without end marks: epochs still split
+// where the epoch number changes, and the live steps' marks take over from there.
+TEST(RunSummary, HistoryWithoutEndMarksSplitsAtEpochChanges) {
+  RunSummaryBuilder b;
+  const std::vector<double> ms{10, 20, 30, 1, 2, 3, 100, 200, 300};
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    StepMetrics m;
+    m.step = static_cast<std::int64_t>(i + 1);
+    m.epoch = static_cast<int>(i / 3);
+    m.epochEnd = i >= 4 && i % 3 == 2;  // steps 1-4 read back, 5-9 trained
+    m.stepMs = ms[i];
+    b.add(m);
+  }
+  const RunSummary s = b.summary();
+  ASSERT_EQ(s.epochSeconds.size(), 3u);
+  EXPECT_DOUBLE_EQ(s.epochSeconds[0], 0.060);
+  EXPECT_DOUBLE_EQ(s.epochSeconds[1], 0.006);
+  EXPECT_DOUBLE_EQ(s.epochSeconds[2], 0.600);
+}
+
 TEST(RunSummary, TrainerMarksTheLastBatchOfEveryEpoch) {
   RunConfig c;
   for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
