@@ -5,8 +5,8 @@
 #include "kernels/cpu/cpu_baseline.h"
 
 int main(int argc, char** argv) {
-  if (const auto problem = amp::cpu::cpuBaselineProblem()) {
-    std::fprintf(stderr, "ampstudio-cli: %s\n", problem->c_str());
+  if (const char* problem = amp::cpu::cpuBaselineProblem()) {  // normally refused before main
+    std::fprintf(stderr, "ampstudio-cli: %s\n", problem);
     return 2;
   }
   return amp::cli::cliMain(argc, argv);

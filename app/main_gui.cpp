@@ -41,8 +41,8 @@ bool wantsScreenshot(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (const auto problem = amp::cpu::cpuBaselineProblem()) {
-    std::fprintf(stderr, "ampstudio: %s\n", problem->c_str());
+  if (const char* problem = amp::cpu::cpuBaselineProblem()) {  // normally refused before main
+    std::fprintf(stderr, "ampstudio: %s\n", problem);
     return 2;
   }
   // Without any display Qt aborts; a screenshot needs none, so draw offscreen.

@@ -1,24 +1,41 @@
 #include "kernels/cpu/cpu_baseline.h"
 
+#include <errno.h>   // program_invocation_short_name
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
 namespace amp::cpu {
 
-std::optional<std::string> cpuBaselineProblem() {
-#if defined(AMP_CPU_BASELINE) && (defined(__x86_64__) || defined(_M_X64))
-  const std::string baseline = AMP_CPU_BASELINE;
-  if (baseline != "x86-64-v3" && baseline != "x86-64-v4") return std::nullopt;
+const char* cpuBaselineProblem() {
+#if defined(AMP_CPU_BASELINE) && defined(__x86_64__)
+  static char message[256];
+  const char* baseline = AMP_CPU_BASELINE;
   __builtin_cpu_init();
-  std::string missing;
-  // The features x86-64-v3 adds that GCC actually emits in vectorised loops.
-  if (!__builtin_cpu_supports("avx2")) missing += " AVX2";
-  if (!__builtin_cpu_supports("fma")) missing += " FMA";
-  if (!__builtin_cpu_supports("bmi2")) missing += " BMI2";
-  if (!__builtin_cpu_supports("f16c")) missing += " F16C";
-  if (baseline == "x86-64-v4" && !__builtin_cpu_supports("avx512bw")) missing += " AVX512BW";
-  if (!missing.empty())
-    return "this build of AMP Studio needs a " + baseline + " CPU, and this one lacks" + missing +
-           "; rebuild with -DAMP_CPU_BASELINE= (empty) for a generic x86-64 build";
+  bool ok = true;
+  if (strcmp(baseline, "x86-64-v3") == 0) ok = __builtin_cpu_supports("x86-64-v3");
+  else if (strcmp(baseline, "x86-64-v4") == 0) ok = __builtin_cpu_supports("x86-64-v4");
+  if (!ok) {
+    snprintf(message, sizeof message,
+             "this build needs an %s CPU (AVX2, FMA, BMI2, F16C%s) and this one lacks part of it; "
+             "rebuild with cmake -DAMP_CPU_BASELINE= for generic x86-64",
+             baseline, strcmp(baseline, "x86-64-v4") == 0 ? ", AVX-512" : "");
+    return message;
+  }
 #endif
-  return std::nullopt;
+  return nullptr;
 }
+
+namespace {
+
+// Priority 101 runs before all default-priority static initialisers of this program.
+__attribute__((constructor(101))) void refuseAnOlderCpu() {
+  if (const char* problem = cpuBaselineProblem()) {
+    fprintf(stderr, "%s: %s\n", program_invocation_short_name, problem);
+    _exit(2);
+  }
+}
+
+}  // namespace
 
 }  // namespace amp::cpu

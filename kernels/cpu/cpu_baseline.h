@@ -1,15 +1,14 @@
 // The programs are built for a baseline ISA (CMake's AMP_CPU_BASELINE, x86-64-v3 by default).
-// On an older CPU the first vector instruction would kill the process with SIGILL; main() asks
-// here first and prints one line instead. This file and the main() files are compiled for plain
-// x86-64 so that the check itself runs everywhere.
+// On an older CPU the first vector instruction would kill the process with SIGILL, possibly in a
+// static initialiser before main(). cpu_baseline.cpp therefore checks from a constructor that
+// runs before every static initialiser of ours, in a file compiled for plain x86-64 that uses
+// only C library calls, and exits with one line naming what is missing.
 #pragma once
-
-#include <optional>
-#include <string>
 
 namespace amp::cpu {
 
-// Nothing when this CPU runs the build; otherwise a one-line explanation naming what is missing.
-std::optional<std::string> cpuBaselineProblem();
+// Null when this CPU runs the build, else the one-line explanation (a static buffer). main()
+// calls it too, which also makes the linker keep the constructor's object file.
+const char* cpuBaselineProblem();
 
 }  // namespace amp::cpu

@@ -245,3 +245,23 @@ TEST(TrainerAmp, GradNormIsTheNormOfTheUnscaledGradients) {
     }
   }
 }
+
+// With clipping, grad_norm is the norm before clipping (what clip_grad_norm_ returns) and the
+// gradients the optimizer used were scaled down to the clip norm.
+TEST(TrainerAmp, GradNormWithClippingIsThePreClipNorm) {
+  for (const char* mode : {"fp32", "bf16", "fp16"}) {
+    SCOPED_TRACE(mode);
+    RunConfig c = recipe(mode, 2);
+    setConfigValue(c, "train.clip_norm", "0.001");  // far below the recipe's norms (~0.09)
+    Trainer t(c);
+    for (int i = 0; i < 2; ++i) {
+      const StepMetrics m = t.step();
+      double sum = 0;
+      for (Parameter* p : t.model().parameters())
+        for (float v : t.backend().toHostFloat(p->grad)) sum += double(v) * double(v);
+      EXPECT_TRUE(m.clipped);
+      EXPECT_GT(m.gradNorm, 0.01);
+      EXPECT_NEAR(std::sqrt(sum), 0.001, 1e-6) << "step " << m.step;  // coef = 0.001 / (norm + 1e-6)
+    }
+  }
+}
