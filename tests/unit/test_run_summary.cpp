@@ -11,19 +11,24 @@
 namespace amp {
 namespace {
 
-TEST(RunSummary, EpochSecondsSumTheStepsOfEachCompletedEpoch) {
+// Feeds steps of 3-step epochs with the given times; steps from `firstMarked` on (0-based)
+// carry end marks, as live steps do; earlier ones have none, as metrics read back from a file.
+RunSummary summarise(const std::vector<double>& ms, std::size_t firstMarked = 0) {
   RunSummaryBuilder b;
-  // Two whole epochs of 3 steps, then a run stopped 2 steps into the third.
-  const std::vector<double> ms{10, 20, 30, 1, 2, 3, 100, 200};
   for (std::size_t i = 0; i < ms.size(); ++i) {
     StepMetrics m;
     m.step = static_cast<std::int64_t>(i + 1);
     m.epoch = static_cast<int>(i / 3);
-    m.epochEnd = i % 3 == 2;
+    m.epochEnd = i >= firstMarked && i % 3 == 2;
     m.stepMs = ms[i];
     b.add(m);
   }
-  const RunSummary s = b.summary();
+  return b.summary();
+}
+
+TEST(RunSummary, EpochSecondsSumTheStepsOfEachCompletedEpoch) {
+  // Two whole epochs of 3 steps, then a run stopped 2 steps into the third.
+  const RunSummary s = summarise({10, 20, 30, 1, 2, 3, 100, 200});
   ASSERT_EQ(s.epochSeconds.size(), 2u);
   EXPECT_DOUBLE_EQ(s.epochSeconds[0], 0.060);
   EXPECT_DOUBLE_EQ(s.epochSeconds[1], 0.006);
@@ -32,17 +37,7 @@ TEST(RunSummary, EpochSecondsSumTheStepsOfEachCompletedEpoch) {
 // A resumed run's history comes back from metrics.jsonl without end marks: epochs still split
 // where the epoch number changes, and the live steps' marks take over from there.
 TEST(RunSummary, HistoryWithoutEndMarksSplitsAtEpochChanges) {
-  RunSummaryBuilder b;
-  const std::vector<double> ms{10, 20, 30, 1, 2, 3, 100, 200, 300};
-  for (std::size_t i = 0; i < ms.size(); ++i) {
-    StepMetrics m;
-    m.step = static_cast<std::int64_t>(i + 1);
-    m.epoch = static_cast<int>(i / 3);
-    m.epochEnd = i >= 4 && i % 3 == 2;  // steps 1-4 read back, 5-9 trained
-    m.stepMs = ms[i];
-    b.add(m);
-  }
-  const RunSummary s = b.summary();
+  const RunSummary s = summarise({10, 20, 30, 1, 2, 3, 100, 200, 300}, 4);  // steps 1-4 read back
   ASSERT_EQ(s.epochSeconds.size(), 3u);
   EXPECT_DOUBLE_EQ(s.epochSeconds[0], 0.060);
   EXPECT_DOUBLE_EQ(s.epochSeconds[1], 0.006);

@@ -224,6 +224,14 @@ TEST(TrainerAmp, PlainFp32DivergenceIsNotAPostUnscaleOverflow) {
   for (const auto& m : runAll(c)) EXPECT_FALSE(m.postUnscaleOverflow) << "step " << m.step;
 }
 
+// The L2 norm of all current .grad tensors, recomputed in double on the host.
+static double gradientNorm(Trainer& t) {
+  double sum = 0;
+  for (Parameter* p : t.model().parameters())
+    for (float v : t.backend().toHostFloat(p->grad)) sum += double(v) * double(v);
+  return std::sqrt(sum);
+}
+
 // grad_norm comes out of fused passes (the unscale when a scaler runs, else the optimizer
 // step); it must equal the norm of the gradients the step used, recomputed here on their own.
 TEST(TrainerAmp, GradNormIsTheNormOfTheUnscaledGradients) {
@@ -236,11 +244,9 @@ TEST(TrainerAmp, GradNormIsTheNormOfTheUnscaledGradients) {
       Trainer t(c);
       for (int i = 0; i < 3; ++i) {
         const StepMetrics m = t.step();
-        double sum = 0;
-        for (Parameter* p : t.model().parameters())
-          for (float v : t.backend().toHostFloat(p->grad)) sum += double(v) * double(v);
-        ASSERT_GT(sum, 0.0);
-        EXPECT_NEAR(m.gradNorm, std::sqrt(sum), 1e-9 * std::sqrt(sum)) << "step " << m.step;
+        const double norm = gradientNorm(t);
+        ASSERT_GT(norm, 0.0);
+        EXPECT_NEAR(m.gradNorm, norm, 1e-9 * norm) << "step " << m.step;
       }
     }
   }
@@ -256,12 +262,9 @@ TEST(TrainerAmp, GradNormWithClippingIsThePreClipNorm) {
     Trainer t(c);
     for (int i = 0; i < 2; ++i) {
       const StepMetrics m = t.step();
-      double sum = 0;
-      for (Parameter* p : t.model().parameters())
-        for (float v : t.backend().toHostFloat(p->grad)) sum += double(v) * double(v);
       EXPECT_TRUE(m.clipped);
       EXPECT_GT(m.gradNorm, 0.01);
-      EXPECT_NEAR(std::sqrt(sum), 0.001, 1e-6) << "step " << m.step;  // coef = 0.001 / (norm + 1e-6)
+      EXPECT_NEAR(gradientNorm(t), 0.001, 1e-6) << "step " << m.step;  // coef = 0.001 / (norm + 1e-6)
     }
   }
 }
