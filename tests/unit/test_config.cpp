@@ -8,18 +8,12 @@
 #include "engine/config/config_schema.h"
 #include "engine/config/presets.h"
 #include "engine/io/config_json.h"
+#include "test_support.h"
 
 using namespace amp;
 
 namespace {
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+const auto errorOf = test::messageOf<std::exception>;
 }  // namespace
 
 TEST(Config, BadValuesNameTheKeyAndWhatWasExpected) {

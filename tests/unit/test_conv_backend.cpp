@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
-#include "engine/data/rng.h"
+#include "test_support.h"
 #include "kernels/common/float16.h"
 #include "kernels/cpu/onednn_conv.h"
 
@@ -17,12 +17,7 @@ namespace {
 
 using Vec = std::vector<double>;
 
-std::vector<float> randomVec(std::int64_t n, std::uint64_t seed, double lo = -1, double hi = 1) {
-  Rng rng(seed);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (auto& x : v) x = static_cast<float>(rng.uniform(lo, hi));
-  return v;
-}
+using test::randomVec;
 
 // The values a tensor of dtype d holds for host values v.
 Vec roundedTo(const std::vector<float>& v, DType d) {
@@ -122,7 +117,9 @@ TEST_F(ConvBackendTest, ScratchCountsAsWorkspaceDuringTheCall) {
     const auto t = d == DType::F32 ? cpu::ConvType::F32 : d == DType::BF16 ? cpu::ConvType::BF16 : cpu::ConvType::F16;
     const auto scratch = static_cast<std::int64_t>(cpu::convScratchBytes(cpu::ConvPass::Forward, t, t, s, false));
     // fp16 is staged through fp32 copies of input, weight and output: at least 4 bytes each.
-    if (d == DType::F16) EXPECT_GE(scratch, 4 * (x.numel() + w.numel() + y.numel()));
+    if (d == DType::F16) {
+      EXPECT_GE(scratch, 4 * (x.numel() + w.numel() + y.numel()));
+    }
     const int ws = static_cast<int>(MemCategory::Workspace);
     const std::int64_t before = be->memory().snapshot().current[ws];
     be->memory().resetPeaks();

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/data/rng.h"
+#include "test_support.h"
 #include "engine/nn/activation_layer.h"
 #include "engine/nn/batch_norm.h"
 #include "engine/nn/conv2d.h"
@@ -18,12 +18,7 @@
 namespace amp {
 namespace {
 
-std::vector<float> randomVec(std::int64_t n, std::uint64_t seed, double lo = -1, double hi = 1) {
-  Rng rng(seed);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (auto& x : v) x = static_cast<float>(rng.uniform(lo, hi));
-  return v;
-}
+using test::randomVec;
 
 class LayerTest : public ::testing::Test {
  protected:

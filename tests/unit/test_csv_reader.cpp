@@ -9,33 +9,17 @@
 
 #include "engine/data/csv_reader.h"
 #include "engine/data/dataset.h"
+#include "test_support.h"
 
 namespace fs = std::filesystem;
 using namespace amp;
 
 namespace {
 
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "<no DataError>";
-}
+const auto errorOf = test::messageOf<DataError>;
 
-#define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << "message: " << (text)
-
-class CsvTest : public ::testing::Test {
+class CsvTest : public test::ScratchDirTest {
  protected:
-  void SetUp() override {
-    m_dir = fs::temp_directory_path() /
-            ("amp_csv_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override { fs::remove_all(m_dir); }
 
   std::string write(const std::string& name, const std::string& text) {
     const std::string p = (m_dir / name).string();
@@ -43,7 +27,6 @@ class CsvTest : public ::testing::Test {
     return p;
   }
 
-  fs::path m_dir;
 };
 
 TEST_F(CsvTest, HeaderWithIntegerLabels) {

@@ -13,6 +13,7 @@
 #include <functional>
 
 #include "engine/data/dataset.h"
+#include "test_support.h"
 #include "engine/data/idx_reader.h"
 
 namespace fs = std::filesystem;
@@ -57,27 +58,10 @@ Bytes cyclicLabels(std::size_t n) {
   return l;
 }
 
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "<no DataError>";
-}
+const auto errorOf = test::messageOf<DataError>;
 
-#define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << "message: " << (text)
-
-class IdxTest : public ::testing::Test {
+class IdxTest : public test::ScratchDirTest {
  protected:
-  void SetUp() override {
-    m_dir = fs::temp_directory_path() /
-            ("amp_idx_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override { fs::remove_all(m_dir); }
 
   std::string writeRaw(const std::string& name, const Bytes& b) {
     const std::string p = (m_dir / name).string();
@@ -104,7 +88,6 @@ class IdxTest : public ::testing::Test {
     writeRaw("t10k-labels-idx1-ubyte", labelFile(cyclicLabels(nTest)));
   }
 
-  fs::path m_dir;
 };
 
 TEST_F(IdxTest, ReadsGzipAndRawIdentically) {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
-#include "engine/data/rng.h"
+#include "test_support.h"
 #include "engine/optim/optimizer.h"
 
 namespace amp {
@@ -17,12 +17,7 @@ namespace {
 // Spans several 4096-value chunks, a ragged tail, and the parallel path.
 constexpr std::int64_t kN = 3 * 4096 + 917;
 
-std::vector<float> randomVec(std::int64_t n, std::uint64_t seed, double lo, double hi) {
-  Rng rng(seed);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (auto& x : v) x = static_cast<float>(rng.uniform(lo, hi));
-  return v;
-}
+using test::randomVec;
 
 double naiveSumOfSquares(const std::vector<float>& v) {
   double s = 0;
@@ -154,7 +149,9 @@ TEST(OptimizerSteps, UnscaleReturnsTheSumOfSquaresOfTheStoredGradients) {
     EXPECT_NEAR(r.sumOfSquares, expect, 1e-12 * expect);
     EXPECT_NEAR(r.sumOfSquares, be->sumOfSquares(ga) + be->sumOfSquares(gb), 1e-12 * expect);
     // Unscaling is by 2^-10: exact for fp32, so the values are the inputs over 1024.
-    if (d == DType::F32) EXPECT_EQ(sa[5], a[5] / 1024.f);
+    if (d == DType::F32) {
+      EXPECT_EQ(sa[5], a[5] / 1024.f);
+    }
   }
   // A non-finite gradient: found (before scaling, as PyTorch), and the norm is not finite.
   auto withInf = b;

@@ -8,18 +8,13 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
-#include "engine/data/rng.h"
+#include "test_support.h"
 #include "kernels/common/float16.h"
 
 namespace amp {
 namespace {
 
-std::vector<float> randomVec(std::int64_t n, std::uint64_t seed, double lo = -1, double hi = 1) {
-  Rng rng(seed);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (auto& x : v) x = static_cast<float>(rng.uniform(lo, hi));
-  return v;
-}
+using test::randomVec;
 
 class PoolNormTest : public ::testing::Test {
  protected:

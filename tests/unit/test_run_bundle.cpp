@@ -14,6 +14,7 @@
 #include "engine/io/run_output.h"
 #include "engine/io/zip_entries.h"
 #include "engine/train/event_text.h"
+#include "test_support.h"
 
 namespace amp {
 namespace {
@@ -60,14 +61,7 @@ void expectSameRecord(const RunRecord& a, const RunRecord& b) {
   EXPECT_EQ(a.summary, b.summary);
 }
 
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ExperimentError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+const auto errorOf = test::messageOf<ExperimentError>;
 
 QByteArray readAll(const QString& path) {
   QFile f(path);
