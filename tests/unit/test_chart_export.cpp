@@ -145,7 +145,7 @@ TEST_F(ChartExport, EveryChartToSvgWithTitleAndAxisTitlesAsText) {
   for (const QString& name : m_dashboard.chartNames()) {
     ChartPanel* panel = m_dashboard.panel(name);
     const QString file = path(name + ".svg");
-    ASSERT_TRUE(panel->exportSvg(file, QSize(900, 600))) << name.toStdString();
+    ASSERT_TRUE(panel->exportTo(file, QStringLiteral("svg"), QSize(900, 600))) << name.toStdString();
     bool ok = false;
     const QString text = svgText(file, &ok);
     EXPECT_TRUE(ok) << name.toStdString() << ": SVG is not well-formed XML";

@@ -99,16 +99,6 @@ bool ChartPanel::exportTo(const QString& path, const QString& format, QSize size
   return exportPainting(path, *f, options, [this](QPainter* p, const QRectF& r) { render(p, r); });
 }
 
-bool ChartPanel::exportPng(const QString& path, QSize size, int dpi) {
-  return exportTo(path, QStringLiteral("png"), size, dpi);
-}
-bool ChartPanel::exportSvg(const QString& path, QSize size) {
-  return exportTo(path, QStringLiteral("svg"), size);
-}
-bool ChartPanel::exportPdf(const QString& path, QSize size) {
-  return exportTo(path, QStringLiteral("pdf"), size);
-}
-
 void ChartPanel::exportInteractively(ExportFormat format) {
   static const char* const suffixes[] = {"png", "svg", "pdf"};
   const QString suffix = QString::fromLatin1(suffixes[int(format)]);

@@ -41,9 +41,6 @@ class ChartPanel : public QWidget {
   // Paints the panel's chart(s) into `target` (logical pixels); used by every export.
   virtual void render(QPainter* painter, const QRectF& target);
   bool exportTo(const QString& path, const QString& format = {}, QSize size = {}, int dpi = 96);
-  bool exportPng(const QString& path, QSize size = {}, int dpi = 96);
-  bool exportSvg(const QString& path, QSize size = {});
-  bool exportPdf(const QString& path, QSize size = {});
 
  public slots:
   void exportInteractively(amp::ui::ExportFormat format);  // asks for a file name

@@ -104,11 +104,8 @@ class ChartView : public QChartView {
 
   // --- export --------------------------------------------------------------------------------
   // Lays the chart out at target's size, paints it, and lays it back out at the view's size.
+  // Files are written by the panel that owns the chart (ChartPanel::exportTo).
   void renderChart(QPainter* painter, const QRectF& target);
-  bool exportImage(const QString& path, const QString& format = {}, QSize size = {}, int dpi = 96);
-  bool exportPng(const QString& path, QSize size = {}, int dpi = 96);
-  bool exportSvg(const QString& path, QSize size = {});
-  bool exportPdf(const QString& path, QSize size = {});
 
  public slots:
   void resetView();

@@ -93,28 +93,4 @@ void ChartView::renderChart(QPainter* painter, const QRectF& target) {
   onPlotAreaChanged(m_chart->plotArea());
 }
 
-bool ChartView::exportImage(const QString& path, const QString& format, QSize size, int dpi) {
-  const auto f = exportFormatFor(path, format);
-  if (!f) return false;
-  ExportOptions options;
-  if (!size.isEmpty())
-    options.size = size;
-  else if (width() > 50 && height() > 50)
-    options.size = this->size();
-  options.dpi = dpi;
-  options.background = backgroundColor();
-  options.title = title();
-  return exportPainting(path, *f, options, [this](QPainter* p, const QRectF& r) { renderChart(p, r); });
-}
-
-bool ChartView::exportPng(const QString& path, QSize size, int dpi) {
-  return exportImage(path, QStringLiteral("png"), size, dpi);
-}
-bool ChartView::exportSvg(const QString& path, QSize size) {
-  return exportImage(path, QStringLiteral("svg"), size);
-}
-bool ChartView::exportPdf(const QString& path, QSize size) {
-  return exportImage(path, QStringLiteral("pdf"), size);
-}
-
 }  // namespace amp::ui
