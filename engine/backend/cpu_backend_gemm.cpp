@@ -63,7 +63,7 @@ void CpuBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool transB
       Tensor c32 = empty(c.shape(), DType::F32, MemCategory::Workspace);
       cpu::matmul(cpu::MatType::F32, cpu::MatType::F32, s, a32.rawData(), b32.rawData(), biasPtr,
                   c32.rawData());
-      convertF32ToF16(c32.data<float>(), c.data<std::uint16_t>(), c.numel());
+      castInto(c32, c);
     }
   } else {
     throw std::invalid_argument("gemm: unsupported dtype " + std::string(dtypeName(in)));

@@ -146,15 +146,21 @@ void CpuBackend::castInto(const Tensor& src, Tensor& dst) {
   const std::size_t n = static_cast<std::size_t>(src.numel());
   const DType s = src.dtype(), d = dst.dtype();
   if (s == d) return copyInto(src, dst);
-  // The hot casts (weights and activations to and from 16 bits) use the vectorised loops.
+  // The hot casts (weights and activations to and from 16 bits) use the vectorised loops, split
+  // across the threads like every other elementwise pass (the converters are single-threaded).
+  const auto split = [&](auto convert, const auto* in, auto* out) {
+    cpu::forEachChunk(static_cast<std::int64_t>(n), [&](std::int64_t b, std::int64_t len) {
+      convert(in + b, out + b, static_cast<std::size_t>(len));
+    });
+  };
   if (s == DType::F32 && d == DType::F16)
-    return convertF32ToF16(src.data<float>(), dst.data<std::uint16_t>(), n);
+    return split(convertF32ToF16, src.data<float>(), dst.data<std::uint16_t>());
   if (s == DType::F32 && d == DType::BF16)
-    return convertF32ToBf16(src.data<float>(), dst.data<std::uint16_t>(), n);
+    return split(convertF32ToBf16, src.data<float>(), dst.data<std::uint16_t>());
   if (s == DType::F16 && d == DType::F32)
-    return convertF16ToF32(src.data<std::uint16_t>(), dst.data<float>(), n);
+    return split(convertF16ToF32, src.data<std::uint16_t>(), dst.data<float>());
   if (s == DType::BF16 && d == DType::F32)
-    return convertBf16ToF32(src.data<std::uint16_t>(), dst.data<float>(), n);
+    return split(convertBf16ToF32, src.data<std::uint16_t>(), dst.data<float>());
   cpu::dispatchFloatCode(floatCode(src), [&](auto st) {
     cpu::dispatchFloatCode(floatCode(dst), [&](auto dt) {
       using S = decltype(st);

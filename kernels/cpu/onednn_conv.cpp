@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/cpu/chunked.h"
 #include "kernels/cpu/convert.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -29,18 +30,6 @@ dnnl::engine& cpuEngine() {
 // What oneDNN computes in for an operand type: fp16 goes through fp32.
 memory::data_type computeType(ConvType t) {
   return t == ConvType::BF16 ? memory::data_type::bf16 : memory::data_type::f32;
-}
-
-// Converts n elements in parallel chunks (the conversion routines are single-threaded by design).
-template <class Fn>
-void parallelChunks(std::size_t n, Fn&& fn) {
-  constexpr std::size_t kChunk = std::size_t{1} << 14;
-  const auto chunks = static_cast<std::int64_t>((n + kChunk - 1) / kChunk);
-#pragma omp parallel for if (chunks > 1)
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    const std::size_t begin = std::size_t(c) * kChunk;
-    fn(begin, std::min(kChunk, n - begin));
-  }
 }
 
 // One argument of a primitive: the caller's plain buffer and, when the primitive wants another
@@ -248,8 +237,8 @@ void execute(CachedConv& cc, std::initializer_list<const void*> handles) {
       a.user.set_data_handle(wide);
       if (a.isInput) {
         const auto* half = static_cast<const std::uint16_t*>(p);
-        parallelChunks(a.elements, [&](std::size_t at, std::size_t n) {
-          convertF16ToF32(half + at, wide + at, n);
+        forEachChunk(static_cast<std::int64_t>(a.elements), [&](std::int64_t at, std::int64_t n) {
+          convertF16ToF32(half + at, wide + at, static_cast<std::size_t>(n));
         });
       }
     }
@@ -266,8 +255,8 @@ void execute(CachedConv& cc, std::initializer_list<const void*> handles) {
     auto* half = static_cast<std::uint16_t*>(const_cast<void*>(*h++));
     if (a.isInput || !a.staged) continue;
     const auto* wide = reinterpret_cast<const float*>(scratch + a.stagingOffset);
-    parallelChunks(a.elements, [&](std::size_t at, std::size_t n) {
-      convertF32ToF16(wide + at, half + at, n);
+    forEachChunk(static_cast<std::int64_t>(a.elements), [&](std::int64_t at, std::int64_t n) {
+      convertF32ToF16(wide + at, half + at, static_cast<std::size_t>(n));
     });
   }
 }
