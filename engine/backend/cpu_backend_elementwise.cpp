@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "engine/backend/cpu_backend.h"
+#include "kernels/common/mix64.h"
 #include "kernels/cpu/chunked.h"
 
 namespace amp {
@@ -38,14 +39,6 @@ inline float derivative(Activation a, float x, float y) {
   return 1.f;
 }
 
-// Counter-based random bits: the mask depends only on (seed, index), so it is reproducible
-// and independent of threading.
-inline std::uint64_t mix64(std::uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 }  // namespace
 
@@ -110,6 +103,8 @@ void CpuBackend::dropoutForward(const Tensor& x, Tensor& mask, Tensor& y, float 
     auto* out = y.data<typename T::Storage>();
 #pragma omp parallel for if (n > kParallelThreshold)
     for (std::int64_t i = 0; i < n; ++i) {
+      // Counter-based random bits: the mask depends only on (seed, index), so it is
+      // reproducible and independent of threading.
       const bool keep = p == 0.f || mix64(seed ^ mix64(static_cast<std::uint64_t>(i))) >= threshold;
       m[i] = keep ? 1 : 0;
       out[i] = T::store(keep ? T::load(in[i]) * keepScale : 0.f);

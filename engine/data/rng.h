@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/common/mix64.h"
+
 namespace amp {
 
 class Rng {
@@ -26,7 +28,7 @@ class Rng {
   // Independent streams from one seed: e.g. Rng(seed, 1) for features, Rng(seed, 2) for
   // targets, so changing one part of a recipe does not reshuffle the others.
   explicit Rng(std::uint64_t seed = 0, std::uint64_t stream = 0) {
-    std::uint64_t sm = splitmix64Step(seed) ^ (stream * 0xD1B54A32D192ED03ULL + 0x8CB92BA72F3D8DD7ULL);
+    std::uint64_t sm = mix64(seed) ^ (stream * 0xD1B54A32D192ED03ULL + 0x8CB92BA72F3D8DD7ULL);
     for (auto& w : m_s) w = splitmix64(sm);
     if ((m_s[0] | m_s[1] | m_s[2] | m_s[3]) == 0) m_s[0] = 1;  // all-zero is xoshiro's fixed point
   }
@@ -115,14 +117,8 @@ class Rng {
   friend bool operator==(const Rng& a, const Rng& b) { return a.getState() == b.getState(); }
 
  private:
-  static std::uint64_t splitmix64Step(std::uint64_t x) {
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-  }
   static std::uint64_t splitmix64(std::uint64_t& x) {
-    const std::uint64_t r = splitmix64Step(x);
+    const std::uint64_t r = mix64(x);
     x += 0x9E3779B97F4A7C15ULL;
     return r;
   }

@@ -3,16 +3,11 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "kernels/common/mix64.h"
+
 namespace amp {
 
 namespace {
-std::uint64_t splitmix64(std::uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 // FNV-1a: a hash of the layer's name that is the same on every platform (std::hash is not).
 std::uint64_t nameHash(const std::string& s) {
   std::uint64_t h = 0xCBF29CE484222325ull;
@@ -33,7 +28,7 @@ std::string Dropout::describe() const {
 
 std::uint64_t Dropout::maskSeed(std::uint64_t stepSeed) const {
   // The layer's name is its index in the model, so each layer draws its own mask.
-  return splitmix64(stepSeed ^ splitmix64(nameHash(m_name)));
+  return mix64(stepSeed ^ mix64(nameHash(m_name)));
 }
 
 Tensor Dropout::forward(LayerContext& ctx, const Tensor& x) {
