@@ -33,11 +33,7 @@ CastPolicy Autocast::effectivePolicy(std::string_view op) const {
 }
 
 DType Autocast::computeDtype(std::string_view op, const std::vector<DType>& inputs) const {
-  if (enabled()) return m_policy.computeDtype(op, lowDtype(), inputs);
-  DType w = inputs.empty() ? DType::F32 : inputs.front();
-  for (DType d : inputs)
-    if (d != w) w = DType::F32;
-  return w;
+  return enabled() ? m_policy.computeDtype(op, lowDtype(), inputs) : promoteTypes(inputs);
 }
 
 Tensor Autocast::castParameter(Backend& be, const Tensor& master, DType to, bool& hit,

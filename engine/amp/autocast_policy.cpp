@@ -72,20 +72,20 @@ std::vector<std::pair<std::string, CastPolicy>> AutocastPolicy::overrides() cons
   return out;
 }
 
+DType promoteTypes(const std::vector<DType>& inputs) {
+  DType w = inputs.empty() ? DType::F32 : inputs.front();
+  for (DType d : inputs)
+    if (d != w) w = DType::F32;
+  return w;
+}
+
 DType AutocastPolicy::computeDtype(std::string_view op, DType low,
                                    const std::vector<DType>& inputs) const {
-  auto widest = [&] {
-    // promote_types: fp32 beats 16-bit; fp16 with bf16 also gives fp32.
-    DType w = inputs.empty() ? DType::F32 : inputs.front();
-    for (DType d : inputs)
-      if (d != w) w = DType::F32;
-    return w;
-  };
   switch (policyFor(op)) {
     case CastPolicy::LowerPrecision: return low;
     case CastPolicy::Fp32:
     case CastPolicy::Fp32Output: return DType::F32;
-    case CastPolicy::Promote: return widest();
+    case CastPolicy::Promote: return promoteTypes(inputs);
     case CastPolicy::PassThrough: return inputs.empty() ? DType::F32 : inputs.front();
     case CastPolicy::Banned:
       throw std::invalid_argument(

@@ -24,6 +24,9 @@ enum class CastPolicy : std::uint8_t {
 
 std::string_view castPolicyName(CastPolicy p);  // "lower_precision", "fp32", ...
 std::optional<CastPolicy> parseCastPolicy(std::string_view s);
+// torch.promote_types over the inputs: fp32 beats 16-bit, fp16 with bf16 also gives fp32; no
+// inputs give fp32.
+DType promoteTypes(const std::vector<DType>& inputs);
 
 class AutocastPolicy {
  public:
