@@ -280,7 +280,7 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
         std::fprintf(stderr, "%s[%s] step %lld/%lld (%lld%%) loss %.5g scale %s skipped %lld | %.2f ms/step | ETA %.0fs%s%s",
                      tty ? "\r\033[K" : "", tag.c_str(), static_cast<long long>(m.step),
                      static_cast<long long>(total), static_cast<long long>(pct), m.loss,
-                     formatScale(m.scaleAfter).c_str(), static_cast<long long>(builder.summary().skippedSteps),
+                     formatScale(m.scaleAfter).c_str(), static_cast<long long>(builder.skippedSteps()),
                      m.stepMs, eta, acc.c_str(), tty ? "" : "\n");
         lastPrinted = pct;
       }

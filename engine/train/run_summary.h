@@ -30,7 +30,8 @@ struct RunSummary {
 class RunSummaryBuilder {
  public:
   void add(const StepMetrics& m);
-  RunSummary summary() const;  // the figures so far
+  RunSummary summary() const;  // the figures so far (sorts the step times: not per step)
+  std::int64_t skippedSteps() const { return m_s.skippedSteps; }
 
  private:
   RunSummary m_s;

@@ -199,7 +199,6 @@ StepMetrics Trainer::step() {
   // unscale_ explicitly (as the recipe does before clipping), then look at the true gradients.
   // The global gradient norm comes out of a pass that reads every gradient anyway: unscaling
   // when the scaler runs, else the optimizer step (when no clipping needs it first).
-  m_scaled->takeUnscaledSumOfSquares();  // drop a stale value from an unscale outside step()
   m_scaler->unscale(*m_scaled);
   const auto outcome = m_scaler->lastUnscale(*m_scaled);
   const bool foundInf = outcome && outcome->foundInf;
