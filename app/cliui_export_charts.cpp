@@ -43,7 +43,6 @@ int exportCharts(const std::vector<RunRecord>& runs, const std::string& format,
   ui::Dashboard dashboard;
   dashboard.resize(1800, 1050);
   dashboard.setRuns(pointers);
-  dashboard.refresh();
   if (!dashboard.exportDashboard(path, QString::fromStdString(format)))
     return usageError(path.toStdString() + ": cannot write the " + format + " export");
   std::fprintf(stderr, "wrote %s\n", qPrintable(path));

@@ -274,8 +274,7 @@ void MainWindow::updateRunStatus(RunData* run) {
 }
 
 void MainWindow::chartsChanged() {
-  m_dashboard->setRuns(m_runs);
-  m_dashboard->refresh();
+  m_dashboard->setRuns(m_runs);  // each panel refreshes itself (or on show, when hidden)
 }
 
 void MainWindow::refreshRuns() {

@@ -20,18 +20,6 @@ namespace amp::ui {
 
 namespace {
 
-QString kindKey(HistogramKind k) {
-  switch (k) {
-    case HistogramKind::WeightGrad:
-      return QStringLiteral("weight_grad");
-    case HistogramKind::ActivationGrad:
-      return QStringLiteral("activation_grad");
-    case HistogramKind::Activation:
-      return QStringLiteral("activation");
-  }
-  return {};
-}
-
 QAreaSeries* makeArea(const QString& name) {
   auto* upper = new QLineSeries;
   auto* lower = new QLineSeries;
@@ -124,7 +112,7 @@ void HistogramView::updateCompactLayout() {
 }
 
 QString HistogramView::tensorKey(const HistogramRecord& r) {
-  return kindKey(r.kind) + QLatin1Char('|') + QString::fromStdString(r.tensor);
+  return QString::fromLatin1(histogramKindName(r.kind)) + QLatin1Char('|') + QString::fromStdString(r.tensor);
 }
 
 void HistogramView::setSelectedRun(int runId) {
