@@ -174,7 +174,8 @@ void keepStepsUpTo(const QString& path, std::int64_t step, bool jsonLines) {
 
 // A resumed run continues its folder: metrics.jsonl up to the checkpoint's step, then the new
 // steps appended. A new folder starts with the checkpoint's own metrics (and their events).
-void prepareResumedFolder(const QString& dir, const QByteArray& history, std::int64_t step, int growthInterval) {
+void prepareResumedFolder(const QString& dir, const QByteArray& history, const std::vector<StepMetrics>& steps,
+                          std::int64_t step, int growthInterval) {
   if (!QDir().mkpath(dir)) throw std::runtime_error(dir.toStdString() + ": cannot create the output folder");
   const QString metrics = dir + "/metrics.jsonl";
   if (QFile::exists(metrics)) {
@@ -182,18 +183,12 @@ void prepareResumedFolder(const QString& dir, const QByteArray& history, std::in
   } else {
     writeAll(metrics, history);
     QByteArray events;
-    for (const QByteArray& line : history.split('\n'))
-      if (!line.trimmed().isEmpty())
-        for (const auto& e : describeEvents(stepMetricsFromJson(QJsonDocument::fromJson(line).object()), growthInterval))
-          events += QByteArray::fromStdString(e) + '\n';
+    for (const StepMetrics& m : steps)
+      for (const auto& e : describeEvents(m, growthInterval)) events += QByteArray::fromStdString(e) + '\n';
     if (!QFile::exists(dir + "/events.log")) writeAll(dir + "/events.log", events);
   }
   keepStepsUpTo(dir + "/histograms.jsonl", step, true);
   keepStepsUpTo(dir + "/events.log", step, false);
-}
-
-QByteArray metricsLine(const StepMetrics& m) {
-  return QJsonDocument(stepMetricsToJson(m)).toJson(QJsonDocument::Compact) + '\n';
 }
 
 }  // namespace
@@ -205,19 +200,20 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
   const bool checkpoints = !outDir.empty() && (config.checkpoint.every > 0 || config.checkpoint.atEnd);
   RunSummaryBuilder builder;
   QByteArray metricsSoFar;  // the whole run's metrics.jsonl, stored in every checkpoint
+  std::vector<StepMetrics> history;  // the same, read back (resumed runs)
   if (resumed) {
     const QString ckpt = QString::fromStdString(resumeFrom);
     loadCheckpoint(trainer, ckpt);
     metricsSoFar = checkpointMetrics(ckpt);
+    history = stepMetricsFromJsonLines(metricsSoFar);
     // The summary covers the whole run, not only the steps of this process.
-    for (const QByteArray& line : metricsSoFar.split('\n'))
-      if (!line.trimmed().isEmpty()) builder.add(stepMetricsFromJson(QJsonDocument::fromJson(line).object()));
+    for (const StepMetrics& m : history) builder.add(m);
   }
   const std::int64_t startStep = trainer.stepsDone();
   std::unique_ptr<RunOutputWriter> writer;
   if (!outDir.empty()) {
     const QString dir = QString::fromStdString(outDir);
-    if (resumed) prepareResumedFolder(dir, metricsSoFar, startStep, config.scaler.growthInterval);
+    if (resumed) prepareResumedFolder(dir, metricsSoFar, history, startStep, config.scaler.growthInterval);
     writer = std::make_unique<RunOutputWriter>(dir, config, resumed);
   }
   const QString checkpointDir = QString::fromStdString(outDir) + "/checkpoints/";
@@ -265,7 +261,7 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
     const auto events = describeEvents(m, config.scaler.growthInterval);
     if (writer) writer->writeStep(m, events);
     if (checkpoints) {
-      metricsSoFar += metricsLine(m);
+      metricsSoFar += stepMetricsJsonLine(m);
       if (config.checkpoint.every > 0 && m.step % config.checkpoint.every == 0) checkpoint();
     }
     if (!quiet) {

@@ -2,7 +2,6 @@
 
 #include <QDir>
 #include <QFile>
-#include <QJsonDocument>
 #include <QStandardPaths>
 #include <algorithm>
 
@@ -59,9 +58,7 @@ ui::RunData* RunController::enqueueResume(const QString& checkpointPath, bool st
   // Read everything first: a bad file must not leave a half-made run behind.
   const CheckpointInfo info = readCheckpointInfo(checkpointPath);
   const QByteArray jsonl = checkpointMetrics(checkpointPath);
-  std::vector<StepMetrics> steps;
-  for (const QByteArray& line : jsonl.split('\n'))
-    if (!line.trimmed().isEmpty()) steps.push_back(stepMetricsFromJson(QJsonDocument::fromJson(line).object()));
+  const std::vector<StepMetrics> steps = stepMetricsFromJsonLines(jsonl);
   // Queue it paused-or-not by hand so the series is filled before the worker can start.
   const int id = m_nextId;
   m_resumeFrom.insert(id, checkpointPath);

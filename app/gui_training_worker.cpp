@@ -3,7 +3,6 @@
 #include <exception>
 
 #include <QDir>
-#include <QJsonDocument>
 
 #include "engine/io/checkpoint.h"
 #include "engine/io/metrics_json.h"
@@ -69,11 +68,8 @@ void TrainingWorker::requestCheckpoint(const QString& zipPath) {
 }
 
 void TrainingWorker::writeCheckpoint(Trainer& trainer, const QString& path, bool periodic) {
-  QByteArray jsonl;
-  for (const StepMetrics& m : m_history)
-    jsonl += QJsonDocument(stepMetricsToJson(m)).toJson(QJsonDocument::Compact) + '\n';
   try {
-    saveCheckpoint(trainer, path, jsonl);
+    saveCheckpoint(trainer, path, m_metricsJsonl);
     emit checkpointWritten(trainer.stepsDone(), path, true, {}, periodic);
   } catch (const std::exception& e) {
     emit checkpointWritten(trainer.stepsDone(), path, false, QString::fromUtf8(e.what()), periodic);
@@ -127,10 +123,7 @@ void TrainingWorker::run() {
     if (!m_resumeFrom.isEmpty()) {
       loadCheckpoint(*trainer, m_resumeFrom);
       // The resumed run's checkpoints carry its whole history, not just the steps after resuming.
-      const QByteArray jsonl = checkpointMetrics(m_resumeFrom);
-      for (const QByteArray& line : jsonl.split('\n'))
-        if (!line.trimmed().isEmpty())
-          m_history.push_back(stepMetricsFromJson(QJsonDocument::fromJson(line).object()));
+      m_metricsJsonl = checkpointMetrics(m_resumeFrom);
     }
   } catch (const std::exception& e) {
     emit runEnded(int(RunOutcome::Failed), QString::fromStdString(e.what()));
@@ -155,8 +148,7 @@ void TrainingWorker::run() {
       const bool traced = trace || trainer->stepsDone() == 0;
       StepMetrics m = trainer->step();
       if (m.diverged && divergence.empty()) divergence = m.divergence;
-      m_history.push_back(m);
-      m_history.back().histograms.clear();  // metrics.jsonl holds no histograms
+      m_metricsJsonl += stepMetricsJsonLine(m);  // metrics.jsonl holds no histograms
       const std::int64_t every = m_config.checkpoint.every;
       if (every > 0 && !m_checkpointDir.isEmpty() && trainer->stepsDone() % every == 0)
         writeCheckpoint(*trainer, QDir(m_checkpointDir).filePath(checkpointFileName(trainer->stepsDone())),

@@ -6,6 +6,7 @@
 // are written by the worker too, between steps, for the same reason.
 #pragma once
 
+#include <QByteArray>
 #include <QStringList>
 #include <QThread>
 #include <condition_variable>
@@ -80,7 +81,7 @@ class TrainingWorker : public QThread {
   QString m_checkpointRequest;  // pending "save now" path
   QString m_resumeFrom;
   QString m_checkpointDir;
-  std::vector<StepMetrics> m_history;  // worker thread only: metrics.jsonl of a checkpoint
+  QByteArray m_metricsJsonl;  // worker thread only: the run's metrics.jsonl, for its checkpoints
 };
 
 }  // namespace amp::gui

@@ -67,6 +67,17 @@ QJsonObject stepMetricsToJson(const StepMetrics& m) {
   return o;
 }
 
+QByteArray stepMetricsJsonLine(const StepMetrics& m) {
+  return QJsonDocument(stepMetricsToJson(m)).toJson(QJsonDocument::Compact) + '\n';
+}
+
+std::vector<StepMetrics> stepMetricsFromJsonLines(const QByteArray& jsonl) {
+  std::vector<StepMetrics> steps;
+  for (const QByteArray& line : jsonl.split('\n'))
+    if (!line.trimmed().isEmpty()) steps.push_back(stepMetricsFromJson(QJsonDocument::fromJson(line).object()));
+  return steps;
+}
+
 StepMetrics stepMetricsFromJson(const QJsonObject& o) {
   StepMetrics m;
   m.step = static_cast<std::int64_t>(o["step"].toDouble());

@@ -5,6 +5,7 @@
 #include <QJsonObject>
 #include <QString>
 #include <memory>
+#include <vector>
 
 #include "engine/train/step_metrics.h"
 
@@ -17,6 +18,9 @@ QJsonObject histogramToJson(std::int64_t step, const HistogramRecord& h);
 QJsonObject memoryToJson(const MemorySnapshot& m, bool peak);
 // Reads back what stepMetricsToJson wrote (no histograms).
 StepMetrics stepMetricsFromJson(const QJsonObject& o);
+// One line of metrics.jsonl (compact JSON and a newline), and every step of such a text.
+QByteArray stepMetricsJsonLine(const StepMetrics& m);
+std::vector<StepMetrics> stepMetricsFromJsonLines(const QByteArray& jsonl);
 
 // Appends JSON lines, flushing each so a killed run keeps every finished step.
 class JsonLinesWriter {

@@ -174,7 +174,7 @@ std::map<QString, QByteArray> runRecordFiles(const RunRecord& r) {
   std::map<QString, QByteArray> files;
   files[kRunConfigFile] = QJsonDocument(configToJson(r.config)).toJson();
   QByteArray metrics, histograms, events;
-  for (const auto& m : r.steps) metrics += QJsonDocument(stepMetricsToJson(m)).toJson(QJsonDocument::Compact) + '\n';
+  for (const auto& m : r.steps) metrics += stepMetricsJsonLine(m);
   for (const auto& [step, h] : r.histograms)
     histograms += QJsonDocument(histogramToJson(step, h)).toJson(QJsonDocument::Compact) + '\n';
   for (const auto& e : r.events) events += e.toUtf8() + '\n';

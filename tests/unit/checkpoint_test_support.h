@@ -46,7 +46,7 @@ inline RunConfig pureFp16Config() {
 }
 
 inline QByteArray metricsLine(const StepMetrics& m) {
-  return QJsonDocument(stepMetricsToJson(m)).toJson(QJsonDocument::Compact) + "\n";
+  return stepMetricsJsonLine(m);
 }
 
 // Every byte of state: parameters, buffers, optimizer state, plus scaler and progress as text.

@@ -45,7 +45,7 @@ TinyRun writeTinyRun(const QString& dir, const std::string& name = "tiny, \"spir
     const auto events = describeEvents(m, c.scaler.growthInterval);
     writer.writeStep(m, events);
     summary.add(m);
-    metrics += QJsonDocument(stepMetricsToJson(m)).toJson(QJsonDocument::Compact) + '\n';
+    metrics += stepMetricsJsonLine(m);
     run.events.insert(run.events.end(), events.begin(), events.end());
     run.steps.push_back(std::move(m));
   }

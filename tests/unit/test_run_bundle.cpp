@@ -36,7 +36,7 @@ void writeTinyRun(const QString& dir) {
     const StepMetrics m = trainer.step();
     writer.writeStep(m, describeEvents(m, c.scaler.growthInterval));
     summary.add(m);
-    metrics += QJsonDocument(stepMetricsToJson(m)).toJson(QJsonDocument::Compact) + '\n';
+    metrics += stepMetricsJsonLine(m);
   }
   RunSummary s = summary.summary();
   s.status = "finished";
