@@ -79,18 +79,23 @@ BatchLoaderState BatchLoader::state() const {
   return {m_epoch, m_position, m_epochRng, m_data->count, m_opt.batchSize};
 }
 
-void BatchLoader::restore(const BatchLoaderState& s) {
+std::optional<std::string> BatchLoader::problemWith(const BatchLoaderState& s) const {
   if (s.count != m_data->count || s.batchSize != m_opt.batchSize)
-    throw DataError("batch loader state for " + std::to_string(s.count) + " samples in batches of " +
-                    std::to_string(s.batchSize) + " does not fit " + m_data->name + " (" +
-                    std::to_string(m_data->count) + " samples in batches of " +
-                    std::to_string(m_opt.batchSize) + ")");
+    return "batch loader state for " + std::to_string(s.count) + " samples in batches of " +
+           std::to_string(s.batchSize) + " does not fit " + m_data->name + " (" +
+           std::to_string(m_data->count) + " samples in batches of " + std::to_string(m_opt.batchSize) +
+           ": other data?)";
   if (s.epoch < 0 || s.position < 0 || s.position > batchesPerEpoch())
-    throw DataError("batch loader state: position " + std::to_string(s.position) + " of epoch " +
-                    std::to_string(s.epoch) + " is outside the " +
-                    std::to_string(batchesPerEpoch()) + " batches per epoch of " + m_data->name);
+    return "batch loader state: position " + std::to_string(s.position) + " of epoch " +
+           std::to_string(s.epoch) + " is outside the " + std::to_string(batchesPerEpoch()) +
+           " batches per epoch of " + m_data->name;
   if (m_opt.shuffle && (s.rng[0] | s.rng[1] | s.rng[2] | s.rng[3]) == 0)
-    throw DataError("batch loader state for " + m_data->name + ": the random generator state is all zero");
+    return "batch loader state for " + m_data->name + ": the random generator state is all zero";
+  return std::nullopt;
+}
+
+void BatchLoader::restore(const BatchLoaderState& s) {
+  if (auto problem = problemWith(s)) throw DataError(*problem);
   beginEpoch(s.epoch, s.rng);
   m_position = s.position;
 }

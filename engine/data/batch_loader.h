@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/data/dataset.h"
@@ -50,17 +52,16 @@ class BatchLoader {
   std::int64_t epoch() const { return m_epoch; }
   std::int64_t position() const { return m_position; }
   std::int64_t batchesPerEpoch() const;
-  const Dataset& dataset() const { return *m_data; }
-  const BatchLoaderOptions& options() const { return m_opt; }
-  // This epoch's sample order (indices into the dataset).
-  const std::vector<std::int64_t>& order() const { return m_order; }
 
   // Start `epoch` from its first batch. Each epoch's permutation depends only on the seed and
   // the epoch number, so reset(e) gives the same batches as reaching epoch e by iterating.
   void reset(std::int64_t epoch = 0);
 
   BatchLoaderState state() const;
-  // Throws DataError when the state belongs to other data or another batch size.
+  // Why `s` cannot be restored here (other data or batch size, a position outside the epoch, a
+  // zeroed generator), or nothing. Callers that must change nothing before validating ask first.
+  std::optional<std::string> problemWith(const BatchLoaderState& s) const;
+  // Throws DataError with problemWith's message.
   void restore(const BatchLoaderState& s);
 
  private:

@@ -143,28 +143,11 @@ std::vector<const SafeTensor*> matchTensors(const QString& path, const char* ent
   return out;
 }
 
-// The state tensors the optimizer would hold once every parameter has been stepped, without
-// allocating them (nothing may change before everything is validated). Mirrors Optimizer's
-// ensureState(): fp32, shaped like the parameter.
-std::vector<std::pair<std::string, Shape>> expectedOptimizerState(Optimizer& opt) {
-  std::vector<std::pair<std::string, Shape>> out;
-  const auto& c = opt.config();
-  for (Parameter* p : opt.params()) {
-    if (c.name == "sgd") {
-      if (c.momentum != 0) out.emplace_back(p->name + ".momentum_buffer", p->value.shape());
-    } else {
-      out.emplace_back(p->name + ".exp_avg", p->value.shape());
-      out.emplace_back(p->name + ".exp_avg_sq", p->value.shape());
-    }
-  }
-  return out;
-}
-
 void validateOptimizer(const QString& path, const LoadedCheckpoint& c, Optimizer& opt) {
   const std::string name = opt.config().name;
   if (c.info.optimizerName != name)
     fail(path, kOptimizerEntry, "state of optimizer '" + c.info.optimizerName + "' cannot be loaded into '" + name + "'");
-  const auto expected = expectedOptimizerState(opt);
+  const auto expected = opt.stateSpecs();
   std::set<std::string> names;
   for (const auto& [n, shape] : expected) {
     names.insert(n);
@@ -195,17 +178,7 @@ void validateOptimizer(const QString& path, const LoadedCheckpoint& c, Optimizer
 }
 
 void validateProgress(const QString& path, const LoadedCheckpoint& c, Trainer& t) {
-  const BatchLoaderState& s = c.info.loader;
-  const BatchLoaderState now = t.progress().loader;
-  if (s.count != now.count || s.batchSize != now.batchSize)
-    fail(path, kManifestEntry, "the loader state is for " + std::to_string(s.count) + " samples in batches of " +
-                                   std::to_string(s.batchSize) + ", this run has " + std::to_string(now.count) +
-                                   " in batches of " + std::to_string(now.batchSize) + " (other data?)");
-  if (s.position > t.batchesPerEpoch())
-    fail(path, kManifestEntry, "loader position " + std::to_string(s.position) + " is past the " +
-                                   std::to_string(t.batchesPerEpoch()) + " batches of an epoch");
-  if ((s.rng[0] | s.rng[1] | s.rng[2] | s.rng[3]) == 0 && t.config().data.name != "synthetic")
-    fail(path, kManifestEntry, "the loader's random generator state is all zero");
+  if (auto problem = t.loaderStateProblem(c.info.loader)) fail(path, kManifestEntry, *problem);
 }
 
 void validateScaler(const QString& path, const LoadedCheckpoint& c, const GradScaler& scaler) {

@@ -28,15 +28,11 @@ Optimizer::Optimizer(Backend& be, std::vector<Parameter*> params, OptimizerConfi
 }
 
 void Optimizer::ensureState(std::size_t i) {
-  ParamState& s = m_state[i];
-  const Shape& shape = m_params[i]->value.shape();
-  if (m_config.name == "sgd") {
-    if (m_config.momentum != 0 && !s.a.defined())
-      s.a = m_be.zeros(shape, DType::F32, MemCategory::OptimizerState);
-  } else if (!s.a.defined()) {
-    s.a = m_be.zeros(shape, DType::F32, MemCategory::OptimizerState);
-    s.b = m_be.zeros(shape, DType::F32, MemCategory::OptimizerState);
-  }
+  Tensor* tensors[] = {&m_state[i].a, &m_state[i].b};
+  const std::size_t count = stateSuffixes().size();
+  for (std::size_t k = 0; k < count; ++k)
+    if (!tensors[k]->defined())
+      *tensors[k] = m_be.zeros(m_params[i]->value.shape(), DType::F32, MemCategory::OptimizerState);
 }
 
 OptimizerStepStats Optimizer::step(double lr) {
@@ -77,18 +73,28 @@ OptimizerStepStats Optimizer::step(double lr) {
   return stats;
 }
 
+std::vector<const char*> Optimizer::stateSuffixes() const {
+  if (m_config.name == "sgd") return m_config.momentum != 0 ? std::vector<const char*>{"momentum_buffer"}
+                                                             : std::vector<const char*>{};
+  return {"exp_avg", "exp_avg_sq"};
+}
+
 std::vector<std::pair<std::string, Tensor*>> Optimizer::stateTensors() {
   std::vector<std::pair<std::string, Tensor*>> out;
+  const auto suffixes = stateSuffixes();
   for (std::size_t i = 0; i < m_params.size(); ++i) {
-    ParamState& s = m_state[i];
-    const std::string& n = m_params[i]->name;
-    if (m_config.name == "sgd") {
-      if (s.a.defined()) out.emplace_back(n + ".momentum_buffer", &s.a);
-    } else if (s.a.defined()) {
-      out.emplace_back(n + ".exp_avg", &s.a);
-      out.emplace_back(n + ".exp_avg_sq", &s.b);
-    }
+    Tensor* tensors[] = {&m_state[i].a, &m_state[i].b};
+    for (std::size_t k = 0; k < suffixes.size(); ++k)
+      if (tensors[k]->defined()) out.emplace_back(m_params[i]->name + "." + suffixes[k], tensors[k]);
   }
+  return out;
+}
+
+std::vector<std::pair<std::string, Shape>> Optimizer::stateSpecs() const {
+  std::vector<std::pair<std::string, Shape>> out;
+  const auto suffixes = stateSuffixes();
+  for (const Parameter* p : m_params)
+    for (const char* s : suffixes) out.emplace_back(p->name + "." + s, p->value.shape());
   return out;
 }
 

@@ -41,6 +41,9 @@ class Optimizer {
   // Checkpoint state: tensors named "<param>.momentum_buffer" / ".exp_avg" / ".exp_avg_sq",
   // and scalars (step).
   std::vector<std::pair<std::string, Tensor*>> stateTensors();
+  // The names and shapes (fp32) of the state every parameter gets once stepped, without
+  // allocating it: what a checkpoint must hold.
+  std::vector<std::pair<std::string, Shape>> stateSpecs() const;
   std::map<std::string, double> stateScalars() const;
   // Restores state; allocates the tensors that stateTensors() would name, for loading.
   void prepareStateForLoad();
@@ -52,6 +55,9 @@ class Optimizer {
     bool started = false;
   };
   void ensureState(std::size_t i);
+  // Suffixes of a parameter's state tensor names: "momentum_buffer" (SGD with momentum), or
+  // "exp_avg" and "exp_avg_sq" (Adam, AdamW); none for plain SGD.
+  std::vector<const char*> stateSuffixes() const;
 
   Backend& m_be;
   std::vector<Parameter*> m_params;

@@ -62,6 +62,10 @@ class Trainer {
   std::int64_t batchesPerEpoch() const { return m_loader->batchesPerEpoch(); }
 
   TrainerProgress progress() const;
+  // Why a saved loader state does not fit this run, or nothing (asked before anything changes).
+  std::optional<std::string> loaderStateProblem(const BatchLoaderState& s) const {
+    return m_loader->problemWith(s);
+  }
   void restoreProgress(const TrainerProgress& p);
 
  private:
