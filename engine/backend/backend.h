@@ -71,8 +71,6 @@ class Backend : public BufferAllocator {
   ~Backend() override = default;
   virtual std::string name() const = 0;         // "cpu", "cuda:0"
   virtual std::string description() const = 0;  // what runs natively and what is emulated
-  virtual bool nativeBf16() const = 0;
-  virtual bool nativeFp16() const = 0;
 
   // ---- creation and transfer -------------------------------------------------------------
   Tensor empty(const Shape& shape, DType dtype, MemCategory category);

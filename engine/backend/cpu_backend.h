@@ -18,8 +18,6 @@ class CpuBackend final : public Backend {
 
   std::string name() const override { return "cpu"; }
   std::string description() const override;
-  bool nativeBf16() const override { return m_nativeBf16; }
-  bool nativeFp16() const override { return false; }
 
   void* allocateBytes(std::size_t bytes) override;
   void freeBytes(void* p, std::size_t bytes) override;
@@ -99,7 +97,6 @@ class CpuBackend final : public Backend {
   std::mutex m_cacheMutex;
   std::multimap<std::size_t, void*> m_freeBlocks;
   std::size_t m_cachedBytes = 0;
-  bool m_nativeBf16 = false;
 };
 
 // Shared helpers of the CPU backend's translation units.

@@ -22,11 +22,7 @@ void requireSameShape(const Tensor& a, const Tensor& b, const char* op) {
 }
 }  // namespace cpu
 
-CpuBackend::CpuBackend() {
-  // oneDNN reports the ISA it will use; bf16 is native from AVX512-BF16 upward.
-  const auto isa = dnnl::get_effective_cpu_isa();
-  m_nativeBf16 = isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
-}
+CpuBackend::CpuBackend() = default;
 
 CpuBackend::~CpuBackend() {
   for (auto& [bytes, p] : m_freeBlocks) std::free(p);
@@ -39,7 +35,7 @@ constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;
 std::string CpuBackend::description() const {
   const auto isa = dnnl::get_effective_cpu_isa();
   std::string bf16 = isa == dnnl::cpu_isa::avx512_core_amx ? "bf16 native (oneDNN, AMX)"
-                     : m_nativeBf16 ? "bf16 native (oneDNN, AVX512-BF16)"
+                     : isa == dnnl::cpu_isa::avx512_core_bf16 ? "bf16 native (oneDNN, AVX512-BF16)"
                                     : "bf16 computed by oneDNN without bf16 hardware";
   return "CPU: fp32 native (oneDNN); " + bf16 +
          "; fp16 exact emulation (fp32 math on fp16-rounded values, output rounded to fp16)";

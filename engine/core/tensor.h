@@ -38,7 +38,6 @@ class Buffer {
   void* data() const { return m_data; }
   std::size_t bytes() const { return m_bytes; }
   MemCategory category() const { return m_category; }
-  BufferAllocator& owner() const { return *m_owner; }
 
  private:
   BufferAllocator* m_owner;

@@ -70,11 +70,7 @@ void applySubset(Dataset& d, std::int64_t n, std::uint64_t seed, std::uint64_t s
 
 }  // namespace
 
-std::int64_t Dataset::featureSize() const {
-  std::int64_t n = 1;
-  for (std::int64_t d : sampleShape) n *= d;
-  return n;
-}
+std::int64_t Dataset::featureSize() const { return shapeNumel(sampleShape); }
 
 Dataset selectSamples(const Dataset& src, std::span<const std::int64_t> indices) {
   Dataset out;

@@ -53,9 +53,10 @@ inline double sumOfSquaresF64(const float* v, std::int64_t n) {
 
 // Calls fn(begin, length) for every chunk, in parallel when there is enough work.
 template <class Fn>
-void forEachChunk(std::int64_t n, Fn&& fn, std::int64_t parallelThreshold = 1 << 15) {
+void forEachChunk(std::int64_t n, Fn&& fn) {
+  constexpr std::int64_t kParallelBelow = 1 << 15;  // fewer elements run on the calling thread
   const std::int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n > parallelThreshold)
+#pragma omp parallel for schedule(static) if (n > kParallelBelow)
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t begin = c * kChunk;
     fn(begin, begin + kChunk <= n ? kChunk : n - begin);

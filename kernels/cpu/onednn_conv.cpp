@@ -264,7 +264,6 @@ void execute(CachedConv& cc, std::initializer_list<const void*> handles) {
 }  // namespace
 
 void setConvLayout(ConvLayout layout) { g_layout.store(layout, std::memory_order_relaxed); }
-ConvLayout convLayout() { return g_layout.load(std::memory_order_relaxed); }
 
 void convForward(ConvType in, ConvType out, const ConvShape& s, const void* src, const void* wei,
                  const void* bias, void* dst) {

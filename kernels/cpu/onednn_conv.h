@@ -45,7 +45,6 @@ enum class ConvPass : std::uint8_t { Forward, BackwardData, BackwardWeights };
 enum class ConvLayout : std::uint8_t { Auto, Plain };
 // Process-wide, for benchmarks and tests; not meant to race with running convolutions.
 void setConvLayout(ConvLayout layout);
-ConvLayout convLayout();
 
 // dst (N,K,OH,OW) = conv(src (N,C,H,W), wei (K,C,R,S)) [+ bias (K)]. src, wei and bias of type
 // `in`; dst of type `out` (`in` or F32).

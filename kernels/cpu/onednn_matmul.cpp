@@ -80,8 +80,4 @@ void matmul(MatType in, MatType out, const MatmulShape& s, const void* a, const 
   stream.wait();
 }
 
-std::string matmulImplementation(MatType in, MatType out, const MatmulShape& s, bool bias) {
-  return lookup(in, out, s, bias).pd.impl_info_str();
-}
-
 }  // namespace amp::cpu

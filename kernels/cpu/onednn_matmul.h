@@ -20,8 +20,4 @@ struct MatmulShape {
 void matmul(MatType in, MatType out, const MatmulShape& s, const void* a, const void* b,
             const void* bias, void* c);
 
-// The oneDNN implementation chosen for a shape ("brg:avx512_core_amx_bf16", ...), for the UI
-// and the benchmark report.
-std::string matmulImplementation(MatType in, MatType out, const MatmulShape& s, bool bias);
-
 }  // namespace amp::cpu

@@ -242,8 +242,7 @@ QString ChartView::nearestPointText(const QPointF& chartPos) const {
   if (run.isEmpty()) run = bestSeries->name();
   QString what = bestSeries->property("ampValue").toString();
   if (what.isEmpty()) what = tr("value");
-  QString xLabel = bestSeries->property("ampXLabel").toString();
-  if (xLabel.isEmpty()) xLabel = tr("step");
+  const QString xLabel = tr("step");  // every chart's x axis
   double y = bestValue.y();
   if (m_logY && m_primarySeries.contains(const_cast<QAbstractSeries*>(bestSeries)))
     y = fromDomain(y, m_logDomain);

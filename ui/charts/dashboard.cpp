@@ -90,7 +90,6 @@ void Dashboard::refresh() {
 }
 
 void Dashboard::setTheme(ChartView::Theme theme) {
-  m_theme = theme;
   for (ChartPanel* p : panels()) p->setTheme(theme);
 }
 

@@ -75,7 +75,6 @@ class Dashboard : public QWidget {
   QSplitter* m_rows[2];
   QTabWidget* m_tabs;
   Layout m_layout = Layout::Grid;
-  ChartView::Theme m_theme = ChartView::Theme::Light;
 };
 
 }  // namespace amp::ui

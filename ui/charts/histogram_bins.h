@@ -18,7 +18,6 @@ constexpr double kHistAxisMax = 28;               // after the nan bin
 constexpr int kFp16SubnormalExp = -24;            // smallest fp16 subnormal 2^-24
 constexpr int kFp16NormalExp = -14;               // smallest fp16 normal 2^-14
 constexpr int kFp16OverflowExp = 16;              // 2^16 > 65504: bins from here overflow
-constexpr int kBf16NormalExp = -126;              // smallest bf16 normal, far off the left
 
 double binLeft(int bin);
 double binWidth(int bin);

@@ -132,12 +132,6 @@ void HistogramView::setSelectedTensor(const QString& key) {
   refreshNow();
 }
 
-QStringList HistogramView::tensorKeys() const {
-  QStringList keys;
-  for (int i = 0; i < m_tensorBox->count(); ++i) keys << m_tensorBox->itemData(i).toString();
-  return keys;
-}
-
 void HistogramView::setDomain(Domain domain) {
   if (domain == m_domain) return;
   m_domain = domain;

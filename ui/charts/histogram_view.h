@@ -35,7 +35,6 @@ class HistogramView : public ChartPanel {
   // "<kind>|<tensor>", e.g. "weight_grad|2.weight"; the first tensor when unknown.
   void setSelectedTensor(const QString& key);
   QString selectedTensor() const { return m_tensorKey; }
-  QStringList tensorKeys() const;
   void setDomain(Domain domain);
   Domain domain() const { return m_domain; }
   ChartView* heatMapView() const { return m_heatView; }
