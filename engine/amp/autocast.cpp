@@ -58,10 +58,6 @@ Tensor Autocast::castParameter(Backend& be, const Tensor& master, DType to, bool
   return copy;
 }
 
-void Autocast::record(OpTraceEntry e) {
-  if (m_tracing) m_trace.push_back(std::move(e));
-}
-
 std::vector<OpTraceEntry> Autocast::takeTrace() {
   std::vector<OpTraceEntry> out;
   out.swap(m_trace);

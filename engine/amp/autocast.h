@@ -35,7 +35,12 @@ class Autocast {
   // Tracing: when on, layers append rows for every op they run.
   void setTracing(bool on) { m_tracing = on; }
   bool tracing() const { return m_tracing; }
-  void record(OpTraceEntry e);
+  // Adds make()'s entry to the trace; make runs only while tracing, so the untraced steps
+  // (nearly all) build no strings or vectors for it.
+  template <class Make>
+  void record(Make&& make) {
+    if (m_tracing) m_trace.push_back(make());
+  }
   std::vector<OpTraceEntry> takeTrace();
 
  private:

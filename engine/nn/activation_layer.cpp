@@ -38,8 +38,10 @@ Tensor ActivationLayer::forward(LayerContext& ctx, const Tensor& x) {
   // ReLU's backward needs only its output; the others keep the input too.
   m_savedY = y;
   m_savedX = m_act == Activation::ReLU ? y : xc;
-  ctx.autocast.record({TracePhase::Forward, m_name, op, ctx.autocast.effectivePolicy(op),
-                       ctx.autocast.enabled(), {x.dtype()}, d, d, casts, 0, ""});
+  ctx.autocast.record([&] {
+    return OpTraceEntry{TracePhase::Forward, m_name, op, ctx.autocast.effectivePolicy(op),
+        ctx.autocast.enabled(), {x.dtype()}, d, d, casts, 0, ""};
+  });
   return y;
 }
 
@@ -48,8 +50,10 @@ Tensor ActivationLayer::backward(LayerContext& ctx, const Tensor& dy, bool needI
   if (needInputGrad) {
     dx = ctx.backend.empty(dy.shape(), dy.dtype(), MemCategory::Activations);
     ctx.backend.activationBackward(m_act, m_savedX, m_savedY, dy, dx);
-    ctx.autocast.record({TracePhase::Backward, m_name, std::string(activationName(m_act)) + "_backward",
-                         CastPolicy::PassThrough, false, {dy.dtype()}, dy.dtype(), dy.dtype(), 0, 0, ""});
+    ctx.autocast.record([&] {
+      return OpTraceEntry{TracePhase::Backward, m_name, std::string(activationName(m_act)) + "_backward",
+          CastPolicy::PassThrough, false, {dy.dtype()}, dy.dtype(), dy.dtype(), 0, 0, ""};
+    });
   }
   releaseSaved();
   return dx;

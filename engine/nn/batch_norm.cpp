@@ -69,10 +69,12 @@ Tensor BatchNorm::forward(LayerContext& ctx, const Tensor& x) {
     be.batchNormForwardEval(xc, m_weight.value, m_bias.value, m_runningMean, m_runningVar, eps, y);
     releaseSaved();
   }
-  ctx.autocast.record({TracePhase::Forward, m_name, "batch_norm",
-                       ctx.autocast.effectivePolicy("batch_norm"), ctx.autocast.enabled(),
-                       {x.dtype(), m_weight.value.dtype(), m_bias.value.dtype()}, d, d, casts, 0,
-                       ctx.training ? "batch statistics in fp32" : "running statistics (eval)"});
+  ctx.autocast.record([&] {
+    return OpTraceEntry{TracePhase::Forward, m_name, "batch_norm",
+        ctx.autocast.effectivePolicy("batch_norm"), ctx.autocast.enabled(),
+        {x.dtype(), m_weight.value.dtype(), m_bias.value.dtype()}, d, d, casts, 0,
+        ctx.training ? "batch statistics in fp32" : "running statistics (eval)"};
+  });
   return y;
 }
 
@@ -90,10 +92,12 @@ Tensor BatchNorm::backward(LayerContext& ctx, const Tensor& dyIn, bool needInput
   accumulateGrad(be, m_weight, std::move(dgamma));
   accumulateGrad(be, m_bias, std::move(dbeta));
   dx = needInputGrad ? castActivation(be, dx, m_inputDtype, casts) : Tensor();
-  ctx.autocast.record({TracePhase::Backward, m_name, "batch_norm_backward",
-                       ctx.autocast.policy().policyFor("batch_norm"), false, {dyIn.dtype()}, d,
-                       needInputGrad ? m_inputDtype : d, casts, 0,
-                       "gamma/beta grads in their own dtype"});
+  ctx.autocast.record([&] {
+    return OpTraceEntry{TracePhase::Backward, m_name, "batch_norm_backward",
+        ctx.autocast.policy().policyFor("batch_norm"), false, {dyIn.dtype()}, d,
+        needInputGrad ? m_inputDtype : d, casts, 0,
+        "gamma/beta grads in their own dtype"};
+  });
   releaseSaved();
   return dx;
 }

@@ -116,10 +116,12 @@ Tensor Conv2d::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
     be.conv2dBackwardData(dy, m_savedW, dx, g);
     dx = castActivation(be, dx, m_inputDtype, casts);
   }
-  ctx.autocast.record({TracePhase::Backward, m_name, "conv2d_backward",
-                       ctx.autocast.policy().policyFor("conv2d"), false, {dyIn.dtype()}, d,
-                       needInputGrad ? m_inputDtype : d, casts + int(dwCast), 0,
-                       dwCast ? "16-bit weight grad cast to fp32 for .grad" : ""});
+  ctx.autocast.record([&] {
+    return OpTraceEntry{TracePhase::Backward, m_name, "conv2d_backward",
+        ctx.autocast.policy().policyFor("conv2d"), false, {dyIn.dtype()}, d,
+        needInputGrad ? m_inputDtype : d, casts + int(dwCast), 0,
+        dwCast ? "16-bit weight grad cast to fp32 for .grad" : ""};
+  });
   releaseSaved();
   return dx;
 }

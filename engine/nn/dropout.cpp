@@ -35,9 +35,11 @@ Tensor Dropout::forward(LayerContext& ctx, const Tensor& x) {
   m_inputDtype = x.dtype();
   m_mask = Tensor();
   if (!ctx.training || m_p == 0.0) {
-    ctx.autocast.record({TracePhase::Forward, m_name, "dropout",
-                         ctx.autocast.effectivePolicy("dropout"), ctx.autocast.enabled(),
-                         {x.dtype()}, x.dtype(), x.dtype(), 0, 0, "identity (eval or p = 0)"});
+    ctx.autocast.record([&] {
+      return OpTraceEntry{TracePhase::Forward, m_name, "dropout",
+          ctx.autocast.effectivePolicy("dropout"), ctx.autocast.enabled(),
+          {x.dtype()}, x.dtype(), x.dtype(), 0, 0, "identity (eval or p = 0)"};
+    });
     return x;
   }
   Backend& be = ctx.backend;
@@ -47,9 +49,11 @@ Tensor Dropout::forward(LayerContext& ctx, const Tensor& x) {
   m_mask = be.empty(x.shape(), DType::U8, MemCategory::Activations);
   Tensor y = be.empty(x.shape(), d, MemCategory::Activations);
   be.dropoutForward(xc, m_mask, y, static_cast<float>(m_p), maskSeed(ctx.stepSeed));
-  ctx.autocast.record({TracePhase::Forward, m_name, "dropout",
-                       ctx.autocast.effectivePolicy("dropout"), ctx.autocast.enabled(),
-                       {x.dtype()}, d, d, casts, 0, ""});
+  ctx.autocast.record([&] {
+    return OpTraceEntry{TracePhase::Forward, m_name, "dropout",
+        ctx.autocast.effectivePolicy("dropout"), ctx.autocast.enabled(),
+        {x.dtype()}, d, d, casts, 0, ""};
+  });
   return y;
 }
 
@@ -64,9 +68,11 @@ Tensor Dropout::backward(LayerContext& ctx, const Tensor& dy, bool needInputGrad
       be.dropoutBackward(dy, m_mask, dx, static_cast<float>(m_p));
       int casts = 0;
       dx = castActivation(be, dx, m_inputDtype, casts);
-      ctx.autocast.record({TracePhase::Backward, m_name, "dropout_backward",
-                           CastPolicy::PassThrough, false, {dy.dtype()}, dy.dtype(),
-                           m_inputDtype, casts, 0, "the forward's mask reused"});
+      ctx.autocast.record([&] {
+        return OpTraceEntry{TracePhase::Backward, m_name, "dropout_backward",
+            CastPolicy::PassThrough, false, {dy.dtype()}, dy.dtype(),
+            m_inputDtype, casts, 0, "the forward's mask reused"};
+      });
     }
   }
   releaseSaved();

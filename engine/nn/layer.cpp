@@ -39,9 +39,11 @@ AutocastOperands autocastOperands(LayerContext& ctx, const char* op, const Tenso
 
 void recordWeightedForward(LayerContext& ctx, const std::string& layer, const char* op,
                            const AutocastOperands& o) {
-  ctx.autocast.record({TracePhase::Forward, layer, op, ctx.autocast.effectivePolicy(op),
-                       ctx.autocast.enabled(), o.inputDtypes, o.dtype, o.dtype, o.casts,
-                       o.cacheHits, o.cacheHits ? "weight casts served by the cache" : ""});
+  ctx.autocast.record([&] {
+    return OpTraceEntry{TracePhase::Forward, layer, op, ctx.autocast.effectivePolicy(op),
+        ctx.autocast.enabled(), o.inputDtypes, o.dtype, o.dtype, o.casts,
+        o.cacheHits, o.cacheHits ? "weight casts served by the cache" : ""};
+  });
 }
 
 }  // namespace amp

@@ -89,10 +89,12 @@ Tensor Linear::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
     be.gemm(dy, false, m_savedW, false, dx);
     dx = castActivation(be, dx, m_inputDtype, casts).reshaped(m_inputShape);
   }
-  ctx.autocast.record({TracePhase::Backward, m_name, "linear_backward",
-                       ctx.autocast.policy().policyFor("linear"), false,
-                       {dyIn.dtype()}, d, needInputGrad ? m_inputDtype : d, casts + int(dwCast), 0,
-                       dwCast ? "16-bit weight grad cast to fp32 for .grad" : ""});
+  ctx.autocast.record([&] {
+    return OpTraceEntry{TracePhase::Backward, m_name, "linear_backward",
+        ctx.autocast.policy().policyFor("linear"), false,
+        {dyIn.dtype()}, d, needInputGrad ? m_inputDtype : d, casts + int(dwCast), 0,
+        dwCast ? "16-bit weight grad cast to fp32 for .grad" : ""};
+  });
   releaseSaved();
   return dx;
 }

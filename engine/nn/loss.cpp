@@ -29,10 +29,12 @@ double CrossEntropyLoss::forward(LayerContext& ctx, const Tensor& logits, const 
   m_probs = ctx.backend.empty(z.shape(), DType::F32, MemCategory::Activations);
   m_labels = labels;
   const double loss = ctx.backend.crossEntropyForward(z, labels, m_probs);
-  ctx.autocast.record({TracePhase::Forward, "loss", op(), ctx.autocast.effectivePolicy(op()),
-                       ctx.autocast.enabled(), {logits.dtype()}, d, DType::F32, casts, 0,
-                       widened ? "policy edited: inputs rounded to 16 bits"
-                               : (casts ? "cast to fp32 fused into the loss kernel" : "")});
+  ctx.autocast.record([&] {
+    return OpTraceEntry{TracePhase::Forward, "loss", op(), ctx.autocast.effectivePolicy(op()),
+        ctx.autocast.enabled(), {logits.dtype()}, d, DType::F32, casts, 0,
+        widened ? "policy edited: inputs rounded to 16 bits"
+        : (casts ? "cast to fp32 fused into the loss kernel" : "")};
+  });
   return loss;
 }
 
@@ -40,10 +42,12 @@ Tensor CrossEntropyLoss::backward(LayerContext& ctx, float seed) {
   // The gradient is born in the logits' dtype: fp32 math, one rounding (the cast's backward).
   Tensor g = ctx.backend.empty(m_probs.shape(), m_outputDtype, MemCategory::Activations);
   ctx.backend.crossEntropyBackward(m_probs, m_labels, seed, g);
-  ctx.autocast.record({TracePhase::Backward, "loss", "cross_entropy_backward", CastPolicy::Fp32,
-                       false, {DType::F32}, DType::F32, m_outputDtype,
-                       m_outputDtype != DType::F32 ? 1 : 0, 0,
-                       m_outputDtype != DType::F32 ? "gradient rounded to the logits' dtype" : ""});
+  ctx.autocast.record([&] {
+    return OpTraceEntry{TracePhase::Backward, "loss", "cross_entropy_backward", CastPolicy::Fp32,
+        false, {DType::F32}, DType::F32, m_outputDtype,
+        m_outputDtype != DType::F32 ? 1 : 0, 0,
+        m_outputDtype != DType::F32 ? "gradient rounded to the logits' dtype" : ""};
+  });
   releaseSaved();
   return g;
 }
@@ -62,20 +66,24 @@ double MseLoss::forward(LayerContext& ctx, const Tensor& pred, const Tensor& tar
   m_target = target.dtype() == DType::F32 ? target
                                           : ctx.backend.cast(target, DType::F32, MemCategory::Workspace);
   const double loss = ctx.backend.mseForward(m_pred, m_target);
-  ctx.autocast.record({TracePhase::Forward, "loss", op(), ctx.autocast.effectivePolicy(op()),
-                       ctx.autocast.enabled(), {pred.dtype(), target.dtype()}, d, DType::F32,
-                       casts, 0,
-                       widened ? "policy edited: inputs rounded to 16 bits"
-                               : (casts ? "cast to fp32 fused into the loss kernel" : "")});
+  ctx.autocast.record([&] {
+    return OpTraceEntry{TracePhase::Forward, "loss", op(), ctx.autocast.effectivePolicy(op()),
+        ctx.autocast.enabled(), {pred.dtype(), target.dtype()}, d, DType::F32,
+        casts, 0,
+        widened ? "policy edited: inputs rounded to 16 bits"
+        : (casts ? "cast to fp32 fused into the loss kernel" : "")};
+  });
   return loss;
 }
 
 Tensor MseLoss::backward(LayerContext& ctx, float seed) {
   Tensor g = ctx.backend.empty(m_pred.shape(), m_outputDtype, MemCategory::Activations);
   ctx.backend.mseBackward(m_pred, m_target, seed, g);
-  ctx.autocast.record({TracePhase::Backward, "loss", "mse_loss_backward", CastPolicy::Fp32, false,
-                       {DType::F32}, DType::F32, m_outputDtype,
-                       m_outputDtype != DType::F32 ? 1 : 0, 0, ""});
+  ctx.autocast.record([&] {
+    return OpTraceEntry{TracePhase::Backward, "loss", "mse_loss_backward", CastPolicy::Fp32, false,
+        {DType::F32}, DType::F32, m_outputDtype,
+        m_outputDtype != DType::F32 ? 1 : 0, 0, ""};
+  });
   releaseSaved();
   return g;
 }

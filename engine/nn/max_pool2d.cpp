@@ -41,9 +41,11 @@ Tensor MaxPool2d::forward(LayerContext& ctx, const Tensor& x) {
   Tensor y = be.empty({g.n, out[0], out[1], out[2]}, d, MemCategory::Activations);
   m_argmax = be.empty(y.shape(), DType::I32, MemCategory::Activations);
   be.maxPool2dForward(xc, y, m_argmax, g);
-  ctx.autocast.record({TracePhase::Forward, m_name, "max_pool2d",
-                       ctx.autocast.effectivePolicy("max_pool2d"), ctx.autocast.enabled(),
-                       {x.dtype()}, d, d, casts, 0, ""});
+  ctx.autocast.record([&] {
+    return OpTraceEntry{TracePhase::Forward, m_name, "max_pool2d",
+        ctx.autocast.effectivePolicy("max_pool2d"), ctx.autocast.enabled(),
+        {x.dtype()}, d, d, casts, 0, ""};
+  });
   return y;
 }
 
@@ -56,9 +58,11 @@ Tensor MaxPool2d::backward(LayerContext& ctx, const Tensor& dy, bool needInputGr
     be.maxPool2dBackward(dy, m_argmax, dx, m_geometry);
     int casts = 0;
     dx = castActivation(be, dx, m_inputDtype, casts);
-    ctx.autocast.record({TracePhase::Backward, m_name, "max_pool2d_backward",
-                         CastPolicy::PassThrough, false, {dy.dtype()}, dy.dtype(), m_inputDtype,
-                         casts, 0, ""});
+    ctx.autocast.record([&] {
+      return OpTraceEntry{TracePhase::Backward, m_name, "max_pool2d_backward",
+          CastPolicy::PassThrough, false, {dy.dtype()}, dy.dtype(), m_inputDtype,
+          casts, 0, ""};
+    });
   }
   releaseSaved();
   return dx;

@@ -239,14 +239,18 @@ StepMetrics Trainer::step() {
 
   if (m_traceNext) {
     const char* masters = m_config.hasMasterWeights() ? "fp32 master weights" : "fp16 weights, no masters";
-    m_autocast.record({TracePhase::Optimizer, "scaler", "unscale_", CastPolicy::PassThrough, false,
-                       {m_config.mode == PrecisionMode::PureFp16 ? DType::F16 : DType::F32},
-                       DType::F32, DType::F32, 0, 0,
-                       foundInf ? "non-finite gradient found: step will be skipped" : "all gradients finite"});
-    m_autocast.record({TracePhase::Optimizer, "optimizer", m_config.optimizer.name + "_step",
-                       CastPolicy::PassThrough, false, {}, DType::F32,
-                       m_config.hasMasterWeights() ? DType::F32 : DType::F16, 0, 0,
-                       mt.skipped ? std::string("skipped") : std::string("updates ") + masters});
+    m_autocast.record([&] {
+      return OpTraceEntry{TracePhase::Optimizer, "scaler", "unscale_", CastPolicy::PassThrough, false,
+          {m_config.mode == PrecisionMode::PureFp16 ? DType::F16 : DType::F32},
+          DType::F32, DType::F32, 0, 0,
+          foundInf ? "non-finite gradient found: step will be skipped" : "all gradients finite"};
+    });
+    m_autocast.record([&] {
+      return OpTraceEntry{TracePhase::Optimizer, "optimizer", m_config.optimizer.name + "_step",
+          CastPolicy::PassThrough, false, {}, DType::F32,
+          m_config.hasMasterWeights() ? DType::F32 : DType::F16, 0, 0,
+          mt.skipped ? std::string("skipped") : std::string("updates ") + masters};
+    });
     m_lastTrace = m_autocast.takeTrace();
     m_autocast.setTracing(false);
     m_traceNext = false;
