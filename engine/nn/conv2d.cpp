@@ -42,20 +42,8 @@ std::vector<Parameter*> Conv2d::parameters() {
 }
 
 void Conv2d::initialize(Backend& be, Rng& rng, DType dtype, MemCategory category) {
-  // nn.Conv2d.reset_parameters: kaiming_uniform_(a=sqrt(5)) gives bound 1/sqrt(fan_in) with
-  // fan_in = in * k * k; the bias is uniform in the same bound. Weights are drawn first.
-  const std::int64_t fanIn = m_in * m_kernel * m_kernel;
-  const double bound = 1.0 / std::sqrt(double(fanIn));
-  std::vector<float> w(static_cast<std::size_t>(m_out * fanIn));
-  for (auto& v : w) v = static_cast<float>(rng.uniform(-bound, bound));
-  m_weight.name = m_name + ".weight";
-  m_weight.value = be.fromHost(w, {m_out, m_in, m_kernel, m_kernel}, dtype, category);
-  if (m_hasBias) {
-    std::vector<float> b(static_cast<std::size_t>(m_out));
-    for (auto& v : b) v = static_cast<float>(rng.uniform(-bound, bound));
-    m_bias.name = m_name + ".bias";
-    m_bias.value = be.fromHost(b, {m_out}, dtype, category);
-  }
+  initWeightAndBias(be, rng, m_name, m_weight, {m_out, m_in, m_kernel, m_kernel},
+                    m_hasBias ? &m_bias : nullptr, m_in * m_kernel * m_kernel, dtype, category);
 }
 
 Conv2dGeometry Conv2d::geometry(const Tensor& x) const {

@@ -1,5 +1,9 @@
 #include "engine/nn/layer.h"
 
+#include <cmath>
+
+#include "engine/data/rng.h"
+
 namespace amp {
 
 void accumulateGrad(Backend& be, Parameter& p, Tensor computed) {
@@ -35,6 +39,20 @@ AutocastOperands autocastOperands(LayerContext& ctx, const char* op, const Tenso
     o.cacheHits += hit;
   }
   return o;
+}
+
+void initWeightAndBias(Backend& be, Rng& rng, const std::string& layer, Parameter& weight,
+                       const Shape& weightShape, Parameter* bias, std::int64_t fanIn, DType dtype,
+                       MemCategory category) {
+  const double bound = 1.0 / std::sqrt(double(fanIn));
+  auto draw = [&](Parameter& p, const char* suffix, const Shape& shape) {
+    std::vector<float> v(static_cast<std::size_t>(shapeNumel(shape)));
+    for (auto& x : v) x = static_cast<float>(rng.uniform(-bound, bound));
+    p.name = layer + suffix;
+    p.value = be.fromHost(v, shape, dtype, category);
+  };
+  draw(weight, ".weight", weightShape);
+  if (bias) draw(*bias, ".bias", {weightShape.front()});
 }
 
 void recordWeightedForward(LayerContext& ctx, const std::string& layer, const char* op,

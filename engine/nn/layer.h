@@ -54,6 +54,13 @@ class Layer {
   std::string m_name;
 };
 
+// PyTorch's reset_parameters for Linear and Conv2d: kaiming_uniform_(a=sqrt(5)) gives the
+// weight the bound 1/sqrt(fan_in), and the bias is uniform in the same bound; the weight is
+// drawn first. Names the parameters "<layer>.weight" and "<layer>.bias" (bias may be null).
+void initWeightAndBias(Backend& be, Rng& rng, const std::string& layer, Parameter& weight,
+                       const Shape& weightShape, Parameter* bias, std::int64_t fanIn, DType dtype,
+                       MemCategory category);
+
 // Adds a computed gradient into p.grad, in p's dtype: the first one becomes p.grad (cast to
 // fp32 when the op ran in 16 bits, as the cast's backward does), later ones are summed in.
 void accumulateGrad(Backend& be, Parameter& p, Tensor computed);

@@ -30,19 +30,8 @@ std::vector<Parameter*> Linear::parameters() {
 }
 
 void Linear::initialize(Backend& be, Rng& rng, DType dtype, MemCategory category) {
-  // nn.Linear.reset_parameters: kaiming_uniform_(a=sqrt(5)) gives bound 1/sqrt(fan_in) for the
-  // weight; the bias is uniform in the same bound.
-  const double bound = 1.0 / std::sqrt(double(m_in));
-  std::vector<float> w(static_cast<std::size_t>(m_in * m_out));
-  for (auto& v : w) v = static_cast<float>(rng.uniform(-bound, bound));
-  m_weight.name = m_name + ".weight";
-  m_weight.value = be.fromHost(w, {m_out, m_in}, dtype, category);
-  if (m_hasBias) {
-    std::vector<float> b(static_cast<std::size_t>(m_out));
-    for (auto& v : b) v = static_cast<float>(rng.uniform(-bound, bound));
-    m_bias.name = m_name + ".bias";
-    m_bias.value = be.fromHost(b, {m_out}, dtype, category);
-  }
+  initWeightAndBias(be, rng, m_name, m_weight, {m_out, m_in}, m_hasBias ? &m_bias : nullptr, m_in,
+                    dtype, category);
 }
 
 Tensor Linear::forward(LayerContext& ctx, const Tensor& xIn) {
@@ -71,12 +60,11 @@ Tensor Linear::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
   // bits — where small gradients underflow), then handed to the fp32 .grad. When .grad is
   // still empty the GEMM writes fp32 straight into it and rounds through 16 bits in place:
   // the same values, without a 16-bit temporary and a separate cast.
-  const bool direct = !m_weight.grad.defined() && isLowPrecision(d) &&
-                      m_weight.value.dtype() == DType::F32;
+  const bool dwCast = isLowPrecision(d) && m_weight.value.dtype() == DType::F32;
+  const bool direct = dwCast && !m_weight.grad.defined();
   Tensor dw = be.empty({m_out, m_in}, direct ? DType::F32 : d, MemCategory::Gradients);
   be.gemm(dy, true, m_savedX, false, dw);
   if (direct) be.roundThrough(dw, d);
-  const bool dwCast = isLowPrecision(d) && m_weight.value.dtype() == DType::F32;
   accumulateGrad(be, m_weight, std::move(dw));
   if (m_hasBias) {
     Tensor db = be.empty({m_out}, d, MemCategory::Gradients);
