@@ -152,7 +152,7 @@ void MainWindow::connectActions() {
   connect(m_actions.open, &QAction::triggered, this, &MainWindow::openConfigInteractively);
   connect(m_actions.save, &QAction::triggered, this, &MainWindow::saveConfigInteractively);
   connect(m_actions.exportCharts, &QAction::triggered, this, &MainWindow::exportChartsInteractively);
-  connect(m_actions.light, &QAction::triggered, this, [this] { setTheme(false); });
+  // Light and dark are an exclusive group: choosing either toggles dark, once.
   connect(m_actions.dark, &QAction::toggled, this, [this](bool on) { setTheme(on); });
   connect(m_actions.shortcuts, &QAction::triggered, this, [this] {
     QMessageBox::information(this, tr("Keyboard shortcuts"), shortcutHelpHtml());
@@ -358,8 +358,6 @@ void MainWindow::updateProgress() {
 
 void MainWindow::setTheme(bool dark) {
   applyTheme(dark ? Theme::Dark : Theme::Light);
-  m_actions.dark->setChecked(dark);
-  m_actions.light->setChecked(!dark);
   m_dashboard->setTheme(dark ? ChartView::Theme::Dark : ChartView::Theme::Light);
   if (m_trace->run()) m_trace->showRun(m_trace->run());  // dtype tints follow the palette
 }

@@ -40,7 +40,9 @@ QPalette darkPalette() {
 
 void applyTheme(Theme theme) {
   g_theme = theme;
-  if (auto* style = QStyleFactory::create(QStringLiteral("Fusion"))) QApplication::setStyle(style);
+  const bool fusion = QApplication::style()->name().compare(QLatin1String("fusion"), Qt::CaseInsensitive) == 0;
+  if (!fusion)
+    if (auto* style = QStyleFactory::create(QStringLiteral("Fusion"))) QApplication::setStyle(style);
   QApplication::setPalette(theme == Theme::Dark ? darkPalette() : QApplication::style()->standardPalette());
 }
 

@@ -2,6 +2,7 @@
 // pause / single step / stop, validation blocking Start, divergence, data errors, lessons, twin
 // runs and a clean shutdown while training.
 #include <QAction>
+#include <QApplication>
 #include <QDir>
 #include <QFile>
 #include <QElapsedTimer>
@@ -19,6 +20,7 @@
 #include "ui/main_window.h"
 #include "ui/runs_model.h"
 #include "ui/runs_panel.h"
+#include "ui/theme.h"
 #include "ui/trace_view.h"
 
 using namespace amp;
@@ -247,6 +249,19 @@ class TestMainWindow : public QObject {
     QVERIFY(t.elapsed() < 5000);
     QCOMPARE(controller()->activeCount(), 0);
     QCOMPARE(run->status, ui::RunStatus::Stopped);
+  }
+
+  // The palette actions are an exclusive pair: either choice switches the app and the charts.
+  void paletteActionsSwitchTheTheme() {
+    const QColor lightWindow = QApplication::palette().color(QPalette::Window);
+    window()->actions().dark->trigger();
+    QCOMPARE(ui::currentTheme(), ui::Theme::Dark);
+    QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 100);
+    QVERIFY(!window()->actions().light->isChecked());
+    window()->actions().light->trigger();
+    QCOMPARE(ui::currentTheme(), ui::Theme::Light);
+    QCOMPARE(QApplication::palette().color(QPalette::Window), lightWindow);
+    QVERIFY(!window()->actions().dark->isChecked());
   }
 
   void formatInspectorShowsBits() {
