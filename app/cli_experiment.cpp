@@ -7,12 +7,12 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
-#include <QSaveFile>
 #include <chrono>
 #include <cstdio>
 
 #include "engine/io/checkpoint.h"
 #include "engine/io/config_json.h"
+#include "engine/io/run_record.h"
 #include "engine/io/metrics_json.h"
 #include "engine/io/run_output.h"
 #include "engine/train/event_text.h"
@@ -137,24 +137,12 @@ QJsonObject traceToJson(const std::vector<OpTraceEntry>& trace) {
 
 namespace {
 
-QByteArray readAll(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) throw std::runtime_error(path.toStdString() + ": cannot read");
-  return f.readAll();
-}
-
-void writeAll(const QString& path, const QByteArray& bytes) {
-  QSaveFile f(path);
-  if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit())
-    throw std::runtime_error(path.toStdString() + ": cannot write");
-}
-
 // Drops the lines of steps after `step`: a run killed after its last checkpoint wrote them, and
 // the resumed run is about to write those steps again. JSON lines ({"step": N, ...}) that do
 // not parse are dropped too (a line cut short by the kill); events.log lines are "step N: ...".
 void keepStepsUpTo(const QString& path, std::int64_t step, bool jsonLines) {
   if (!QFile::exists(path)) return;
-  const QByteArray all = readAll(path);
+  const QByteArray all = readFileBytes(path);
   QByteArray kept;
   for (const QByteArray& line : all.split('\n')) {
     if (line.trimmed().isEmpty()) continue;
@@ -169,7 +157,7 @@ void keepStepsUpTo(const QString& path, std::int64_t step, bool jsonLines) {
     }
     if (keep) kept += line + '\n';
   }
-  if (kept != all) writeAll(path, kept);
+  if (kept != all) writeFileAtomically(path, kept);
 }
 
 // A resumed run continues its folder: metrics.jsonl up to the checkpoint's step, then the new
@@ -177,18 +165,18 @@ void keepStepsUpTo(const QString& path, std::int64_t step, bool jsonLines) {
 void prepareResumedFolder(const QString& dir, const QByteArray& history, const std::vector<StepMetrics>& steps,
                           std::int64_t step, int growthInterval) {
   if (!QDir().mkpath(dir)) throw std::runtime_error(dir.toStdString() + ": cannot create the output folder");
-  const QString metrics = dir + "/metrics.jsonl";
+  const QString metrics = dir + "/" + kRunMetricsFile;
   if (QFile::exists(metrics)) {
     keepStepsUpTo(metrics, step, true);
   } else {
-    writeAll(metrics, history);
+    writeFileAtomically(metrics, history);
     QByteArray events;
     for (const StepMetrics& m : steps)
       for (const auto& e : describeEvents(m, growthInterval)) events += QByteArray::fromStdString(e) + '\n';
-    if (!QFile::exists(dir + "/events.log")) writeAll(dir + "/events.log", events);
+    if (!QFile::exists(dir + "/" + kRunEventsFile)) writeFileAtomically(dir + "/" + kRunEventsFile, events);
   }
-  keepStepsUpTo(dir + "/histograms.jsonl", step, true);
-  keepStepsUpTo(dir + "/events.log", step, false);
+  keepStepsUpTo(dir + "/" + kRunHistogramsFile, step, true);
+  keepStepsUpTo(dir + "/" + kRunEventsFile, step, false);
 }
 
 }  // namespace

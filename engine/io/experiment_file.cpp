@@ -26,8 +26,6 @@ bool isHexColor(const QString& c) {
 }
 
 // The run files every saved run has; a loader that finds one missing reports the entry.
-constexpr const char* kRunFiles[] = {kRunConfigFile, kRunMetricsFile, kRunHistogramsFile, kRunEventsFile,
-                                     kRunSummaryFile};
 
 // Zip problems (not a zip, truncated, CRC) come as CheckpointError from zip_entries; callers of
 // this file expect one error type.

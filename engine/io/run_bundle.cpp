@@ -44,7 +44,7 @@ bool isRunBundle(const std::map<QString, QByteArray>& entries) {
 
 ExperimentRun runBundleFromEntries(const QString& path, const std::map<QString, QByteArray>& entries) {
   std::map<QString, QByteArray> files;
-  for (const char* name : {kRunConfigFile, kRunMetricsFile, kRunHistogramsFile, kRunEventsFile, kRunSummaryFile}) {
+  for (const char* name : kRunFiles) {
     const auto it = entries.find(name);
     if (it == entries.end()) fail(path + ": " + name + ": missing entry (an incomplete run bundle)");
     files[name] = it->second;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "engine/io/config_json.h"
+#include "engine/io/run_record.h"  // the run files' names
 
 namespace amp {
 
@@ -40,12 +41,12 @@ RunOutputWriter::RunOutputWriter(const QString& dir, const RunConfig& config, bo
     : m_dir(dir) {
   if (!QDir().mkpath(dir))
     throw std::runtime_error(dir.toStdString() + ": cannot create the output folder");
-  writeJson("config.json", configToJson(config));
-  m_metrics = std::make_unique<JsonLinesWriter>(dir + "/metrics.jsonl", append);
-  m_histograms = std::make_unique<JsonLinesWriter>(dir + "/histograms.jsonl", append);
-  m_events = std::make_unique<QFile>(dir + "/events.log");
+  writeJson(kRunConfigFile, configToJson(config));
+  m_metrics = std::make_unique<JsonLinesWriter>(dir + "/" + kRunMetricsFile, append);
+  m_histograms = std::make_unique<JsonLinesWriter>(dir + "/" + kRunHistogramsFile, append);
+  m_events = std::make_unique<QFile>(dir + "/" + kRunEventsFile);
   if (!m_events->open(QIODevice::WriteOnly | (append ? QIODevice::Append : QIODevice::Truncate)))
-    throw std::runtime_error((dir + "/events.log").toStdString() + ": cannot write");
+    throw std::runtime_error(m_events->fileName().toStdString() + ": cannot write");
 }
 
 RunOutputWriter::~RunOutputWriter() = default;
@@ -63,7 +64,7 @@ void RunOutputWriter::writeStep(const StepMetrics& m, const std::vector<std::str
 void RunOutputWriter::writeSummary(const RunSummary& s, const QJsonObject& extra) {
   QJsonObject o = runSummaryToJson(s);
   for (auto it = extra.begin(); it != extra.end(); ++it) o[it.key()] = it.value();
-  writeJson("summary.json", o);
+  writeJson(kRunSummaryFile, o);
 }
 
 void RunOutputWriter::writeJson(const QString& name, const QJsonObject& o) {

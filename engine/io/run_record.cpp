@@ -122,18 +122,6 @@ RunConfig configFromJson(const QByteArray& bytes, const QString& file) {
   return c;
 }
 
-QByteArray readFile(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) fail(path + ": cannot read (" + f.errorString() + ")");
-  return f.readAll();
-}
-
-void writeFile(const QString& path, const QByteArray& bytes) {
-  QSaveFile f(path);
-  if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit())
-    fail(path + ": cannot write (" + f.errorString() + ")");
-}
-
 // checkpoints/step-N.zip with the largest N: the state the run ended in.
 QString latestCheckpoint(const QString& dir) {
   static const QRegularExpression re(QStringLiteral("^step-(\\d+)\\.zip$"));
@@ -151,6 +139,18 @@ QString latestCheckpoint(const QString& dir) {
 }
 
 }  // namespace
+
+QByteArray readFileBytes(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) fail(path + ": cannot read (" + f.errorString() + ")");
+  return f.readAll();
+}
+
+void writeFileAtomically(const QString& path, const QByteArray& bytes) {
+  QSaveFile f(path);
+  if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit())
+    fail(path + ": cannot write (" + f.errorString() + ")");
+}
 
 HistogramRecord histogramFromJson(const QJsonObject& o) {
   HistogramRecord h;
@@ -233,8 +233,8 @@ RunRecord loadRunFolder(const QString& dir) {
   if (!isRunFolder(clean))
     fail(clean + "/" + kRunMetricsFile + ": missing (not an ampstudio-cli run folder)");
   std::map<QString, QByteArray> files;
-  for (const char* name : {kRunConfigFile, kRunMetricsFile, kRunHistogramsFile, kRunEventsFile, kRunSummaryFile})
-    if (QFileInfo::exists(clean + "/" + name)) files[name] = readFile(clean + "/" + name);
+  for (const char* name : kRunFiles)
+    if (QFileInfo::exists(clean + "/" + name)) files[name] = readFileBytes(clean + "/" + name);
   RunRecord r = runRecordFromFiles(files, clean + "/");
   r.checkpointPath = latestCheckpoint(clean);
   return r;
@@ -268,14 +268,14 @@ std::vector<RunRecord> loadRunFolders(const QString& dir) {
 void writeRunFolder(const RunRecord& r, const QString& dir) {
   const QString clean = QDir::cleanPath(dir);
   if (!QDir().mkpath(clean)) fail(clean + ": cannot create the folder");
-  for (const auto& [name, bytes] : runRecordFiles(r)) writeFile(clean + "/" + name, bytes);
+  for (const auto& [name, bytes] : runRecordFiles(r)) writeFileAtomically(clean + "/" + name, bytes);
   if (r.checkpointPath.isEmpty()) return;
   const QString source = QFileInfo(r.checkpointPath).canonicalFilePath();
   if (source.isEmpty()) fail(r.checkpointPath + ": no such checkpoint");
   const QString target = clean + "/checkpoints/" + QFileInfo(r.checkpointPath).fileName();
   if (QFileInfo(target).canonicalFilePath() == source) return;  // written back into its own folder
   if (!QDir().mkpath(clean + "/checkpoints")) fail(clean + "/checkpoints: cannot create the folder");
-  writeFile(target, readFile(r.checkpointPath));
+  writeFileAtomically(target, readFileBytes(r.checkpointPath));
 }
 
 }  // namespace amp

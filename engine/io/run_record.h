@@ -30,6 +30,8 @@ inline constexpr const char* kRunMetricsFile = "metrics.jsonl";
 inline constexpr const char* kRunHistogramsFile = "histograms.jsonl";
 inline constexpr const char* kRunEventsFile = "events.log";
 inline constexpr const char* kRunSummaryFile = "summary.json";
+inline constexpr const char* kRunFiles[] = {kRunConfigFile, kRunMetricsFile, kRunHistogramsFile,
+                                            kRunEventsFile, kRunSummaryFile};
 
 struct RunRecord {
   RunConfig config;
@@ -42,6 +44,11 @@ struct RunRecord {
   QString checkpointPath;          // a folder's latest checkpoints/step-N.zip, "" if none
   QStringList warnings;            // tolerated problems, e.g. a last line cut short by a kill
 };
+
+// A whole file's bytes, and a file replaced only once all its bytes are written (QSaveFile).
+// Both throw RunRecordError naming the path and the system's reason.
+QByteArray readFileBytes(const QString& path);
+void writeFileAtomically(const QString& path, const QByteArray& bytes);
 
 // Reads what histogramToJson() wrote. Counts are stored per bin; the fp16 range counts
 // (underflow, ...) come back from the stored fractions times the total. Throws RunRecordError
