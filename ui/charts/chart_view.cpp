@@ -18,8 +18,6 @@
 
 namespace amp::ui {
 
-namespace {
-
 QString superscript(int n) {
   static const QChar digits[] = {u'⁰', u'¹', u'²', u'³', u'⁴', u'⁵', u'⁶', u'⁷', u'⁸', u'⁹'};
   QString out = n < 0 ? QStringLiteral("⁻") : QString();
@@ -27,6 +25,8 @@ QString superscript(int n) {
   for (QChar c : plain) out += digits[c.digitValue()];
   return out;
 }
+
+namespace {
 
 // "2¹⁶" for log2; plain decimals near 1 for log10 ("0.01", "100"), "10⁻⁵" beyond.
 QString powerLabel(int k, YDomain domain) {

@@ -32,6 +32,9 @@ class QXYSeries;
 
 namespace amp::ui {
 
+// n in superscript digits ("⁻¹⁴"), for axis labels like 2⁻¹⁴ and 10⁵.
+QString superscript(int n);
+
 class ChartView : public QChartView {
   Q_OBJECT
 

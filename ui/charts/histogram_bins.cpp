@@ -3,6 +3,8 @@
 #include <QCategoryAxis>
 #include <cstdlib>
 
+#include "ui/charts/chart_view.h"  // superscript
+
 namespace amp::ui {
 
 namespace {
@@ -24,13 +26,7 @@ int binAt(double pos) {
   return -1;
 }
 
-QString powerOfTwo(int exponent) {
-  static const QChar digits[] = {u'⁰', u'¹', u'²', u'³', u'⁴', u'⁵', u'⁶', u'⁷', u'⁸', u'⁹'};
-  QString out = QStringLiteral("2");
-  if (exponent < 0) out += u'⁻';
-  for (QChar c : QString::number(std::abs(exponent))) out += digits[c.digitValue()];
-  return out;
-}
+QString powerOfTwo(int exponent) { return QStringLiteral("2") + superscript(exponent); }
 
 QString binName(int bin) {
   if (bin < kHistExpBins) return powerOfTwo(kHistMinExp + bin);
