@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/core/tensor.h"
+#include "kernels/common/conv_geometry.h"
 #include "engine/telemetry/exponent_histogram.h"
 
 namespace amp {
@@ -43,14 +44,8 @@ struct AdamParams {
   std::int64_t step = 1;   // 1-based step count for bias correction
 };
 
-// NCHW convolution geometry (groups = 1, dilation = 1).
-struct Conv2dGeometry {
-  std::int64_t n = 0, c = 0, h = 0, w = 0;  // input
-  std::int64_t k = 0, r = 0, s = 0;         // output channels, kernel height, kernel width
-  std::int64_t strideH = 1, strideW = 1, padH = 0, padW = 0;
-  std::int64_t outH() const { return (h + 2 * padH - r) / strideH + 1; }
-  std::int64_t outW() const { return (w + 2 * padW - s) / strideW + 1; }
-};
+// NCHW convolution geometry (groups = 1, dilation = 1), shared with the kernels.
+using Conv2dGeometry = ConvGeometry;
 
 struct Pool2dGeometry {
   std::int64_t n = 0, c = 0, h = 0, w = 0;

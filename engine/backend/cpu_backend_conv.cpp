@@ -23,15 +23,9 @@ using cpu::kParallelThreshold;
 
 namespace {
 
-cpu::ConvShape convShape(const Conv2dGeometry& g) {
-  cpu::ConvShape s;
-  s.n = g.n, s.c = g.c, s.h = g.h, s.w = g.w, s.k = g.k, s.r = g.r, s.s = g.s;
-  s.strideH = g.strideH, s.strideW = g.strideW, s.padH = g.padH, s.padW = g.padW;
-  if (s.n <= 0 || s.c <= 0 || s.h <= 0 || s.w <= 0 || s.k <= 0 || s.r <= 0 || s.s <= 0 ||
-      s.strideH <= 0 || s.strideW <= 0 || s.padH < 0 || s.padW < 0 || s.outH() <= 0 ||
-      s.outW() <= 0)
-    throw std::invalid_argument("conv2d: invalid geometry");
-  return s;
+const Conv2dGeometry& checkedGeometry(const Conv2dGeometry& g) {
+  if (!g.valid()) throw std::invalid_argument("conv2d: invalid geometry");
+  return g;
 }
 
 void requireNumel(const Tensor& t, const Shape& expected, const char* what) {
@@ -98,7 +92,7 @@ class ScratchAccount {
 
 void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
                                const Conv2dGeometry& g) {
-  const cpu::ConvShape s = convShape(g);
+  const Conv2dGeometry& s = checkedGeometry(g);
   requireNumel(x, {s.n, s.c, s.h, s.w}, "input");
   requireNumel(w, {s.k, s.c, s.r, s.s}, "weight");
   requireNumel(y, {s.n, s.k, s.outH(), s.outW()}, "output");
@@ -114,7 +108,7 @@ void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* b
 
 void CpuBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx,
                                     const Conv2dGeometry& g) {
-  const cpu::ConvShape s = convShape(g);
+  const Conv2dGeometry& s = checkedGeometry(g);
   requireNumel(dy, {s.n, s.k, s.outH(), s.outW()}, "output gradient");
   requireNumel(w, {s.k, s.c, s.r, s.s}, "weight");
   requireNumel(dx, {s.n, s.c, s.h, s.w}, "input gradient");
@@ -129,7 +123,7 @@ void CpuBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& d
 
 void CpuBackend::conv2dBackwardWeights(const Tensor& dy, const Tensor& x, Tensor& dw, Tensor* dbias,
                                        const Conv2dGeometry& g) {
-  const cpu::ConvShape s = convShape(g);
+  const Conv2dGeometry& s = checkedGeometry(g);
   requireNumel(dy, {s.n, s.k, s.outH(), s.outW()}, "output gradient");
   requireNumel(x, {s.n, s.c, s.h, s.w}, "input");
   requireNumel(dw, {s.k, s.c, s.r, s.s}, "weight gradient");

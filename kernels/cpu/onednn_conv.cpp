@@ -205,9 +205,7 @@ std::unique_ptr<CachedConv> create(ConvPass pass, ConvType in, ConvType out, con
 using Key = std::array<std::int64_t, 16>;
 
 CachedConv& lookup(ConvPass pass, ConvType in, ConvType out, const ConvShape& s, bool bias) {
-  if (s.n <= 0 || s.c <= 0 || s.h <= 0 || s.w <= 0 || s.k <= 0 || s.r <= 0 || s.s <= 0 ||
-      s.strideH <= 0 || s.strideW <= 0 || s.padH < 0 || s.padW < 0 || s.outH() <= 0 ||
-      s.outW() <= 0)
+  if (!s.valid())
     throw std::invalid_argument("convolution: invalid geometry");
   const ConvLayout layout = g_layout.load(std::memory_order_relaxed);
   // One cache per thread: runs on different threads never share mutable oneDNN objects.

@@ -20,23 +20,14 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/common/conv_geometry.h"
+
 namespace amp::cpu {
 
 // Element type of a convolution operand. F16 is stored in 16 bits and computed as fp32.
 enum class ConvType : std::uint8_t { F32, BF16, F16 };
 
-struct ConvShape {
-  std::int64_t n = 0, c = 0, h = 0, w = 0;  // input
-  std::int64_t k = 0, r = 0, s = 0;         // output channels, kernel height and width
-  std::int64_t strideH = 1, strideW = 1, padH = 0, padW = 0;
-  std::int64_t outH() const { return (h + 2 * padH - r) / strideH + 1; }
-  std::int64_t outW() const { return (w + 2 * padW - s) / strideW + 1; }
-  // Multiply-adds of one pass (forward, backward-data and backward-weights all do this many).
-  double flops() const {
-    return 2.0 * double(n) * double(k) * double(outH()) * double(outW()) * double(c) * double(r) *
-           double(s);
-  }
-};
+using ConvShape = ConvGeometry;
 
 enum class ConvPass : std::uint8_t { Forward, BackwardData, BackwardWeights };
 

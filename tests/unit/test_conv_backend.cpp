@@ -111,9 +111,7 @@ TEST_F(ConvBackendTest, ScratchCountsAsWorkspaceDuringTheCall) {
     Tensor x = make(randomVec(g.n * g.c * g.h * g.w, 1), inShape(g), d);
     Tensor w = make(randomVec(g.k * g.c * g.r * g.s, 2), weiShape(g), d);
     Tensor y = be->empty(outShape(g), d, MemCategory::Activations);
-    cpu::ConvShape s;
-    s.n = g.n, s.c = g.c, s.h = g.h, s.w = g.w, s.k = g.k, s.r = g.r, s.s = g.s;
-    s.strideH = g.strideH, s.strideW = g.strideW, s.padH = g.padH, s.padW = g.padW;
+    const cpu::ConvShape& s = g;  // one geometry type for the backend and the kernels
     const auto t = d == DType::F32 ? cpu::ConvType::F32 : d == DType::BF16 ? cpu::ConvType::BF16 : cpu::ConvType::F16;
     const auto scratch = static_cast<std::int64_t>(cpu::convScratchBytes(cpu::ConvPass::Forward, t, t, s, false));
     // fp16 is staged through fp32 copies of input, weight and output: at least 4 bytes each.
