@@ -18,6 +18,8 @@ class CpuBackend final : public Backend {
 
   std::string name() const override { return "cpu"; }
   std::string description() const override;
+  std::string computePath(DType dtype) const override;
+  bool nativeCompute(DType dtype) const override;
 
   void* allocateBytes(std::size_t bytes) override;
   void freeBytes(void* p, std::size_t bytes) override;
@@ -108,6 +110,25 @@ inline int floatCode(const Tensor& t) {
   return static_cast<int>(t.dtype());
 }
 void requireSameShape(const Tensor& a, const Tensor& b, const char* op);
+// Scratch of the oneDNN wrappers (blocked-layout copies, fp32 copies of emulated 16-bit
+// operands) counts as workspace while a call runs, as a temporary tensor would: the memory chart
+// then shows what emulation and layout reorders really cost.
+class ScratchAccount {
+ public:
+  ScratchAccount(MemoryTracker& tracker, std::size_t bytes)
+      : m_tracker(tracker), m_bytes(static_cast<std::int64_t>(bytes)) {
+    if (m_bytes) m_tracker.onAlloc(MemCategory::Workspace, m_bytes);
+  }
+  ~ScratchAccount() {
+    if (m_bytes) m_tracker.onFree(MemCategory::Workspace, m_bytes);
+  }
+  ScratchAccount(const ScratchAccount&) = delete;
+  ScratchAccount& operator=(const ScratchAccount&) = delete;
+
+ private:
+  MemoryTracker& m_tracker;
+  std::int64_t m_bytes;
+};
 // OpenMP only pays past this many elements (thread wake-up costs a few microseconds).
 constexpr std::int64_t kParallelThreshold = 1 << 15;
 }  // namespace cpu

@@ -20,6 +20,7 @@ namespace amp {
 
 using cpu::floatCode;
 using cpu::kParallelThreshold;
+using cpu::ScratchAccount;
 
 namespace {
 
@@ -65,26 +66,6 @@ void timed(GemmCounters& c, double flops, Fn&& fn) {
   c.flops += flops;
   ++c.calls;
 }
-
-// The convolution kernels' scratch (blocked-layout and fp16-staged copies of the operands)
-// counts as workspace while a call runs, as a temporary tensor would: the memory chart then
-// shows what fp16 emulation and layout reorders really cost.
-class ScratchAccount {
- public:
-  ScratchAccount(MemoryTracker& tracker, std::size_t bytes)
-      : m_tracker(tracker), m_bytes(static_cast<std::int64_t>(bytes)) {
-    if (m_bytes) m_tracker.onAlloc(MemCategory::Workspace, m_bytes);
-  }
-  ~ScratchAccount() {
-    if (m_bytes) m_tracker.onFree(MemCategory::Workspace, m_bytes);
-  }
-  ScratchAccount(const ScratchAccount&) = delete;
-  ScratchAccount& operator=(const ScratchAccount&) = delete;
-
- private:
-  MemoryTracker& m_tracker;
-  std::int64_t m_bytes;
-};
 
 }  // namespace
 

@@ -1,12 +1,12 @@
-// CPU backend: GEMM in a dtype. fp32 and bf16 go to oneDNN (fp32 accumulation, one rounding
-// of the output); fp16 is emulated with the same numerics as tensor cores: the fp16 inputs are
-// widened exactly to fp32, multiplied and summed in fp32, and the result rounded once to fp16.
+// CPU backend: GEMM in a dtype, through kernels/cpu/onednn_matmul: fp32 natively; bf16 natively
+// where oneDNN has a bf16 matmul for this CPU; fp16, and bf16 elsewhere, emulated with the same
+// numerics as tensor cores (16-bit inputs widened exactly to fp32, products and sums in fp32,
+// the result rounded once to its dtype). The emulation's fp32 copies count as workspace.
 #include <chrono>
 #include <stdexcept>
 #include <vector>
 
 #include "engine/backend/cpu_backend.h"
-#include "kernels/cpu/convert.h"
 #include "kernels/cpu/onednn_matmul.h"
 
 namespace amp {
@@ -32,6 +32,16 @@ cpu::MatmulShape gemmShape(const Tensor& a, bool transA, const Tensor& b, bool t
   return s;
 }
 
+cpu::ElemType elemType(DType d) {
+  switch (d) {
+    case DType::F32: return cpu::ElemType::F32;
+    case DType::F16: return cpu::ElemType::F16;
+    case DType::BF16: return cpu::ElemType::BF16;
+    default: break;
+  }
+  throw std::invalid_argument("gemm: unsupported dtype " + std::string(dtypeName(d)));
+}
+
 }  // namespace
 
 void CpuBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool transB, Tensor& c,
@@ -44,30 +54,12 @@ void CpuBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool transB
     throw std::invalid_argument("gemm: output must be fp32 or the input dtype");
   if (bias && bias->numel() != s.n) throw std::invalid_argument("gemm: bias size mismatch");
 
+  const cpu::ElemType inType = elemType(in), outType = elemType(c.dtype());
+  const cpu::ScratchAccount scratch(m_memory,
+                                    cpu::matmulScratchBytes(inType, outType, s, bias != nullptr));
   const auto t0 = std::chrono::steady_clock::now();
-  if (in == DType::F32 || in == DType::BF16) {
-    const auto mt = in == DType::F32 ? cpu::MatType::F32 : cpu::MatType::BF16;
-    const auto ot = c.dtype() == DType::F32 ? cpu::MatType::F32 : cpu::MatType::BF16;
-    cpu::matmul(mt, ot, s, a.rawData(), b.rawData(), bias ? bias->rawData() : nullptr,
-                c.rawData());
-  } else if (in == DType::F16) {
-    // Widening fp16 -> fp32 is exact, so the fp32 GEMM sees exactly the fp16 values.
-    Tensor a32 = cast(a, DType::F32, MemCategory::Workspace);
-    Tensor b32 = cast(b, DType::F32, MemCategory::Workspace);
-    Tensor bias32 = bias ? cast(*bias, DType::F32, MemCategory::Workspace) : Tensor();
-    const void* biasPtr = bias ? bias32.rawData() : nullptr;
-    if (c.dtype() == DType::F32) {
-      cpu::matmul(cpu::MatType::F32, cpu::MatType::F32, s, a32.rawData(), b32.rawData(), biasPtr,
-                  c.rawData());
-    } else {
-      Tensor c32 = empty(c.shape(), DType::F32, MemCategory::Workspace);
-      cpu::matmul(cpu::MatType::F32, cpu::MatType::F32, s, a32.rawData(), b32.rawData(), biasPtr,
-                  c32.rawData());
-      castInto(c32, c);
-    }
-  } else {
-    throw std::invalid_argument("gemm: unsupported dtype " + std::string(dtypeName(in)));
-  }
+  cpu::matmul(inType, outType, s, a.rawData(), b.rawData(), bias ? bias->rawData() : nullptr,
+              c.rawData());
   m_gemm.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   m_gemm.flops += 2.0 * double(s.m) * double(s.n) * double(s.k);
   ++m_gemm.calls;

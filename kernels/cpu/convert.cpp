@@ -1,6 +1,8 @@
 #include "kernels/cpu/convert.h"
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 
 #include "kernels/common/float16.h"
 
@@ -249,9 +251,21 @@ ConvertIsa detectIsa() {
   return ConvertIsa::Scalar;
 }
 
+// AMP_CONVERT_ISA=scalar|avx2|avx512 caps the level, as ONEDNN_MAX_CPU_ISA caps oneDNN's: the
+// test suite runs the converters' AVX2 and scalar paths on an AVX-512 machine this way.
+ConvertIsa initialIsa() {
+  const char* cap = std::getenv("AMP_CONVERT_ISA");
+  if (!cap || !*cap) return bestConvertIsa();
+  for (ConvertIsa isa : {ConvertIsa::Scalar, ConvertIsa::Avx2F16c, ConvertIsa::Avx512})
+    if (std::string_view(cap) == convertIsaEnvName(isa))
+      return isa > bestConvertIsa() ? bestConvertIsa() : isa;
+  std::fprintf(stderr, "AMP_CONVERT_ISA=%s is not one of scalar, avx2, avx512: ignored\n", cap);
+  return bestConvertIsa();
+}
+
 // Detected once; a relaxed atomic load per array call costs nothing next to the loop.
 std::atomic<ConvertIsa>& activeIsa() {
-  static std::atomic<ConvertIsa> isa{bestConvertIsa()};
+  static std::atomic<ConvertIsa> isa{initialIsa()};
   return isa;
 }
 
@@ -293,6 +307,15 @@ void roundF32ThroughF16(float* data, std::size_t n) {
 }
 void roundF32ThroughBf16(float* data, std::size_t n) {
   AMP_PICK(roundBf16Scalar, roundBf16Avx2, roundBf16Avx512)(data, n);
+}
+
+std::string_view convertIsaEnvName(ConvertIsa isa) {
+  switch (isa) {
+    case ConvertIsa::Scalar: return "scalar";
+    case ConvertIsa::Avx2F16c: return "avx2";
+    case ConvertIsa::Avx512: return "avx512";
+  }
+  return "?";
 }
 
 std::string_view convertIsaName(ConvertIsa isa) {

@@ -30,6 +30,9 @@ void roundF32ThroughBf16(float* data, std::size_t n);
 enum class ConvertIsa : std::uint8_t { Scalar, Avx2F16c, Avx512 };
 
 std::string_view convertIsaName(ConvertIsa isa);
+// The value of AMP_CONVERT_ISA that selects a level ("scalar", "avx2", "avx512"). That variable,
+// read once at the first conversion, caps the level (like oneDNN's ONEDNN_MAX_CPU_ISA).
+std::string_view convertIsaEnvName(ConvertIsa isa);
 // The best level this CPU supports (what is used unless setConvertIsa() chose otherwise).
 ConvertIsa bestConvertIsa();
 ConvertIsa activeConvertIsa();

@@ -10,8 +10,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kernels/cpu/chunked.h"
-#include "kernels/cpu/convert.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace amp::cpu {
@@ -22,19 +20,15 @@ using Tag = memory::format_tag;
 
 std::atomic<ConvLayout> g_layout{ConvLayout::Auto};
 
-dnnl::engine& cpuEngine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// What oneDNN computes in for an operand type: fp16 goes through fp32.
-memory::data_type computeType(ConvType t) {
-  return t == ConvType::BF16 ? memory::data_type::bf16 : memory::data_type::f32;
+// What oneDNN computes in for an operand type: fp16 goes through fp32, and so does bf16 where
+// oneDNN has no bf16 convolution (`emulated`).
+memory::data_type computeType(ConvType t, bool emulated) {
+  return t == ConvType::BF16 && !emulated ? memory::data_type::bf16 : memory::data_type::f32;
 }
 
 // One argument of a primitive: the caller's plain buffer and, when the primitive wants another
-// layout, the primitive's own buffer plus the reorder between the two. An fp16 operand is
-// staged: widened into (or rounded out of) an fp32 buffer that stands in for the caller's.
+// layout, the primitive's own buffer plus the reorder between the two. A 16-bit operand that
+// the primitive reads or writes in fp32 is staged: widened into (or rounded out of) an fp32 buffer that stands in for the caller's.
 // Staging and reordered buffers live in a per-thread arena, only during a call, so caching
 // many shapes (training and evaluation batch sizes) keeps no large buffers alive.
 struct ConvArg {
@@ -42,6 +36,7 @@ struct ConvArg {
   bool isInput = true;
   bool reordered = false;
   bool staged = false;
+  ConvType type = ConvType::F32;  // of the caller's buffer
   std::size_t elements = 0;       // of the caller's buffer
   std::size_t stagingOffset = 0;  // in the arena, when staged
   std::size_t primOffset = 0;     // in the arena, when reordered
@@ -52,12 +47,11 @@ struct ConvArg {
 
 struct CachedConv {
   std::string impl;
+  bool emulated = false;  // 16-bit operands computed in fp32
   dnnl::primitive prim;
   std::vector<ConvArg> args;  // in the order execute() receives the data pointers
   std::size_t arenaBytes = 0;
 };
-
-std::size_t alignUp(std::size_t n) { return (n + 63) / 64 * 64; }
 
 ConvArg makeArg(CachedConv& cc, int id, bool isInput, ConvType type, const memory::dims& dims,
                 Tag plain, const memory::desc& primMd) {
@@ -65,13 +59,14 @@ ConvArg makeArg(CachedConv& cc, int id, bool isInput, ConvType type, const memor
   ConvArg a;
   a.id = id;
   a.isInput = isInput;
-  const memory::desc userMd(dims, computeType(type), plain);
-  a.elements = userMd.get_size() / (type == ConvType::BF16 ? 2 : 4);
+  a.type = type;
+  const memory::desc userMd(dims, computeType(type, cc.emulated), plain);
+  a.elements = userMd.get_size() / (userMd.data_type() == memory::data_type::bf16 ? 2 : 4);
   a.user = memory(userMd, eng, DNNL_MEMORY_NONE);
-  if (type == ConvType::F16) {
+  if (type != ConvType::F32 && userMd.data_type() == memory::data_type::f32) {
     a.staged = true;
     a.stagingOffset = cc.arenaBytes;
-    cc.arenaBytes += alignUp(userMd.get_size());
+    cc.arenaBytes += alignScratch(userMd.get_size());
   }
   if (primMd == userMd) {
     a.prim = a.user;
@@ -79,26 +74,10 @@ ConvArg makeArg(CachedConv& cc, int id, bool isInput, ConvType type, const memor
     a.reordered = true;
     a.prim = memory(primMd, eng, DNNL_MEMORY_NONE);
     a.primOffset = cc.arenaBytes;
-    cc.arenaBytes += alignUp(primMd.get_size());
+    cc.arenaBytes += alignScratch(primMd.get_size());
     a.reorder = isInput ? dnnl::reorder(a.user, a.prim) : dnnl::reorder(a.prim, a.user);
   }
   return a;
-}
-
-// The per-thread arena: grows to the largest call seen, never shrinks.
-std::byte* arena(std::size_t bytes) {
-  struct Free {
-    void operator()(std::byte* p) const { std::free(p); }
-  };
-  thread_local std::unique_ptr<std::byte[], Free> buffer;
-  thread_local std::size_t capacity = 0;
-  if (bytes > capacity) {
-    buffer.reset();
-    buffer.reset(static_cast<std::byte*>(std::aligned_alloc(64, alignUp(bytes))));
-    if (!buffer) throw std::bad_alloc();
-    capacity = bytes;
-  }
-  return buffer.get();
 }
 
 // The dimensions of one problem, and the descriptors the primitive is created with
@@ -106,19 +85,21 @@ std::byte* arena(std::size_t bytes) {
 struct ConvDescs {
   memory::dims srcDims, weiDims, dstDims, biasDims, strides, padding;
   bool any = true;
+  bool emulated = false;
   memory::desc md(const memory::dims& dims, ConvType t, Tag plain) const {
-    return memory::desc(dims, computeType(t), any ? Tag::any : plain);
+    return memory::desc(dims, computeType(t, emulated), any ? Tag::any : plain);
   }
 };
 
-ConvDescs descsFor(const ConvShape& s, bool any) {
+ConvDescs descsFor(const ConvShape& s, bool any, bool emulated) {
   return {{s.n, s.c, s.h, s.w},
           {s.k, s.c, s.r, s.s},
           {s.n, s.k, s.outH(), s.outW()},
           {s.k},
           {s.strideH, s.strideW},
           {s.padH, s.padW},
-          any};
+          any,
+          emulated};
 }
 
 // Backward primitives need the forward primitive descriptor as a hint (it tells oneDNN which
@@ -131,14 +112,16 @@ dnnl::convolution_forward::primitive_desc forwardHint(const ConvDescs& d, ConvTy
   return convolution_forward::primitive_desc(desc, cpuEngine());
 }
 
-std::unique_ptr<CachedConv> create(ConvPass pass, ConvType in, ConvType out, const ConvShape& s,
-                                   bool bias, bool any) {
+// Throws dnnl::error when oneDNN has no implementation for these types on this CPU.
+std::unique_ptr<CachedConv> createWith(ConvPass pass, ConvType in, ConvType out,
+                                       const ConvShape& s, bool bias, bool any, bool emulated) {
   using namespace dnnl;
-  const ConvDescs d = descsFor(s, any);
+  const ConvDescs d = descsFor(s, any, emulated);
   // Bias vectors are always plain (oneDNN keeps them so).
-  const memory::desc biasIn(d.biasDims, computeType(in), Tag::x);
-  const memory::desc biasOut(d.biasDims, computeType(out), Tag::x);
+  const memory::desc biasIn(d.biasDims, computeType(in, emulated), Tag::x);
+  const memory::desc biasOut(d.biasDims, computeType(out, emulated), Tag::x);
   auto e = std::make_unique<CachedConv>();
+  e->emulated = emulated;
   auto& args = e->args;
   switch (pass) {
     case ConvPass::Forward: {
@@ -202,7 +185,42 @@ std::unique_ptr<CachedConv> create(ConvPass pass, ConvType in, ConvType out, con
   return e;
 }
 
-using Key = std::array<std::int64_t, 16>;
+std::string describeConv(ConvPass pass, ConvType in, ConvType out, const ConvShape& s) {
+  const char* names[] = {"forward", "backward-data", "backward-weights"};
+  auto dims = [](std::initializer_list<std::int64_t> v) {
+    std::string t = "(";
+    for (auto x : v) t += (t.size() > 1 ? "x" : "") + std::to_string(x);
+    return t + ")";
+  };
+  return std::string(names[int(pass)]) + ", input " + dims({s.n, s.c, s.h, s.w}) + ", weight " +
+         dims({s.k, s.c, s.r, s.s}) + ", stride " + std::to_string(s.strideH) + ", padding " +
+         std::to_string(s.padH) + ", " + elemTypeName(in) + " in, " + elemTypeName(out) + " out";
+}
+
+// The native primitive where oneDNN has one; bf16 without one (below AVX-512) and fp16 are
+// emulated through fp32.
+std::unique_ptr<CachedConv> create(ConvPass pass, ConvType in, ConvType out, const ConvShape& s,
+                                   bool bias, bool any, bool forceEmulation) {
+  std::unique_ptr<CachedConv> e;
+  try {
+    if (in == ConvType::BF16 && !forceEmulation) {
+      try {
+        return createWith(pass, in, out, s, bias, any, false);
+      } catch (const dnnl::error&) {
+        // No bf16 convolution on this CPU: fall through to the fp32 emulation.
+      }
+    }
+    e = createWith(pass, in, out, s, bias, any, true);
+  } catch (const dnnl::error& err) {
+    throwComputeError("convolution", describeConv(pass, in, out, s), err.what());
+  }
+  if (in != ConvType::F32)
+    e->impl += std::string(" (") + elemTypeName(in) + " emulated: fp32 math on " +
+               elemTypeName(in) + " values)";
+  return e;
+}
+
+using Key = std::array<std::int64_t, 17>;
 
 CachedConv& lookup(ConvPass pass, ConvType in, ConvType out, const ConvShape& s, bool bias) {
   if (!s.valid())
@@ -210,20 +228,21 @@ CachedConv& lookup(ConvPass pass, ConvType in, ConvType out, const ConvShape& s,
   const ConvLayout layout = g_layout.load(std::memory_order_relaxed);
   // One cache per thread: runs on different threads never share mutable oneDNN objects.
   thread_local std::map<Key, std::unique_ptr<CachedConv>> cache;
-  const Key key{int(pass), int(in), int(out),  s.n,       s.c,    s.h,    s.w,  s.k,
-                s.r,       s.s,     s.strideH, s.strideW, s.padH, s.padW, bias, int(layout)};
+  const bool force = forceBf16Emulation() && in == ConvType::BF16;
+  const Key key{int(pass), int(in), int(out),  s.n,       s.c,    s.h,    s.w,  s.k,    s.r,
+                s.s,       s.strideH, s.strideW, s.padH, s.padW, bias, int(layout), force};
   auto it = cache.find(key);
   if (it == cache.end())
-    it = cache.emplace(key, create(pass, in, out, s, bias, layout == ConvLayout::Auto)).first;
+    it = cache.emplace(key, create(pass, in, out, s, bias, layout == ConvLayout::Auto, force)).first;
   return *it->second;
 }
 
 // Runs a cached convolution on the callers' buffers (one pointer per argument, in order):
-// fp16 inputs widened, inputs reordered in, the primitive, outputs reordered out, fp16 outputs
-// rounded.
-void execute(CachedConv& cc, std::initializer_list<const void*> handles) {
+// staged 16-bit inputs widened, inputs reordered in, the primitive, outputs reordered out,
+// staged outputs rounded.
+void run(CachedConv& cc, std::initializer_list<const void*> handles) {
   thread_local dnnl::stream stream(cpuEngine());
-  std::byte* scratch = cc.arenaBytes ? arena(cc.arenaBytes) : nullptr;
+  std::byte* scratch = cc.arenaBytes ? scratchArena(cc.arenaBytes) : nullptr;
   std::unordered_map<int, memory> args;
   auto h = handles.begin();
   for (ConvArg& a : cc.args) {
@@ -233,12 +252,7 @@ void execute(CachedConv& cc, std::initializer_list<const void*> handles) {
     } else {
       auto* wide = reinterpret_cast<float*>(scratch + a.stagingOffset);
       a.user.set_data_handle(wide);
-      if (a.isInput) {
-        const auto* half = static_cast<const std::uint16_t*>(p);
-        forEachChunk(static_cast<std::int64_t>(a.elements), [&](std::int64_t at, std::int64_t n) {
-          convertF16ToF32(half + at, wide + at, static_cast<std::size_t>(n));
-        });
-      }
+      if (a.isInput) widenToF32(a.type, p, wide, a.elements);
     }
     if (a.reordered) a.prim.set_data_handle(scratch + a.primOffset);
     if (a.isInput && a.reordered) a.reorder.execute(stream, a.user, a.prim);
@@ -250,12 +264,20 @@ void execute(CachedConv& cc, std::initializer_list<const void*> handles) {
   stream.wait();
   h = handles.begin();
   for (ConvArg& a : cc.args) {
-    auto* half = static_cast<std::uint16_t*>(const_cast<void*>(*h++));
+    void* dst = const_cast<void*>(*h++);
     if (a.isInput || !a.staged) continue;
-    const auto* wide = reinterpret_cast<const float*>(scratch + a.stagingOffset);
-    forEachChunk(static_cast<std::int64_t>(a.elements), [&](std::int64_t at, std::int64_t n) {
-      convertF32ToF16(wide + at, half + at, static_cast<std::size_t>(n));
-    });
+    narrowFromF32(a.type, reinterpret_cast<const float*>(scratch + a.stagingOffset), dst,
+                  a.elements);
+  }
+}
+
+// run() with oneDNN's failures said in one line naming the pass, types, shapes and CPU.
+void execute(CachedConv& cc, ConvPass pass, ConvType in, ConvType out, const ConvShape& s,
+             std::initializer_list<const void*> handles) {
+  try {
+    run(cc, handles);
+  } catch (const dnnl::error& err) {
+    throwComputeError("convolution", describeConv(pass, in, out, s), err.what());
   }
 }
 
@@ -267,23 +289,24 @@ void convForward(ConvType in, ConvType out, const ConvShape& s, const void* src,
                  const void* bias, void* dst) {
   CachedConv& cc = lookup(ConvPass::Forward, in, out, s, bias != nullptr);
   if (bias)
-    execute(cc, {src, wei, bias, dst});
+    execute(cc, ConvPass::Forward, in, out, s, {src, wei, bias, dst});
   else
-    execute(cc, {src, wei, dst});
+    execute(cc, ConvPass::Forward, in, out, s, {src, wei, dst});
 }
 
 void convBackwardData(ConvType in, ConvType out, const ConvShape& s, const void* diffDst,
                       const void* wei, void* diffSrc) {
-  execute(lookup(ConvPass::BackwardData, in, out, s, false), {diffDst, wei, diffSrc});
+  execute(lookup(ConvPass::BackwardData, in, out, s, false), ConvPass::BackwardData, in, out, s,
+          {diffDst, wei, diffSrc});
 }
 
 void convBackwardWeights(ConvType in, ConvType out, const ConvShape& s, const void* src,
                          const void* diffDst, void* diffWei, void* diffBias) {
   CachedConv& cc = lookup(ConvPass::BackwardWeights, in, out, s, diffBias != nullptr);
   if (diffBias)
-    execute(cc, {src, diffDst, diffWei, diffBias});
+    execute(cc, ConvPass::BackwardWeights, in, out, s, {src, diffDst, diffWei, diffBias});
   else
-    execute(cc, {src, diffDst, diffWei});
+    execute(cc, ConvPass::BackwardWeights, in, out, s, {src, diffDst, diffWei});
 }
 
 std::size_t convScratchBytes(ConvPass pass, ConvType in, ConvType out, const ConvShape& s,
@@ -298,6 +321,10 @@ std::string convImplementation(ConvPass pass, ConvType in, ConvType out, const C
   for (const ConvArg& a : cc.args)
     if (a.reordered) layouts = " (reordered to blocked layouts)";
   return cc.impl + layouts;
+}
+
+bool convIsNative16(ConvPass pass, ConvType in, ConvType out, const ConvShape& s, bool bias) {
+  return in != ConvType::F32 && !lookup(pass, in, out, s, bias).emulated;
 }
 
 }  // namespace amp::cpu

@@ -1,10 +1,12 @@
 // NCHW 2-D convolution through oneDNN (groups 1, dilation 1): forward, backward-data and
 // backward-weights with the bias gradient. Products and sums in fp32, one rounding of each
-// output to its type. bf16 runs natively (AVX512-BF16 / AMX where present). oneDNN 2.6 has no
-// CPU f16 convolution, so fp16 is emulated exactly as the fp16 GEMM is: fp16 inputs widened
-// (exactly) to fp32, the fp32 convolution, outputs rounded once (RNE) to fp16. The conversions
-// run here, multi-threaded, with our bit-exact converters (oneDNN's f16 reorder loses the sign
-// of -0), so fp16 costs about what fp32 does. Primitives are cached per shape and thread, as in
+// output to its type. bf16 runs natively where oneDNN has a bf16 convolution for this CPU
+// (AVX-512 and up, native with AVX512-BF16 / AMX). oneDNN 2.6 has no CPU f16 convolution, and
+// no bf16 one below AVX-512, so those are emulated exactly as the 16-bit GEMMs are: 16-bit
+// inputs widened (exactly) to fp32, the fp32 convolution, outputs rounded once (RNE) to their
+// type. Which path a primitive takes is decided by what oneDNN accepts when it is created. The
+// conversions run here, multi-threaded, with our bit-exact converters (oneDNN's f16 reorder
+// loses the sign of -0), so an emulated convolution costs about what fp32 does. Primitives are cached per shape and thread, as in
 // onednn_matmul: creating one costs far more than running it.
 //
 // Callers' buffers are plain nchw (activations) and oihw (weights). Internally oneDNN may pick
@@ -21,11 +23,13 @@
 #include <string>
 
 #include "kernels/common/conv_geometry.h"
+#include "kernels/cpu/onednn_support.h"
 
 namespace amp::cpu {
 
-// Element type of a convolution operand. F16 is stored in 16 bits and computed as fp32.
-enum class ConvType : std::uint8_t { F32, BF16, F16 };
+// Element type of a convolution operand (see onednn_support.h: F16 is always computed in fp32,
+// BF16 where oneDNN has no bf16 convolution).
+using ConvType = ElemType;
 
 using ConvShape = ConvGeometry;
 
@@ -54,8 +58,10 @@ std::size_t convScratchBytes(ConvPass pass, ConvType in, ConvType out, const Con
                              bool bias);
 
 // The oneDNN implementation chosen for a pass ("jit:avx512_core", "brgconv:avx512_core_bf16",
-// ...), for the benchmark report and the UI.
+// "jit:avx2 (bf16 emulated: ...)"), for the benchmark report and the UI.
 std::string convImplementation(ConvPass pass, ConvType in, ConvType out, const ConvShape& s,
                                bool bias);
+// Whether a pass computes in its own 16-bit type (false: widened to fp32, or fp32 itself).
+bool convIsNative16(ConvPass pass, ConvType in, ConvType out, const ConvShape& s, bool bias);
 
 }  // namespace amp::cpu

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <vector>
 
@@ -96,6 +97,7 @@ std::vector<Conv2dGeometry> geometries() {
 
 class ConvBackendTest : public ::testing::Test {
  protected:
+  void TearDown() override { cpu::setForceBf16Emulation(false); }
   std::unique_ptr<Backend> be = makeCpuBackend();
   Tensor make(const std::vector<float>& v, const Shape& s, DType d) {
     return be->fromHost(v, s, d, MemCategory::Workspace);
@@ -211,6 +213,66 @@ TEST_F(ConvBackendTest, ForwardFp16EmulationIsExact) {
     }
     // Away from rounding midpoints the result is the correctly rounded one.
     EXPECT_GE(double(exact), 0.99 * double(ref.size()));
+  }
+}
+
+// bf16 without bf16 kernels (AVX2-only CPUs, forced here on any CPU) is emulated as fp16 is:
+// the result equals the fp32 convolution of the widened values rounded once, bit for bit, in
+// every pass. Where oneDNN has native bf16 kernels, they agree with the emulation within twice
+// the fp32 summation bound plus one bf16 ulp (each is within the bound of the exact sum; each
+// rounds once to bf16, possibly to neighbouring values).
+TEST_F(ConvBackendTest, Bf16EmulationIsExactAndAgreesWithNative) {
+  const bool native = be->nativeCompute(DType::BF16);
+  std::printf("bf16 convolutions on this CPU: %s\n", be->computePath(DType::BF16).c_str());
+  for (const auto& g : geometries()) {
+    SCOPED_TRACE(shapeString(inShape(g)) + " * " + shapeString(weiShape(g)));
+    const auto xv = randomVec(shapeNumel(inShape(g)), 12), wv = randomVec(shapeNumel(weiShape(g)), 13),
+               bv = randomVec(g.k, 14), dyv = randomVec(shapeNumel(outShape(g)), 15);
+    Tensor x = make(xv, inShape(g), DType::BF16), w = make(wv, weiShape(g), DType::BF16),
+           b = make(bv, {g.k}, DType::BF16), dy = make(dyv, outShape(g), DType::BF16);
+    // The three passes, all outputs in bf16.
+    auto passes = [&] {
+      Tensor y = be->empty(outShape(g), DType::BF16, MemCategory::Workspace);
+      Tensor dx = be->empty(inShape(g), DType::BF16, MemCategory::Workspace);
+      Tensor dw = be->empty(weiShape(g), DType::BF16, MemCategory::Workspace);
+      Tensor db = be->empty({g.k}, DType::BF16, MemCategory::Workspace);
+      be->conv2dForward(x, w, &b, y, g);
+      be->conv2dBackwardData(dy, w, dx, g);
+      be->conv2dBackwardWeights(dy, x, dw, &db, g);
+      return std::vector<std::vector<float>>{be->toHostFloat(y), be->toHostFloat(dx),
+                                             be->toHostFloat(dw), be->toHostFloat(db)};
+    };
+    const auto first = passes();
+    cpu::setForceBf16Emulation(true);
+    const auto emulated = passes();
+    // The fp32 passes on the widened values, rounded once.
+    Tensor x32 = be->cast(x, DType::F32, MemCategory::Workspace),
+           w32 = be->cast(w, DType::F32, MemCategory::Workspace),
+           b32 = be->cast(b, DType::F32, MemCategory::Workspace),
+           dy32 = be->cast(dy, DType::F32, MemCategory::Workspace);
+    Tensor y = be->empty(outShape(g), DType::F32, MemCategory::Workspace),
+           dx = be->empty(inShape(g), DType::F32, MemCategory::Workspace),
+           dw = be->empty(weiShape(g), DType::F32, MemCategory::Workspace),
+           db = be->empty({g.k}, DType::F32, MemCategory::Workspace);
+    be->conv2dForward(x32, w32, &b32, y, g);
+    be->conv2dBackwardData(dy32, w32, dx, g);
+    be->conv2dBackwardWeights(dy32, x32, dw, &db, g);
+    cpu::setForceBf16Emulation(false);
+    const std::vector<std::vector<float>> wide{be->toHostFloat(y), be->toHostFloat(dx),
+                                               be->toHostFloat(dw), be->toHostFloat(db)};
+    const Vec bd = roundedTo(bv, DType::BF16);
+    Vec mag;
+    naiveConv(roundedTo(xv, DType::BF16), roundedTo(wv, DType::BF16), &bd, g, &mag);
+    for (std::size_t p = 0; p < wide.size(); ++p)
+      for (std::size_t i = 0; i < wide[p].size(); ++i) {
+        ASSERT_EQ(floatBits(emulated[p][i]), floatBits(roundToBf16(wide[p][i]))) << "pass " << p << " at " << i;
+        if (!native) {
+          ASSERT_EQ(floatBits(first[p][i]), floatBits(emulated[p][i])) << "pass " << p;
+        } else if (p == 0) {  // the forward pass, whose per-output magnitudes we have
+          const double bound = 2 * fp32SumBound(g, mag[i]);
+          ASSERT_NEAR(first[p][i], emulated[p][i], bound + (std::fabs(wide[p][i]) + bound) * 0x1p-7);
+        }
+      }
   }
 }
 
