@@ -1,9 +1,11 @@
-// ampstudio-cli bench: the PyTorch AMP recipe in fp32, fp16 (emulated on the CPU) and bf16:
-// median ms/step, GEMM GFLOP/s inside the step against oneDNN's standalone rate, and peak bytes
-// by category. A benchmark, never a timed test.
+// ampstudio-cli bench: the PyTorch AMP recipe in fp32, fp16 (emulated on the CPU) and bf16
+// (native or emulated, as this CPU allows; the table says which): median ms/step, GEMM GFLOP/s
+// inside the step against oneDNN's standalone rate, and peak bytes by category. A benchmark,
+// never a timed test.
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <vector>
@@ -17,18 +19,33 @@ namespace amp::cli {
 
 namespace {
 
-// oneDNN's own f32 rate on the recipe's forward GEMM shape, outside any training step.
+// oneDNN's own f32 rate on the recipe's three GEMM shapes (forward x·W^T, backward-data dy·W,
+// backward-weights dy^T·x), outside any training step: total flops over the sum of each shape's
+// median time, the reference for "GEMM GFLOP/s in the step".
 double standaloneF32Gflops(std::int64_t batch, std::int64_t width) {
-  std::vector<float> a(batch * width, 0.5f), b(width * width, 0.25f), c(batch * width);
-  cpu::MatmulShape s{batch, width, width, false, true};
-  for (int i = 0; i < 3; ++i) cpu::matmul(cpu::MatType::F32, cpu::MatType::F32, s, a.data(), b.data(), nullptr, c.data());
-  std::vector<double> times;
-  for (int i = 0; i < 15; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    cpu::matmul(cpu::MatType::F32, cpu::MatType::F32, s, a.data(), b.data(), nullptr, c.data());
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  std::vector<float> act(batch * width, 0.5f), wei(width * width, 0.25f),
+      out(std::max(batch, width) * width);
+  const cpu::MatmulShape shapes[] = {{batch, width, width, false, true},
+                                     {batch, width, width, false, false},
+                                     {width, width, batch, true, false}};
+  double flops = 0, seconds = 0;
+  for (const auto& s : shapes) {
+    const float* a = act.data();                           // x or dy: (batch, width)
+    const float* b = s.transA ? act.data() : wei.data();  // backward-weights: x, else W
+    auto once = [&] {
+      cpu::matmul(cpu::ElemType::F32, cpu::ElemType::F32, s, a, b, nullptr, out.data());
+    };
+    for (int i = 0; i < 3; ++i) once();
+    std::vector<double> times;
+    for (int i = 0; i < 15; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      once();
+      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    flops += 2.0 * double(s.m) * double(s.n) * double(s.k);
+    seconds += median(times);
   }
-  return 2.0 * double(batch) * double(width) * double(width) / median(times) / 1e9;
+  return flops / seconds / 1e9;
 }
 
 }  // namespace
@@ -70,29 +87,38 @@ int cmdBench(const Args& args) {
   std::printf("recipe MLP: width %lld, batch %lld, %d layers, %s steps (median after 3 warm-up)\n",
               static_cast<long long>(base.model.width), static_cast<long long>(base.train.batchSize),
               base.model.layers, steps.c_str());
-  std::printf("%-6s %10s %12s %10s %12s %12s %12s %12s %12s\n", "mode", "ms/step", "GEMM GF/s",
-              "vs 1xGEMM", "weights", "masters", "grads", "activations", "opt_state");
+  std::printf("%-6s %-9s %10s %12s %10s %12s %12s %12s %12s %12s\n", "mode", "compute", "ms/step",
+              "GEMM GF/s", "vs 1xGEMM", "weights", "masters", "grads", "activations", "opt_state");
   QJsonArray rows;
   for (const auto& r : results) {
     const RunSummary& s = r.result.summary;
     const auto& pk = s.peakMemory.peak;
-    std::printf("%-6s %10.2f %12.1f %9.0f%% %12s %12s %12s %12s %12s\n", r.label.c_str(), s.medianStepMs,
+    const std::string compute = r.result.extra["compute"].toString().toStdString();
+    const bool emulated = compute.find("emulated") != std::string::npos;
+    std::printf("%-6s %-9s %10.2f %12.1f %9.0f%% %12s %12s %12s %12s %12s\n", r.label.c_str(),
+                emulated ? "emulated" : "native", s.medianStepMs,
                 s.medianGemmGflops, 100.0 * s.medianGemmGflops / standalone,
                 formatBytes(pk[0]).c_str(), formatBytes(pk[1]).c_str(), formatBytes(pk[2]).c_str(),
                 formatBytes(pk[3]).c_str(), formatBytes(pk[4]).c_str());
     QJsonObject o;
     o["mode"] = QString::fromStdString(r.label);
+    o["compute"] = r.result.extra["compute"];
     o["median_ms_per_step"] = s.medianStepMs;
     o["samples_per_s"] = s.medianSamplesPerS;
     o["gemm_gflops_in_step"] = s.medianGemmGflops;
     o["peak_bytes"] = memoryToJson(s.peakMemory, true);
     rows.append(o);
   }
+  for (const auto& r : results)
+    std::printf("%s: %s\n", r.label.c_str(),
+                r.result.extra["compute"].toString().toStdString().c_str());
   const auto act = int(MemCategory::Activations);
   const RunSummary& f32 = results[0].result.summary;
-  std::printf("oneDNN standalone f32 matmul (%lldx%lldx%lld): %.1f GFLOP/s\n",
+  std::printf("oneDNN standalone f32 matmul on the step's shapes (%lldx%lldx%lld, forward and both "
+              "backward): %.1f GFLOP/s; fp32 GEMMs in the step at %.0f%% of it\n",
               static_cast<long long>(base.train.batchSize), static_cast<long long>(base.model.width),
-              static_cast<long long>(base.model.width), standalone);
+              static_cast<long long>(base.model.width), standalone,
+              100.0 * results[0].result.summary.medianGemmGflops / standalone);
   std::printf("fp16/fp32 step time %.2fx; bf16 speed-up %.2fx; activation peak fp16/fp32 %.2f, bf16/fp32 %.2f\n",
               results[1].result.summary.medianStepMs / f32.medianStepMs,
               f32.medianStepMs / results[2].result.summary.medianStepMs,

@@ -214,6 +214,9 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
   result.extra["name"] = QString::fromStdString(config.displayName());
   result.extra["mode"] = QString::fromUtf8(precisionModeName(config.mode).data());
   result.extra["backend"] = QString::fromStdString(trainer.backend().description());
+  const std::string computePath = trainer.backend().computePath(config.computeDtype());
+  result.extra["compute"] = QString::fromStdString(std::string(dtypeName(config.computeDtype())) +
+                                                   " " + computePath);
   result.extra["model"] = model;
   result.extra["parameters"] = static_cast<double>(trainer.model().parameterCount());
   result.extra["seed"] = static_cast<double>(config.seed);
@@ -225,6 +228,8 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
     std::fprintf(stderr, "[%s] %s, %lld parameters, %lld steps — %s\n", tag.c_str(),
                  config.displayName().c_str(), static_cast<long long>(trainer.model().parameterCount()),
                  static_cast<long long>(trainer.totalSteps()), trainer.backend().description().c_str());
+    std::fprintf(stderr, "[%s] %s GEMMs and convolutions: %s\n", tag.c_str(),
+                 std::string(dtypeName(config.computeDtype())).c_str(), computePath.c_str());
   }
   if (!quiet && resumed)
     std::fprintf(stderr, "[%s] resumed from %s at step %lld\n", tag.c_str(), resumeFrom.c_str(),

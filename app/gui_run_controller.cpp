@@ -172,9 +172,8 @@ void RunController::startRun(ui::RunData* run, bool paused) {
           });
   connect(worker, &TrainingWorker::metricsReady, this, &RunController::scheduleDrain);
   connect(worker, &TrainingWorker::runStarted, this,
-          [this, worker](qint64 total, const QString& backend, const QStringList& model) {
-            onRunStarted(worker, total, backend, model);
-          });
+          [this, worker](qint64 total, const QString& backend, const QString& compute,
+                         const QStringList& model) { onRunStarted(worker, total, backend, compute, model); });
   connect(worker, &TrainingWorker::runPaused, this,
           [this, worker](qint64 done) { onRunPaused(worker, done); });
   connect(worker, &TrainingWorker::runEnded, this,
@@ -257,15 +256,19 @@ RunController::Active* RunController::findActive(int runId) {
 }
 
 void RunController::onRunStarted(TrainingWorker* w, qint64 total, const QString& backend,
-                                 const QStringList& model) {
+                                 const QString& compute, const QStringList& model) {
   Active* a = findActive(w);
   if (!a) return;
   a->run->totalSteps = total;
   a->run->backendInfo = backend;
+  a->run->computePath = compute;
   a->run->modelSummary = model;
-  log(a->run, {tr("started: %1 steps, %2").arg(total).arg(
-                   QString::fromStdString(std::string(precisionModeName(a->run->config.mode))))});
+  log(a->run, {tr("started: %1 steps, %2; GEMMs and convolutions in %3")
+                   .arg(total)
+                   .arg(QString::fromStdString(std::string(precisionModeName(a->run->config.mode))))
+                   .arg(compute)});
   emit runStatusChanged(a->run);
+  emit runStarted(a->run);
 }
 
 void RunController::onRunPaused(TrainingWorker* w, qint64 stepsDone) {

@@ -74,6 +74,7 @@ class RunController : public QObject {
   void runAdded(amp::ui::RunData* run);
   void runRemoved(int id);
   void runStatusChanged(amp::ui::RunData* run);
+  void runStarted(const amp::ui::RunData* run);  // its backend and compute path are known
   void runsUpdated();  // new steps were appended to one or more runs (at most ~30/s)
   void eventsLogged(const amp::ui::RunData* run, const QStringList& lines);
   void traceUpdated(const amp::ui::RunData* run);
@@ -96,7 +97,8 @@ class RunController : public QObject {
   void drainRun(Active& a, bool& updated);
   Active* findActive(const TrainingWorker* w);
   Active* findActive(int runId);
-  void onRunStarted(TrainingWorker* w, qint64 total, const QString& backend, const QStringList& model);
+  void onRunStarted(TrainingWorker* w, qint64 total, const QString& backend, const QString& compute,
+                    const QStringList& model);
   void onRunPaused(TrainingWorker* w, qint64 stepsDone);
   void onRunEnded(TrainingWorker* w, int outcome, const QString& message);
   void setStatus(ui::RunData* run, ui::RunStatus s, const QString& detail = {});

@@ -60,6 +60,7 @@ GuiSession::GuiSession(bool persistSettings, QObject* parent)
   connect(c, &RunController::eventsLogged, w, &ui::MainWindow::logEvents);
   connect(c, &RunController::traceUpdated, w, &ui::MainWindow::showTrace);
   connect(c, &RunController::runFailed, w, &ui::MainWindow::showRunError);
+  connect(c, &RunController::runStarted, w, &ui::MainWindow::showRunStarted);
   connect(c, &RunController::activityChanged, this, &GuiSession::publishState);
   connect(c, &RunController::runStatusChanged, this, &GuiSession::publishState);
   m_files = std::make_unique<GuiFiles>(w, c);

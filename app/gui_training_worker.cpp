@@ -131,7 +131,10 @@ void TrainingWorker::run() {
   }
   QStringList summary;
   for (const auto& line : trainer->modelSummary()) summary << QString::fromStdString(line);
+  const DType compute = m_config.computeDtype();
   emit runStarted(trainer->totalSteps(), QString::fromStdString(trainer->backend().description()),
+                  QString::fromStdString(std::string(dtypeName(compute)) + " " +
+                                         trainer->backend().computePath(compute)),
                   summary);
   trainer->requestTrace();  // the first step's trace, so the inspector has something to show
 

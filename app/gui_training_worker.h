@@ -51,7 +51,9 @@ class TrainingWorker : public QThread {
   void requestCheckpoint(const QString& zipPath);
 
  signals:
-  void runStarted(qint64 totalSteps, const QString& backendInfo, const QStringList& modelSummary);
+  // computePath: how this run's GEMMs and convolutions compute here ("bf16 emulated (...)").
+  void runStarted(qint64 totalSteps, const QString& backendInfo, const QString& computePath,
+                  const QStringList& modelSummary);
   void metricsReady();             // the buffer went from empty to non-empty
   void runPaused(qint64 stepsDone);  // the worker is waiting; every step so far is in the buffer
   void runEnded(int outcome, const QString& message);  // outcome: RunOutcome

@@ -294,6 +294,12 @@ void MainWindow::showTrace(const RunData* run) {
   if (selected == 0 || selected == run->id) m_trace->showRun(run);
 }
 
+void MainWindow::showRunStarted(const RunData* run) {
+  if (run->computePath.isEmpty()) return;
+  statusBar()->showMessage(tr("%1 started: GEMMs and convolutions in %2").arg(run->name, run->computePath),
+                           8000);
+}
+
 void MainWindow::showRunError(const RunData* run, const QString& message) {
   m_experiment->showRunError(QStringLiteral("%1: %2").arg(run->name, message));
   statusBar()->showMessage(tr("%1 failed: %2").arg(run->name, message));

@@ -73,6 +73,8 @@ class MainWindow : public QMainWindow {
   void logEvents(const amp::ui::RunData* run, const QStringList& lines);
   void showTrace(const amp::ui::RunData* run);
   void showRunError(const amp::ui::RunData* run, const QString& message);
+  // The status bar says how the run computes on this machine (natively or emulated).
+  void showRunStarted(const amp::ui::RunData* run);
   void setRunState(const amp::ui::RunState& state);
   void startExperiment();
   void startTwinRuns();

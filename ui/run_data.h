@@ -46,6 +46,7 @@ struct RunData {
   RunStatus status = RunStatus::Queued;
   QString statusDetail;     // divergence text, failure message
   QString backendInfo;      // what runs natively and what is emulated
+  QString computePath;      // this run's dtype and how it computes here: "bf16 emulated (...)"
   QStringList modelSummary; // one line per layer, from Trainer::modelSummary()
   std::int64_t totalSteps = 0;
   bool visible = true;      // ticked in the run table: overlaid in the charts

@@ -106,7 +106,11 @@ QVariant RunsModel::display(const RunData& r, const RunSummary& s, int column) c
   const bool hasSteps = s.steps > 0;
   switch (column) {
     case Name: return r.name;
-    case Mode: return modeText(r.config);
+    case Mode:
+      // Never pretend: a 16-bit run that is emulated on this CPU says so in its row.
+      return r.computePath.contains(QLatin1String("emulated"))
+                 ? tr("%1 (emulated)").arg(modeText(r.config))
+                 : modeText(r.config);
     case Settings: return settingsText(r.config);
     case Status: return runStatusName(r.status);
     case Progress: return r.totalSteps > 0 ? QStringLiteral("%1/%2").arg(s.steps).arg(r.totalSteps)
@@ -170,6 +174,8 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     case Qt::ToolTipRole:
       if (index.column() == Status && !r->statusDetail.isEmpty()) return r->statusDetail;
       if (index.column() == Settings) return settingsText(r->config);
+      if (index.column() == Mode && !r->computePath.isEmpty())
+        return tr("GEMMs and convolutions in %1").arg(r->computePath);
       if (index.column() == Name) {
         QString tip = QStringLiteral("<b>%1</b><br>%2").arg(r->name.toHtmlEscaped(), settingsText(r->config));
         if (!r->backendInfo.isEmpty()) tip += QStringLiteral("<br><small>%1</small>").arg(r->backendInfo.toHtmlEscaped());

@@ -66,6 +66,11 @@ class Backend : public BufferAllocator {
   ~Backend() override = default;
   virtual std::string name() const = 0;         // "cpu", "cuda:0"
   virtual std::string description() const = 0;  // what runs natively and what is emulated
+  // How GEMMs and convolutions in a compute dtype run on this device, in a few words a user can
+  // act on: whether natively (and on what) or emulated. Shown per run in the run header, the
+  // bench table, the runs table and the status bar. nativeCompute() is the yes/no behind it.
+  virtual std::string computePath(DType dtype) const { return "native"; }
+  virtual bool nativeCompute(DType dtype) const { return true; }
 
   // ---- creation and transfer -------------------------------------------------------------
   Tensor empty(const Shape& shape, DType dtype, MemCategory category);

@@ -7,7 +7,6 @@
 #include "engine/backend/cpu_backend.h"
 #include "kernels/cpu/chunked.h"
 #include "kernels/cpu/convert.h"
-#include "oneapi/dnnl/dnnl.hpp"
 
 namespace amp {
 
@@ -30,15 +29,6 @@ CpuBackend::~CpuBackend() {
 
 namespace {
 constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;
-}
-
-std::string CpuBackend::description() const {
-  const auto isa = dnnl::get_effective_cpu_isa();
-  std::string bf16 = isa == dnnl::cpu_isa::avx512_core_amx ? "bf16 native (oneDNN, AMX)"
-                     : isa == dnnl::cpu_isa::avx512_core_bf16 ? "bf16 native (oneDNN, AVX512-BF16)"
-                                    : "bf16 computed by oneDNN without bf16 hardware";
-  return "CPU: fp32 native (oneDNN); " + bf16 +
-         "; fp16 exact emulation (fp32 math on fp16-rounded values, output rounded to fp16)";
 }
 
 void* CpuBackend::allocateBytes(std::size_t bytes) {

@@ -82,6 +82,8 @@ struct RunConfig {
 
   bool usesAutocast() const { return mode == PrecisionMode::AmpFp16 || mode == PrecisionMode::AmpBf16; }
   DType lowDtype() const { return mode == PrecisionMode::AmpBf16 ? DType::BF16 : DType::F16; }
+  // The dtype the GEMMs and convolutions compute in: fp32, or the 16-bit type of AMP / pure fp16.
+  DType computeDtype() const { return mode == PrecisionMode::Fp32 ? DType::F32 : lowDtype(); }
   bool hasMasterWeights() const { return mode != PrecisionMode::PureFp16; }
   bool scalerActive() const {
     if (scalerEnabled == "auto") return mode == PrecisionMode::AmpFp16 || mode == PrecisionMode::PureFp16;

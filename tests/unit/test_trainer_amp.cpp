@@ -8,6 +8,8 @@
 #include "engine/config/config_schema.h"
 #include "engine/config/presets.h"
 #include "engine/train/trainer.h"
+#include "kernels/cpu/onednn_support.h"
+#include "test_support.h"
 
 using namespace amp;
 
@@ -187,6 +189,32 @@ TEST(TrainerAmp, Bf16ActivationsTakeHalfTheBytes) {
   EXPECT_LE(double(b.memory.peak[act]), 0.6 * double(a.memory.peak[act]));
   EXPECT_GT(b.memory.peak[int(MemCategory::MasterWeights)], 0);
   EXPECT_EQ(a.memory.peak[int(MemCategory::MasterWeights)], 0);
+}
+
+// bf16 emulated (as on AVX2-only CPUs; forced here on any CPU) keeps what native bf16 gives: it
+// tracks fp32's loss within the same 0.5%, stores activations in 16 bits, and needs no scaler.
+// Where both paths exist they agree closely (each GEMM within its fp32 summation bound).
+TEST(TrainerAmp, EmulatedBf16KeepsNativeBf16sBehaviour) {
+  struct Restore {
+    ~Restore() { cpu::setForceBf16Emulation(false); }
+  } restore;
+  const auto f32 = runAll(recipe("fp32", 40));
+  const auto native = runAll(recipe("bf16", 40));
+  cpu::setForceBf16Emulation(true);
+  const auto emulated = runAll(recipe("bf16", 40));
+  Trainer f32Run(recipe("fp32", 2)), b16Run(recipe("bf16", 2));
+  EXPECT_HAS(b16Run.backend().computePath(DType::BF16), "emulated");
+  StepMetrics a, b;
+  while (!f32Run.finished()) a = f32Run.step();
+  while (!b16Run.finished()) b = b16Run.step();
+  const int act = int(MemCategory::Activations);
+  EXPECT_LE(double(b.memory.peak[act]), 0.6 * double(a.memory.peak[act]));
+  for (std::size_t i = 0; i < f32.size(); ++i) {
+    EXPECT_NEAR(emulated[i].loss, f32[i].loss, 0.005 * f32[i].loss) << "step " << i + 1;
+    EXPECT_NEAR(emulated[i].loss, native[i].loss, 0.005 * f32[i].loss) << "step " << i + 1;
+    EXPECT_FALSE(emulated[i].skipped);
+    EXPECT_EQ(emulated[i].scale, 1.0);  // no scaler in bf16
+  }
 }
 
 TEST(TrainerAmp, HistogramsShowUnderflowFractionsInBothDomains) {
