@@ -1,9 +1,23 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds everything (benchmarks included, not timed) and runs the
 # whole test suite. The README's test command and CI's .ci/run both call this.
+#
+# Machines differ (AVX2-only, AVX-512, AMX), and CI runs on whichever one a session gets. So the
+# dtype-sensitive tests (GEMM, convolution, autocast, trainer AMP, conversions, the UI's twin
+# runs) run twice more: as on an AVX2-only CPU (oneDNN capped with its own ONEDNN_MAX_CPU_ISA,
+# so bf16 takes the fp32 emulation; our converters capped at their AVX2 path with
+# AMP_CONVERT_ISA), and with our converters on their scalar path. On an AVX2-only machine the
+# first repeat changes nothing; on an AVX-512 or AMX machine it covers the other CPU class.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash installer/install-deps.sh
 cmake --preset release
 cmake --build --preset release
 ctest --preset release -j2 --timeout 900
+
+DTYPE_TESTS='(GemmBackendTest|ConvBackendTest|ConvGradTest|LayerTest|Conv2dAutocast|Autocast|AutocastPolicy|TrainerAmp|Float16|ConvertArrays)\.|^tst_main_window$'
+echo "== dtype-sensitive tests again, as on an AVX2-only CPU (ONEDNN_MAX_CPU_ISA=AVX2, AMP_CONVERT_ISA=avx2) =="
+ONEDNN_MAX_CPU_ISA=AVX2 AMP_CONVERT_ISA=avx2 ctest --preset release -j2 --timeout 900 -R "$DTYPE_TESTS"
+echo "== conversions and the GEMMs/convolutions that use them on the scalar path (AMP_CONVERT_ISA=scalar) =="
+AMP_CONVERT_ISA=scalar ctest --preset release -j2 --timeout 900 \
+  -R '(Float16|ConvertArrays|GemmBackendTest|ConvBackendTest)\.'
