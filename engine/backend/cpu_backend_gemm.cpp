@@ -2,11 +2,13 @@
 // where oneDNN has a bf16 matmul for this CPU; fp16, and bf16 elsewhere, emulated with the same
 // numerics as tensor cores (16-bit inputs widened exactly to fp32, products and sums in fp32,
 // the result rounded once to its dtype). The emulation's fp32 copies count as workspace.
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <vector>
 
 #include "engine/backend/cpu_backend.h"
+#include "kernels/cpu/chunked.h"
 #include "kernels/cpu/onednn_matmul.h"
 
 namespace amp {
@@ -71,18 +73,22 @@ void CpuBackend::biasGrad(const Tensor& dy, Tensor& db) {
     throw std::invalid_argument("biasGrad: dy " + shapeString(dy.shape()) + " vs bias " +
                                 shapeString(db.shape()));
   const std::int64_t m = dy.dim(0);
-  std::vector<float> sums(static_cast<std::size_t>(n), 0.f);
-  cpu::dispatchFloatCode(cpu::floatCode(dy), [&](auto tag) {
-    using T = decltype(tag);
-    const auto* p = dy.data<typename T::Storage>();
-    for (std::int64_t r = 0; r < m; ++r)
-      for (std::int64_t j = 0; j < n; ++j) sums[j] += T::load(p[r * n + j]);
-  });
-  cpu::dispatchFloatCode(cpu::floatCode(db), [&](auto tag) {
-    using T = decltype(tag);
-    auto* out = db.data<typename T::Storage>();
-    for (std::int64_t j = 0; j < n; ++j) out[j] = T::store(sums[j]);
-  });
+  const int gc = cpu::floatCode(dy), bc = cpu::floatCode(db);
+  // Columns are split across threads and each column sums its rows in order, so the result does
+  // not depend on the thread count; 16-bit rows are widened a block at a time with the
+  // vectorised converters, and the sums stay in fp32 (autocast's fp32 accumulation).
+  constexpr std::int64_t kBlock = 256;
+  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (m * n > cpu::kParallelThreshold)
+  for (std::int64_t blk = 0; blk < blocks; ++blk) {
+    const std::int64_t j0 = blk * kBlock, len = std::min(kBlock, n - j0);
+    float sums[kBlock] = {}, row[kBlock];
+    for (std::int64_t r = 0; r < m; ++r) {
+      const float* v = cpu::widenChunk(gc, dy.rawData(), r * n + j0, len, row);
+      for (std::int64_t j = 0; j < len; ++j) sums[j] += v[j];
+    }
+    cpu::narrowChunk(bc, db.rawData(), j0, len, sums);
+  }
 }
 
 }  // namespace amp
