@@ -21,8 +21,8 @@ double epochTime(const RunSummary& s) {
 
 void printComparison(const std::vector<LabelledResult>& runs, std::FILE* out) {
   const LabelledResult* base = baseline(runs);
-  std::fprintf(out, "%-14s %-9s %9s %9s %10s %10s %8s %10s %10s %10s %10s %7s %7s\n", "run", "status",
-               "loss", "test_acc", "ms/step", "s/epoch", "skipped", "scale", "peak_act", "peak_wts",
+  std::fprintf(out, "%-14s %-9s %-9s %9s %9s %10s %10s %8s %10s %10s %10s %10s %7s %7s\n", "run",
+               "status", "compute", "loss", "test_acc", "ms/step", "s/epoch", "skipped", "scale", "peak_act", "peak_wts",
                "peak_tot", "speed", "memory");
   for (const auto& r : runs) {
     const RunSummary& s = r.result.summary;
@@ -37,8 +37,11 @@ void printComparison(const std::vector<LabelledResult>& runs, std::FILE* out) {
       if (s.peakMemory.totalPeak > 0)
         std::snprintf(mem, sizeof mem, "%.2fx", double(s.peakMemory.totalPeak) / double(b.peakMemory.totalPeak));
     }
-    std::fprintf(out, "%-14s %-9s %9.5g %9s %10.2f %10s %8lld %10s %10s %10s %10s %7s %7s\n",
-                 r.label.c_str(), s.status.c_str(), s.finalLoss, acc, s.medianStepMs, ep,
+    // "emulated" where this run's 16-bit GEMMs/convolutions run as fp32 math on this CPU.
+    const QString compute = r.result.extra.value("compute").toString();
+    const char* how = compute.isEmpty() ? "-" : compute.contains("emulated") ? "emulated" : "native";
+    std::fprintf(out, "%-14s %-9s %-9s %9.5g %9s %10.2f %10s %8lld %10s %10s %10s %10s %7s %7s\n",
+                 r.label.c_str(), s.status.c_str(), how, s.finalLoss, acc, s.medianStepMs, ep,
                  static_cast<long long>(s.skippedSteps), formatScale(s.finalScale).c_str(),
                  formatBytes(pk[int(MemCategory::Activations)]).c_str(), formatBytes(wts).c_str(),
                  formatBytes(s.peakMemory.totalPeak).c_str(), speed, mem);
