@@ -118,6 +118,7 @@ bool TrainingWorker::waitForNextStep(Trainer& trainer, bool& inject, bool& trace
 
 void TrainingWorker::run() {
   std::unique_ptr<Trainer> trainer;
+  QString backendInfo, computePath;
   try {
     trainer = std::make_unique<Trainer>(m_config);
     if (!m_resumeFrom.isEmpty()) {
@@ -125,17 +126,19 @@ void TrainingWorker::run() {
       // The resumed run's checkpoints carry its whole history, not just the steps after resuming.
       m_metricsJsonl = checkpointMetrics(m_resumeFrom);
     }
+    // Asking the backend what runs natively creates compute-library primitives: inside the try,
+    // so a failure there marks the run failed instead of ending the app.
+    const DType compute = m_config.computeDtype();
+    backendInfo = QString::fromStdString(trainer->backend().description());
+    computePath = QString::fromStdString(std::string(dtypeName(compute)) + " " +
+                                         trainer->backend().computePath(compute));
   } catch (const std::exception& e) {
     emit runEnded(int(RunOutcome::Failed), QString::fromStdString(e.what()));
     return;
   }
   QStringList summary;
   for (const auto& line : trainer->modelSummary()) summary << QString::fromStdString(line);
-  const DType compute = m_config.computeDtype();
-  emit runStarted(trainer->totalSteps(), QString::fromStdString(trainer->backend().description()),
-                  QString::fromStdString(std::string(dtypeName(compute)) + " " +
-                                         trainer->backend().computePath(compute)),
-                  summary);
+  emit runStarted(trainer->totalSteps(), backendInfo, computePath, summary);
   trainer->requestTrace();  // the first step's trace, so the inspector has something to show
 
   std::string divergence;

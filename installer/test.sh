@@ -17,7 +17,7 @@ ctest --preset release -j2 --timeout 900
 
 DTYPE_TESTS='(GemmBackendTest|ConvBackendTest|ConvGradTest|LayerTest|Conv2dAutocast|Autocast|AutocastPolicy|TrainerAmp|Float16|ConvertArrays)\.|^tst_main_window$'
 echo "== dtype-sensitive tests again, as on an AVX2-only CPU (ONEDNN_MAX_CPU_ISA=AVX2, AMP_CONVERT_ISA=avx2) =="
-ONEDNN_MAX_CPU_ISA=AVX2 AMP_CONVERT_ISA=avx2 ctest --preset release -j2 --timeout 900 -R "$DTYPE_TESTS"
+ONEDNN_MAX_CPU_ISA=AVX2 AMP_CONVERT_ISA=avx2 ctest --preset release -j2 --timeout 900 --no-tests=error -R "$DTYPE_TESTS"
 echo "== conversions and the GEMMs/convolutions that use them on the scalar path (AMP_CONVERT_ISA=scalar) =="
-AMP_CONVERT_ISA=scalar ctest --preset release -j2 --timeout 900 \
-  -R '(Float16|ConvertArrays|GemmBackendTest|ConvBackendTest)\.'
+AMP_CONVERT_ISA=scalar ctest --preset release -j2 --timeout 900 --no-tests=error \
+  -R '(Float16|ConvertArrays|GemmBackendTest|ConvBackendTest|PoolNormTest|ActivationSemantics)\.'

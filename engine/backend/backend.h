@@ -68,7 +68,8 @@ class Backend : public BufferAllocator {
   virtual std::string description() const = 0;  // what runs natively and what is emulated
   // How GEMMs and convolutions in a compute dtype run on this device, in a few words a user can
   // act on: whether natively (and on what) or emulated. Shown per run in the run header, the
-  // bench table, the runs table and the status bar. nativeCompute() is the yes/no behind it.
+  // bench table, the runs table and the status bar. nativeCompute(): on the dtype's own
+  // hardware arithmetic (false when emulated, by us or by a library).
   virtual std::string computePath(DType dtype) const { return "native"; }
   virtual bool nativeCompute(DType dtype) const { return true; }
 

@@ -25,11 +25,16 @@ bool bf16Native() {
                              false);
 }
 
+
+// bf16 instructions that oneDNN uses (an AVX-512 CPU without them still gets oneDNN's bf16
+// kernels, which convert in software).
+bool bf16Instructions(const std::string& isa) { return isa == "AMX" || isa == "AVX512-BF16"; }
+
 }  // namespace
 
 bool CpuBackend::nativeCompute(DType dtype) const {
   if (dtype == DType::F16) return false;
-  if (dtype == DType::BF16) return bf16Native();
+  if (dtype == DType::BF16) return bf16Native() && bf16Instructions(cpu::onednnIsaName());
   return true;
 }
 
@@ -43,8 +48,9 @@ std::string CpuBackend::computePath(DType dtype) const {
         return cpu::forceBf16Emulation()
                    ? "emulated (fp32 math on bf16 values; emulation forced)"
                    : "emulated (fp32 math on bf16 values; no bf16 kernels for " + isa + " in oneDNN)";
-      if (isa == "AMX" || isa == "AVX512-BF16") return "native (oneDNN, " + isa + ")";
-      return "computed by oneDNN with " + isa + " (no bf16 instructions on this CPU)";
+      if (bf16Instructions(isa)) return "native (oneDNN, " + isa + ")";
+      return "emulated by oneDNN's " + isa + " kernels (bf16 converted in software: no bf16 "
+             "instructions on this CPU)";
     default:
       return "native (oneDNN, " + isa + ")";
   }

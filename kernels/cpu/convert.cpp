@@ -1,6 +1,7 @@
 #include "kernels/cpu/convert.h"
 
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
@@ -251,13 +252,21 @@ ConvertIsa detectIsa() {
   return ConvertIsa::Scalar;
 }
 
-// AMP_CONVERT_ISA=scalar|avx2|avx512 caps the level, as ONEDNN_MAX_CPU_ISA caps oneDNN's: the
+bool sameIgnoringCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  return true;
+}
+
+// AMP_CONVERT_ISA=scalar|avx2|avx512 (any case) caps the level, as ONEDNN_MAX_CPU_ISA caps oneDNN's: the
 // test suite runs the converters' AVX2 and scalar paths on an AVX-512 machine this way.
 ConvertIsa initialIsa() {
   const char* cap = std::getenv("AMP_CONVERT_ISA");
   if (!cap || !*cap) return bestConvertIsa();
   for (ConvertIsa isa : {ConvertIsa::Scalar, ConvertIsa::Avx2F16c, ConvertIsa::Avx512})
-    if (std::string_view(cap) == convertIsaEnvName(isa))
+    if (sameIgnoringCase(cap, convertIsaEnvName(isa)))
       return isa > bestConvertIsa() ? bestConvertIsa() : isa;
   std::fprintf(stderr, "AMP_CONVERT_ISA=%s is not one of scalar, avx2, avx512: ignored\n", cap);
   return bestConvertIsa();

@@ -193,8 +193,8 @@ std::string describeConv(ConvPass pass, ConvType in, ConvType out, const ConvSha
     return t + ")";
   };
   return std::string(names[int(pass)]) + ", input " + dims({s.n, s.c, s.h, s.w}) + ", weight " +
-         dims({s.k, s.c, s.r, s.s}) + ", stride " + std::to_string(s.strideH) + ", padding " +
-         std::to_string(s.padH) + ", " + elemTypeName(in) + " in, " + elemTypeName(out) + " out";
+         dims({s.k, s.c, s.r, s.s}) + ", stride " + dims({s.strideH, s.strideW}) + ", padding " +
+         dims({s.padH, s.padW}) + ", " + elemTypeName(in) + " in, " + elemTypeName(out) + " out";
 }
 
 // The native primitive where oneDNN has one; bf16 without one (below AVX-512) and fp16 are
@@ -206,8 +206,10 @@ std::unique_ptr<CachedConv> create(ConvPass pass, ConvType in, ConvType out, con
     if (in == ConvType::BF16 && !forceEmulation) {
       try {
         return createWith(pass, in, out, s, bias, any, false);
-      } catch (const dnnl::error&) {
-        // No bf16 convolution on this CPU: fall through to the fp32 emulation.
+      } catch (const dnnl::error& err) {
+        // No bf16 convolution on this CPU: fall through to the fp32 emulation. Any other
+        // failure (memory, arguments) is reported below, not emulated around.
+        if (err.status != dnnl_unimplemented) throw;
       }
     }
     e = createWith(pass, in, out, s, bias, any, true);

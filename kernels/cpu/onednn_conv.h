@@ -13,7 +13,7 @@
 // blocked layouts (nChw16c, OIhw16i16o, ...), for which we reorder on the way in and out; that
 // is the default because it measured faster on AVX-512 (see tests/bench/bench_conv.cpp): the
 // plain-layout fallback is a GEMM-based convolution ("gemm:jit"), 1.5-7x slower on the CNN's
-// shapes. Reordered and fp16-staged copies live in one per-thread scratch arena that grows to
+// shapes. Reordered and staged (fp32 copies of emulated 16-bit operands) copies live in one per-thread scratch arena that grows to
 // the largest call; convScratchBytes says how much of it a call uses, so the backend can count
 // it as workspace while the call runs (oneDNN's own small scratchpads are not counted).
 #pragma once
@@ -53,7 +53,8 @@ void convBackwardData(ConvType in, ConvType out, const ConvShape& s, const void*
 void convBackwardWeights(ConvType in, ConvType out, const ConvShape& s, const void* src,
                          const void* diffDst, void* diffWei, void* diffBias);
 
-// Bytes of the scratch arena one call of this pass uses (blocked-layout and fp16-staged copies).
+// Bytes of the scratch arena one call of this pass uses (blocked-layout copies, and fp32 copies of
+// emulated 16-bit operands).
 std::size_t convScratchBytes(ConvPass pass, ConvType in, ConvType out, const ConvShape& s,
                              bool bias);
 

@@ -61,8 +61,10 @@ std::unique_ptr<CachedMatmul> create(ElemType in, ElemType out, const MatmulShap
       createPrimitive(*e, s, memory::data_type::bf16, dnnlType(out), hasBias);
       e->native16 = true;
       return e;
-    } catch (const dnnl::error&) {
+    } catch (const dnnl::error& err) {
       // No bf16 matmul on this CPU (oneDNN 2.6 below AVX-512): emulate through fp32 below.
+      // Any other failure (memory, arguments) is not a reason to emulate: say it.
+      if (err.status != dnnl_unimplemented) throw;
     }
   }
   createPrimitive(*e, s, memory::data_type::f32, memory::data_type::f32, hasBias);

@@ -221,8 +221,48 @@ TEST_F(ConvBackendTest, ForwardFp16EmulationIsExact) {
 // every pass. Where oneDNN has native bf16 kernels, they agree with the emulation within twice
 // the fp32 summation bound plus one bf16 ulp (each is within the bound of the exact sum; each
 // rounds once to bf16, possibly to neighbouring values).
+// For every output of the forward and backward passes, the sum of the absolute values of the
+// products it adds up (and the bias), and how many terms there are: the scale of the fp32
+// summation error, whatever order a kernel sums in.
+struct ConvMagnitudes {
+  Vec sum[4];                 // y, dx, dw, db
+  std::int64_t terms[4] = {};
+};
+
+ConvMagnitudes convMagnitudes(const Vec& x, const Vec& w, const Vec& b, const Vec& dy,
+                              const Conv2dGeometry& g) {
+  const std::int64_t oh = g.outH(), ow = g.outW();
+  ConvMagnitudes m;
+  m.sum[0].assign(static_cast<std::size_t>(g.n * g.k * oh * ow), 0.0);
+  m.sum[1].assign(x.size(), 0.0);
+  m.sum[2].assign(w.size(), 0.0);
+  m.sum[3].assign(static_cast<std::size_t>(g.k), 0.0);
+  m.terms[0] = g.c * g.r * g.s + 1;
+  m.terms[1] = g.k * g.r * g.s;
+  m.terms[2] = m.terms[3] = g.n * oh * ow;
+  for (std::int64_t n = 0; n < g.n; ++n)
+    for (std::int64_t k = 0; k < g.k; ++k)
+      for (std::int64_t i = 0; i < oh; ++i)
+        for (std::int64_t j = 0; j < ow; ++j) {
+          const std::size_t o = static_cast<std::size_t>(((n * g.k + k) * oh + i) * ow + j);
+          m.sum[0][o] += std::fabs(b[k]);
+          m.sum[3][k] += std::fabs(dy[o]);
+          for (std::int64_t c = 0; c < g.c; ++c)
+            for (std::int64_t r = 0; r < g.r; ++r)
+              for (std::int64_t q = 0; q < g.s; ++q) {
+                const std::int64_t hi = i * g.strideH - g.padH + r, wi = j * g.strideW - g.padW + q;
+                if (hi < 0 || hi >= g.h || wi < 0 || wi >= g.w) continue;
+                const std::size_t xi = static_cast<std::size_t>(((n * g.c + c) * g.h + hi) * g.w + wi);
+                const std::size_t wk = static_cast<std::size_t>(((k * g.c + c) * g.r + r) * g.s + q);
+                m.sum[0][o] += std::fabs(x[xi] * w[wk]);
+                m.sum[1][xi] += std::fabs(dy[o] * w[wk]);
+                m.sum[2][wk] += std::fabs(dy[o] * x[xi]);
+              }
+        }
+  return m;
+}
+
 TEST_F(ConvBackendTest, Bf16EmulationIsExactAndAgreesWithNative) {
-  const bool native = be->nativeCompute(DType::BF16);
   std::printf("bf16 convolutions on this CPU: %s\n", be->computePath(DType::BF16).c_str());
   for (const auto& g : geometries()) {
     SCOPED_TRACE(shapeString(inShape(g)) + " * " + shapeString(weiShape(g)));
@@ -260,19 +300,26 @@ TEST_F(ConvBackendTest, Bf16EmulationIsExactAndAgreesWithNative) {
     cpu::setForceBf16Emulation(false);
     const std::vector<std::vector<float>> wide{be->toHostFloat(y), be->toHostFloat(dx),
                                                be->toHostFloat(dw), be->toHostFloat(db)};
-    const Vec bd = roundedTo(bv, DType::BF16);
-    Vec mag;
-    naiveConv(roundedTo(xv, DType::BF16), roundedTo(wv, DType::BF16), &bd, g, &mag);
-    for (std::size_t p = 0; p < wide.size(); ++p)
+    // Per output of each pass: the sum of |terms| and the number of terms (y, dx, dw, db).
+    const ConvMagnitudes mag = convMagnitudes(roundedTo(xv, DType::BF16), roundedTo(wv, DType::BF16),
+                                              roundedTo(bv, DType::BF16), roundedTo(dyv, DType::BF16), g);
+    const cpu::ConvPass kernelOf[] = {cpu::ConvPass::Forward, cpu::ConvPass::BackwardData,
+                                      cpu::ConvPass::BackwardWeights, cpu::ConvPass::BackwardWeights};
+    for (std::size_t p = 0; p < wide.size(); ++p) {
+      // Whether this very kernel is native here (the backend's summary asks matmul and forward).
+      const bool native = cpu::convIsNative16(kernelOf[p], cpu::ConvType::BF16, cpu::ConvType::BF16,
+                                              g, p != 1);
       for (std::size_t i = 0; i < wide[p].size(); ++i) {
         ASSERT_EQ(floatBits(emulated[p][i]), floatBits(roundToBf16(wide[p][i]))) << "pass " << p << " at " << i;
         if (!native) {
           ASSERT_EQ(floatBits(first[p][i]), floatBits(emulated[p][i])) << "pass " << p;
-        } else if (p == 0) {  // the forward pass, whose per-output magnitudes we have
-          const double bound = 2 * fp32SumBound(g, mag[i]);
-          ASSERT_NEAR(first[p][i], emulated[p][i], bound + (std::fabs(wide[p][i]) + bound) * 0x1p-7);
+          continue;
         }
+        const double bound = 2 * double(mag.terms[p] + 2) * 0x1p-23 * mag.sum[p][i] + 1e-30;
+        ASSERT_NEAR(first[p][i], emulated[p][i], bound + (std::fabs(wide[p][i]) + bound) * 0x1p-7)
+            << "pass " << p << " at " << i;
       }
+    }
   }
 }
 

@@ -9,7 +9,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -413,6 +416,12 @@ TEST(ConvertArrays, ExhaustiveOptIn) {
   });
 }
 
+bool equalsIgnoringCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
 // The best level unless AMP_CONVERT_ISA caps it (the CI's second pass runs this file with
 // AMP_CONVERT_ISA=avx2 and =scalar, so an AVX-512 machine exercises every level in its own
 // process, from the first conversion on).
@@ -420,7 +429,7 @@ TEST(ConvertArrays, UsesBestIsaUnlessTheEnvironmentCapsIt) {
   const char* cap = std::getenv("AMP_CONVERT_ISA");
   ConvertIsa expected = bestConvertIsa();
   for (ConvertIsa isa : {ConvertIsa::Scalar, ConvertIsa::Avx2F16c, ConvertIsa::Avx512})
-    if (cap && convertIsaEnvName(isa) == cap && isa < expected) expected = isa;
+    if (cap && equalsIgnoringCase(convertIsaEnvName(isa), cap) && isa < expected) expected = isa;
   EXPECT_EQ(activeConvertIsa(), expected);
   std::printf("conversion ISA: %s (best on this CPU: %s)\n",
               std::string(convertIsaName(activeConvertIsa())).c_str(),

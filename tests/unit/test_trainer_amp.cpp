@@ -193,7 +193,8 @@ TEST(TrainerAmp, Bf16ActivationsTakeHalfTheBytes) {
 
 // bf16 emulated (as on AVX2-only CPUs; forced here on any CPU) keeps what native bf16 gives: it
 // tracks fp32's loss within the same 0.5%, stores activations in 16 bits, and needs no scaler.
-// Where both paths exist they agree closely (each GEMM within its fp32 summation bound).
+// Where both paths exist they agree within 0.2% of the loss at every step (bf16 tracks fp32
+// within ~3e-5 here; two bf16 runs that differ only in fp32 summation order stay closer still).
 TEST(TrainerAmp, EmulatedBf16KeepsNativeBf16sBehaviour) {
   struct Restore {
     ~Restore() { cpu::setForceBf16Emulation(false); }
@@ -211,7 +212,7 @@ TEST(TrainerAmp, EmulatedBf16KeepsNativeBf16sBehaviour) {
   EXPECT_LE(double(b.memory.peak[act]), 0.6 * double(a.memory.peak[act]));
   for (std::size_t i = 0; i < f32.size(); ++i) {
     EXPECT_NEAR(emulated[i].loss, f32[i].loss, 0.005 * f32[i].loss) << "step " << i + 1;
-    EXPECT_NEAR(emulated[i].loss, native[i].loss, 0.005 * f32[i].loss) << "step " << i + 1;
+    EXPECT_NEAR(emulated[i].loss, native[i].loss, 0.002 * f32[i].loss) << "step " << i + 1;
     EXPECT_FALSE(emulated[i].skipped);
     EXPECT_EQ(emulated[i].scale, 1.0);  // no scaler in bf16
   }
