@@ -14,6 +14,7 @@
 
 #include "app/gui_run_controller.h"
 #include "app/gui_session.h"
+#include "engine/backend/backend.h"
 #include "gui_test_util.h"
 #include "ui/event_log_view.h"
 #include "ui/format_inspector_view.h"
@@ -224,6 +225,16 @@ class TestMainWindow : public QObject {
     window()->runsModel()->refresh();
     const QString speedUp = window()->runsModel()->index(1, ui::RunsModel::SpeedUp).data().toString();
     QVERIFY2(speedUp.endsWith(QChar(0x00D7)), qPrintable(speedUp));
+    // Never pretend: each row says how its dtype computes on this CPU, as the backend says it.
+    const auto cpu = makeCpuBackend();
+    const DType dtypes[] = {DType::F32, DType::F16, DType::BF16};
+    for (int row = 0; row < 3; ++row) {
+      const std::string path = cpu->computePath(dtypes[row]);
+      QCOMPARE(runs[row]->computePath, QString::fromStdString(std::string(dtypeName(dtypes[row])) + " " + path));
+      const QString mode = window()->runsModel()->index(row, ui::RunsModel::Mode).data().toString();
+      QCOMPARE(mode.endsWith(QLatin1String("(emulated)")), path.find("emulated") != std::string::npos);
+    }
+    QVERIFY(window()->runsModel()->index(1, ui::RunsModel::Mode).data().toString().endsWith("(emulated)"));
   }
 
   void concurrentRunsAndTheQueue() {
