@@ -11,12 +11,11 @@
 #include <vector>
 
 #include "engine/core/tensor.h"
+#include "kernels/common/activation_math.h"  // amp::Activation
 #include "kernels/common/conv_geometry.h"
 #include "engine/telemetry/exponent_histogram.h"
 
 namespace amp {
-
-enum class Activation : std::uint8_t { ReLU, Tanh, Sigmoid, GELU };
 
 struct UnscaleResult {
   bool foundInf = false;
