@@ -196,36 +196,40 @@ StepMetrics Trainer::step() {
     for (Parameter* p : m_model->parameters())
       if (p->grad.defined()) recorder.weightGrad(p->name, p->grad);
 
-  // unscale_ explicitly (as the recipe does before clipping), then look at the true gradients.
-  // The global gradient norm comes out of a pass that reads every gradient anyway: unscaling
-  // when the scaler runs, else the optimizer step (when no clipping needs it first).
-  m_scaler->unscale(*m_scaled);
-  const auto outcome = m_scaler->lastUnscale(*m_scaled);
-  const bool foundInf = outcome && outcome->foundInf;
-  if (foundInf && outcome->firstNonFinite >= 0)
-    mt.firstNonFinite = m_scaled->backwardOrder()[outcome->firstNonFinite]->name;
-  const std::optional<double> unscaledSumSq = m_scaled->takeUnscaledSumOfSquares();
-  const bool normFromStep = !unscaledSumSq && !outcome && tc.clipNorm <= 0;
-  if (unscaledSumSq) mt.gradNorm = std::sqrt(*unscaledSumSq);
-  else if (!normFromStep) mt.gradNorm = globalGradNorm();
+  // unscale_ explicitly (as the recipe does before clipping), [clip], step or skip, update: the
+  // backend keeps found_inf, the skip decision and the new scale where the gradients live, and
+  // the step's figures are read back once (PyTorch's fused AMP path; no per-parameter syncs).
   // Only unscaling by 1/scale > 1 can turn gradients the scaler found finite into inf.
-  mt.postUnscaleOverflow = outcome && !foundInf && mt.scale < 1.f && !std::isfinite(mt.gradNorm);
-  if (tc.clipNorm > 0 && std::isfinite(mt.gradNorm)) {
-    const double coef = tc.clipNorm / (mt.gradNorm + 1e-6);  // clip_grad_norm_
-    if (coef < 1.0) {
-      for (Parameter* p : m_model->parameters())
-        if (p->grad.defined()) m_be->scaleInPlace(p->grad, static_cast<float>(coef));
-      mt.clipped = true;
-    }
-  }
-
   mt.lr = m_schedule->lrAt(m_schedulerSteps);
-  m_scaled->prepare(mt.lr, mt.postUnscaleOverflow && tc.postUnscaleCheck == "skip");
+  m_scaled->beginStep(mt.lr, tc.postUnscaleCheck == "skip" && mt.scale < 1.f);
+  m_scaler->unscale(*m_scaled);
+  if (tc.clipNorm > 0) m_scaled->clipGradNorm(tc.clipNorm);
   m_scaler->step(*m_scaled);
+  if (m_scaler->isEnabled()) {
+    m_scaled->updateScale(scaleRuleOf(m_scaler->config()),
+                          {m_scaler->scale(), m_scaler->growthTracker(), m_scaler->hysteresisLeft()});
+  }
   m_scaler->update();
-  mt.skipped = !m_scaled->ran();
-  if (normFromStep)
-    mt.gradNorm = mt.skipped ? globalGradNorm() : std::sqrt(m_scaled->stats().gradSumOfSquares);
+  const StepStats& st = m_scaled->stats();
+  // The backend ran the same rule (kernels/common/scale_update.h) as the host GradScaler, whose
+  // state machine stays the authority; a difference would be a bug worth stopping for.
+  if (st.scaleUpdated && (st.scale.scale != m_scaler->scale() ||
+                          st.scale.growthTracker != m_scaler->growthTracker() ||
+                          st.scale.hysteresisLeft != m_scaler->hysteresisLeft()))
+    throw std::logic_error("scale update: the backend's result (" + std::to_string(st.scale.scale) +
+                           ") differs from the host GradScaler's (" +
+                           std::to_string(m_scaler->scale()) + ")");
+  const bool foundInf = st.unscaled && st.foundInf;
+  if (foundInf && st.firstNonFinite >= 0)
+    mt.firstNonFinite = m_scaled->backwardOrder()[m_scaled->unscaledIndex(st.firstNonFinite)]->name;
+  mt.skipped = !st.stepped;
+  // The global gradient norm comes out of a pass that read every gradient anyway: unscaling when
+  // the scaler runs, else clipping, else the optimizer step.
+  if (st.unscaled) mt.gradNorm = std::sqrt(st.unscaledSumOfSquares);
+  else if (st.normTaken) mt.gradNorm = std::sqrt(st.normSumOfSquares);
+  else mt.gradNorm = st.stepped ? std::sqrt(st.stepGradSumOfSquares) : globalGradNorm();
+  mt.postUnscaleOverflow = st.unscaled && !foundInf && mt.scale < 1.f && !std::isfinite(mt.gradNorm);
+  mt.clipped = st.clipped;
   // PyTorch's schedulers step every iteration, also when the scaler skipped the update.
   ++m_schedulerSteps;
   mt.schedulerStepOnSkip = mt.skipped;
@@ -233,8 +237,8 @@ StepMetrics Trainer::step() {
   mt.scaleEvent = scaleEventText(ev.kind);
   mt.scaleAfter = m_scaler->scale();
   mt.growthTracker = m_scaler->growthTracker();
-  const auto& st = m_scaled->stats();
-  mt.lostUpdateFrac = st.updated ? double(st.lost) / double(st.updated) : 0.0;
+  const OptimizerStepStats& os = m_scaled->optimizerStats();
+  mt.lostUpdateFrac = os.updated ? double(os.lost) / double(os.updated) : 0.0;
   if (recordHist) mt.histograms = recorder.take();
 
   if (m_traceNext) {
