@@ -259,7 +259,9 @@ void ExperimentPanel::updateNotes() {
 }
 
 void ExperimentPanel::setBackendInfo(const QString& description, const QString& cudaUnavailableReason) {
-  m_backendNote->setText(QStringLiteral("<small>%1</small>").arg(description.toHtmlEscaped()));
+  // One line per device (the CPU, each GPU or why none is usable).
+  m_backendNote->setText(QStringLiteral("<small>%1</small>")
+                             .arg(description.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"))));
   if (!cudaUnavailableReason.isEmpty())
     m_fields.at("backend")->setChoiceEnabled("cuda", false, cudaUnavailableReason);
 }

@@ -36,21 +36,33 @@ std::string scaleEventText(ScaleEvent::Kind k) {
   }
 }
 
-}  // namespace
-
-std::unique_ptr<Backend> makeBackend(const std::string& name) {
-  if (name == "cpu") return makeCpuBackend();
-  if (name == "cuda")
-    throw ConfigError("backend: this build has no CUDA backend yet (use backend=cpu)");
-  throw ConfigError("backend: unknown backend '" + name + "'");
+// The backend config.backend names. "auto" takes the GPU when one is usable, except for models
+// with convolutions or batch norm, which the CUDA backend gets with issue 11: auto then falls
+// back to the CPU, and an explicit "cuda" is refused in one line.
+std::unique_ptr<Backend> backendFor(const RunConfig& c) {
+  const bool needsPart2 = c.model.name == "cnn" || c.model.batchnorm;
+  std::string name = c.backend;
+  if (needsPart2 && resolveBackendName(name) == "cuda") {
+    if (name == "auto") name = "cpu";
+    else
+      throw ConfigError("backend: the CUDA backend has no convolutions, pooling or batch norm yet "
+                        "(issue 11); use backend=cpu or auto for this model");
+  }
+  try {
+    return makeBackend(name, BackendOptions{c.tf32});
+  } catch (const std::runtime_error& e) {
+    throw ConfigError(std::string("backend: ") + e.what());
+  }
 }
+
+}  // namespace
 
 Trainer::Trainer(RunConfig config, std::unique_ptr<Backend> backend)
     : m_config(std::move(config)) {
   if (auto e = validateRunConfig(m_config)) throw ConfigError(*e);
   for (const auto& [op, policy] : m_config.autocastOverrides)
     m_autocast.policy().setPolicy(op, *parseCastPolicy(policy));
-  m_be = backend ? std::move(backend) : makeBackend(m_config.backend);
+  m_be = backend ? std::move(backend) : backendFor(m_config);
 
   DataOptions d = m_config.data;
   if (d.seed == 0) d.seed = m_config.seed;
