@@ -49,6 +49,7 @@ struct AdamParams {
 // the multi-tensor unscale sets found_inf, the optimizer steps read it and skip themselves, the
 // scale is updated beside it, and only then does the host look.
 struct StepStats {
+  double lossSum = 0;      // the micro-batches' losses added by the *IntoStep loss ops
   bool unscaled = false;   // foreachUnscaleAndCheck ran this step
   bool foundInf = false;   // a gradient held inf/NaN before unscaling
   int firstNonFinite = -1;  // index into the unscaled list of the first such gradient
@@ -176,6 +177,12 @@ class Backend : public BufferAllocator {
   virtual double mseForward(const Tensor& pred, const Tensor& target) = 0;
   virtual void mseBackward(const Tensor& pred, const Tensor& target, float gradScale,
                            Tensor& dpred) = 0;
+  // The same forward losses added to the step's stats (StepStats::lossSum) instead of returned:
+  // a training step then reads its loss back with everything else, once. A bad label may be
+  // reported only by readStepStats.
+  virtual void crossEntropyForwardIntoStep(const Tensor& logits, const Tensor& labels,
+                                           Tensor& probs);
+  virtual void mseForwardIntoStep(const Tensor& pred, const Tensor& target);
   // Number of rows whose argmax equals the label.
   virtual std::int64_t countCorrect(const Tensor& logits, const Tensor& labels) = 0;
 

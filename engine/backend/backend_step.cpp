@@ -16,6 +16,15 @@ void requireSameLength(std::size_t a, std::size_t b, const char* op) {
 
 void Backend::beginStep() { m_stepStats = {}; }
 
+void Backend::crossEntropyForwardIntoStep(const Tensor& logits, const Tensor& labels,
+                                          Tensor& probs) {
+  m_stepStats.lossSum += crossEntropyForward(logits, labels, probs);
+}
+
+void Backend::mseForwardIntoStep(const Tensor& pred, const Tensor& target) {
+  m_stepStats.lossSum += mseForward(pred, target);
+}
+
 void Backend::foreachUnscaleAndCheck(std::span<Tensor* const> grads, float invScale) {
   const UnscaleResult r = unscaleAndCheck(grads, invScale);
   m_stepStats.unscaled = true;

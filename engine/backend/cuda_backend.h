@@ -82,6 +82,9 @@ class CudaBackend final : public Backend {
   double mseForward(const Tensor& pred, const Tensor& target) override;
   void mseBackward(const Tensor& pred, const Tensor& target, float gradScale,
                    Tensor& dpred) override;
+  void crossEntropyForwardIntoStep(const Tensor& logits, const Tensor& labels,
+                                   Tensor& probs) override;
+  void mseForwardIntoStep(const Tensor& pred, const Tensor& target) override;
   std::int64_t countCorrect(const Tensor& logits, const Tensor& labels) override;
 
   UnscaleResult unscaleAndCheck(std::span<Tensor* const> grads, float invScale) override;

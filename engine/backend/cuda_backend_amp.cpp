@@ -27,6 +27,7 @@ std::vector<cuda::MultiTensorEntry> gradEntries(std::span<Tensor* const> grads, 
 
 StepStats hostStats(const cuda::DeviceStepStats& d) {
   StepStats s;
+  s.lossSum = d.lossSum;
   s.unscaled = d.unscaled != 0;
   s.foundInf = d.foundInf != 0;
   s.firstNonFinite = d.firstNonFinite == cuda::kNoNonFinite ? -1 : d.firstNonFinite;
@@ -100,6 +101,9 @@ void CudaBackend::updateScale(const ScaleRule& rule, const ScaleCounters& curren
 StepStats CudaBackend::readStepStats() {
   cuda::DeviceStepStats d;
   download(&d, m_stepRecord, sizeof d, "read step stats");
+  if (d.badLabel)
+    throw std::invalid_argument("cross-entropy: the label in row " + std::to_string(d.badLabel - 1) +
+                                " of a training batch is out of range");
   return hostStats(d);
 }
 

@@ -1,5 +1,6 @@
-// CUDA backend: losses and accuracy. Each returns a host number, so each reads one small result
-// back (the loss of a micro-batch; the accuracy during evaluation).
+// CUDA backend: losses and accuracy. The forms that return a host number read one small result
+// back (evaluation, tests); training uses the *IntoStep forms, which leave the loss in the step's
+// device record for the step's one read.
 #include <stdexcept>
 #include <vector>
 
@@ -48,6 +49,32 @@ double CudaBackend::crossEntropyForward(const Tensor& logits, const Tensor& labe
   double total = 0;
   for (double v : host) total += v;  // in row order, as the CPU
   return total / double(m);
+}
+
+void CudaBackend::crossEntropyForwardIntoStep(const Tensor& logits, const Tensor& labels,
+                                              Tensor& probs) {
+  checkLabels(logits, labels);
+  requireF32(probs, "cross-entropy probabilities");
+  const std::int64_t m = logits.dim(0), c = logits.dim(1);
+  // m doubles in 2m fp32 slots; freed on return, reused only by work queued after this.
+  Tensor rows = empty({2 * m}, DType::F32, MemCategory::Workspace);
+  auto* rowLoss = static_cast<double*>(rows.rawData());
+  cuda::launchCrossEntropyForward(floatCode(logits, "cross-entropy"), logits.rawData(),
+                                  labels.data<std::int32_t>(), m, c, probs.data<float>(), rowLoss,
+                                  &m_stepRecord->badLabel, m_stream);
+  checkLaunch("cross-entropy forward", cudabk::shapes({&logits, &labels}));
+  cuda::launchAddRowLossesToStep(rowLoss, m, m_stepRecord, m_stream);
+  checkLaunch("cross-entropy loss", cudabk::shapes({&logits}));
+}
+
+void CudaBackend::mseForwardIntoStep(const Tensor& pred, const Tensor& target) {
+  requireF32(target, "mse target");
+  cudabk::requireSameSize(pred, target, "mse");
+  cuda::launchMseForward(floatCode(pred, "mse"), pred.rawData(), target.data<float>(),
+                         pred.numel(), &m_stepRecord->mseSum, m_stream);
+  checkLaunch("mse forward", cudabk::shapes({&pred, &target}));
+  cuda::launchAddMseToStep(pred.numel(), m_stepRecord, m_stream);
+  checkLaunch("mse loss", cudabk::shapes({&pred}));
 }
 
 void CudaBackend::crossEntropyBackward(const Tensor& probs, const Tensor& labels, float gradScale,

@@ -172,25 +172,24 @@ StepMetrics Trainer::step() {
   const float seed = static_cast<float>(
       static_cast<float>(m_scaler->scaleLoss(tc.lossWeight)) / float(tc.accumulation));
 
+  // The step's stats start here: the losses go into them too, read back once at the end.
+  mt.lr = m_schedule->lrAt(m_schedulerSteps);
+  m_scaled->beginStep(mt.lr, tc.postUnscaleCheck == "skip" && mt.scale < 1.f);
   m_model->zeroGrad();
-  double lossSum = 0;
   std::int64_t samples = 0;
   for (int micro = 0; micro < tc.accumulation; ++micro) {
     const Batch& b = nextBatch();
     Tensor x = uploadInput(b);
     Tensor target = uploadTarget(b);
-    double loss;
     {
       AutocastRegion region(m_autocast, m_config.usesAutocast(), m_config.lowDtype());
       Tensor out = m_model->forward(ctx, x);
-      loss = m_loss->forward(ctx, out, target);
+      m_loss->forwardIntoStep(ctx, out, target);
     }
-    lossSum += loss;
     samples += b.size;
     Tensor dout = m_loss->backward(ctx, seed);
     m_model->backward(ctx, dout);
   }
-  mt.loss = lossSum / tc.accumulation;  // the criterion's value; loss_weight scales only the gradient
   mt.epoch = static_cast<int>(m_loader->epoch());
 
   // Fault injection: an inf in one gradient, as an fp16 overflow would leave it.
@@ -212,8 +211,6 @@ StepMetrics Trainer::step() {
   // backend keeps found_inf, the skip decision and the new scale where the gradients live, and
   // the step's figures are read back once (PyTorch's fused AMP path; no per-parameter syncs).
   // Only unscaling by 1/scale > 1 can turn gradients the scaler found finite into inf.
-  mt.lr = m_schedule->lrAt(m_schedulerSteps);
-  m_scaled->beginStep(mt.lr, tc.postUnscaleCheck == "skip" && mt.scale < 1.f);
   m_scaler->unscale(*m_scaled);
   if (tc.clipNorm > 0) m_scaled->clipGradNorm(tc.clipNorm);
   m_scaler->step(*m_scaled);
@@ -223,6 +220,7 @@ StepMetrics Trainer::step() {
   }
   m_scaler->update();
   const StepStats& st = m_scaled->stats();
+  mt.loss = st.lossSum / tc.accumulation;  // the criterion's value; loss_weight scales only the gradient
   // The backend ran the same rule (kernels/common/scale_update.h) as the host GradScaler, whose
   // state machine stays the authority; a difference would be a bug worth stopping for.
   if (st.scaleUpdated && (st.scale.scale != m_scaler->scale() ||

@@ -103,6 +103,12 @@ void launchSgdStep(const MultiTensorEntry* table, int count, std::int64_t maxN,
                    const SgdScalars& p, DeviceStepStats* stats, Stream s);
 void launchAdamStep(const MultiTensorEntry* table, int count, std::int64_t maxN,
                     const AdamScalars& p, DeviceStepStats* stats, Stream s);
+// A training loss into the step's record instead of back to the host: the row losses (m, in
+// double) summed in row order and divided by m; or the MSE sum launchMseForward left in
+// stats->mseSum, divided by n.
+void launchAddRowLossesToStep(const double* rowLoss, std::int64_t m, DeviceStepStats* stats,
+                              Stream s);
+void launchAddMseToStep(std::int64_t n, DeviceStepStats* stats, Stream s);
 // _amp_update_scale_ with the step's found_inf; the result lands in stats->scale.
 void launchUpdateScale(const ScaleRule& rule, const ScaleCounters& current,
                        DeviceStepStats* stats, Stream s);
