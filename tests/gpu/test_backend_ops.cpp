@@ -59,14 +59,18 @@ TEST_F(CpuAndCuda, UploadFillSetElementAccumulateAndScaleAreBitExact) {
   }
 }
 
+// Bound for tanh, sigmoid and GELU: CUDA's tanhf/expf/erff are within 2 ulp of the exact result
+// and glibc's within 1, so the fp32 results differ by a few ulp of the terms they are made of:
+// relative 4 ulp, or absolute 1e-5 where GELU's 1 + erf(x) and its derivative's cdf + x pdf
+// cancel (|x| < 16 here). 16-bit outputs may then round one ulp apart (relative 2^-10, 2^-7).
 TEST_F(CpuAndCuda, ActivationsMatchWithinLibmBounds) {
-  const auto v = finiteValues(4096, 4, 3.f);
+  const auto v = finiteValues(4096, 4, 2.f);
   for (DType d : kFloats)
     for (Activation a : {Activation::ReLU, Activation::Tanh, Activation::Sigmoid, Activation::GELU}) {
       Pair x = both(v, {64, 64}, d), y = emptyBoth({64, 64}, d);
       cpu->activationForward(a, x.c, y.c);
       cuda->activationForward(a, x.g, y.g);
-      Pair dy = both(finiteValues(4096, 5), {64, 64}, d), dx = emptyBoth({64, 64}, d);
+      Pair dy = both(finiteValues(4096, 5, 1.f), {64, 64}, d), dx = emptyBoth({64, 64}, d);
       // The backward runs on identical inputs: the CPU's forward result on both.
       Pair yc{y.c, cuda->fromHost(cpu->toHostFloat(y.c), {64, 64}, d, MemCategory::Workspace)};
       cpu->activationBackward(a, x.c, yc.c, dy.c, dx.c);
@@ -77,12 +81,9 @@ TEST_F(CpuAndCuda, ActivationsMatchWithinLibmBounds) {
         expectSameBits(dx, what + " backward");
         continue;
       }
-      // CUDA's tanhf/expf/erff are within 2 ulp of the exact result, glibc's within 1: outputs
-      // differ by a few fp32 ulp, or by one ulp of a 16-bit output when they straddle a rounding
-      // boundary.
-      const double rel = d == DType::F32 ? 4 * 1.2e-7 : d == DType::F16 ? 1e-3 : 8e-3;
-      expectClose(y, 1e-7, rel, what);
-      expectClose(dx, 1e-7, rel, what + " backward");
+      const double rel = d == DType::F32 ? 4.8e-7 : d == DType::F16 ? 9.8e-4 : 7.9e-3;
+      expectClose(y, 1e-5, rel, what);
+      expectClose(dx, 1e-5, rel, what + " backward");
     }
 }
 
