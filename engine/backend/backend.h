@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -232,6 +233,9 @@ class Backend : public BufferAllocator {
   // unscaled domain).
   virtual ExponentHistogram histogram(const Tensor& t, double multiplier) = 0;
   virtual void setElement(Tensor& t, std::int64_t index, float value) = 0;  // fault injection
+  // The last training step's time on the device, from beginStep to readStepStats, where the
+  // device keeps its own clock (CUDA events); nothing on the CPU, where wall time is the truth.
+  virtual std::optional<double> deviceStepSeconds() const { return std::nullopt; }
   virtual GemmCounters gemmCounters() const { return {}; }
   virtual void resetGemmCounters() {}
 

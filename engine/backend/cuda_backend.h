@@ -109,6 +109,7 @@ class CudaBackend final : public Backend {
 
   ExponentHistogram histogram(const Tensor& t, double multiplier) override;
   void setElement(Tensor& t, std::int64_t index, float value) override;
+  std::optional<double> deviceStepSeconds() const override { return m_stepSeconds; }
   GemmCounters gemmCounters() const override;
   void resetGemmCounters() override;
 
@@ -157,6 +158,9 @@ class CudaBackend final : public Backend {
   mutable std::vector<EventPair> m_events;
   mutable std::size_t m_eventsUsed = 0;
   mutable GemmCounters m_gemmCounters;
+  // Step time: an event at beginStep and one just before the stats are read.
+  EventPair m_stepEvents{nullptr, nullptr};
+  std::optional<double> m_stepSeconds;
 };
 
 namespace cudabk {

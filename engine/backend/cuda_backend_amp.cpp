@@ -66,6 +66,8 @@ const cuda::MultiTensorEntry* CudaBackend::uploadTable(
 
 void CudaBackend::beginStep() {
   m_unscaledThisStep = false;
+  m_stepSeconds.reset();
+  checkCuda(cudaEventRecord(static_cast<cudaEvent_t>(m_stepEvents.start), m_stream), "step timing");
   cuda::launchBeginStep(m_stepRecord, m_stream);
   checkLaunch("begin step", "");
 }
@@ -99,8 +101,15 @@ void CudaBackend::updateScale(const ScaleRule& rule, const ScaleCounters& curren
 }
 
 StepStats CudaBackend::readStepStats() {
+  checkCuda(cudaEventRecord(static_cast<cudaEvent_t>(m_stepEvents.stop), m_stream), "step timing");
   cuda::DeviceStepStats d;
   download(&d, m_stepRecord, sizeof d, "read step stats");
+  float ms = 0;
+  if (cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(m_stepEvents.start),
+                           static_cast<cudaEvent_t>(m_stepEvents.stop)) == cudaSuccess)
+    m_stepSeconds = ms * 1e-3;
+  else
+    cudaGetLastError();  // no beginStep since construction: no device time for this read
   if (d.badLabel)
     throw std::invalid_argument("cross-entropy: the label in row " + std::to_string(d.badLabel - 1) +
                                 " of a training batch is out of range");

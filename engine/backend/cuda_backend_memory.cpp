@@ -62,6 +62,10 @@ CudaBackend::CudaBackend(int device, bool tf32) : m_device(device), m_tf32(tf32)
   checkCuda(cudaMalloc(reinterpret_cast<void**>(&m_opRecord), sizeof(cuda::DeviceStepStats)),
             "allocate op stats");
   m_gemm = std::make_unique<cuda::CublasLtGemm>();
+  cudaEvent_t start, stop;
+  checkCuda(cudaEventCreate(&start), "step timing event");
+  checkCuda(cudaEventCreate(&stop), "step timing event");
+  m_stepEvents = {start, stop};
   cuda::launchBeginStep(m_stepRecord, m_stream);
   checkLaunch("begin step", "");
 }
@@ -75,6 +79,8 @@ CudaBackend::~CudaBackend() {
     cudaEventDestroy(static_cast<cudaEvent_t>(e.start));
     cudaEventDestroy(static_cast<cudaEvent_t>(e.stop));
   }
+  if (m_stepEvents.start) cudaEventDestroy(static_cast<cudaEvent_t>(m_stepEvents.start));
+  if (m_stepEvents.stop) cudaEventDestroy(static_cast<cudaEvent_t>(m_stepEvents.stop));
   cudaFree(m_stepRecord);
   cudaFree(m_opRecord);
   cudaFree(m_scratch);
@@ -84,7 +90,7 @@ CudaBackend::~CudaBackend() {
 
 std::string CudaBackend::description() const {
   return "CUDA: " + m_deviceName + " (sm_" + std::to_string(m_ccMajor) + std::to_string(m_ccMinor) +
-         "); GEMMs by cuBLASLt: fp32 " + (m_tf32 ? "with TF32 tensor cores (backend.tf32)" : "in full fp32 (TF32 off)") +
+         "); GEMMs by cuBLASLt: fp32 " + (m_tf32 ? "with TF32 tensor cores (tf32=true)" : "in full fp32 (TF32 off)") +
          ", fp16/bf16 on tensor cores with fp32 accumulation; AMP kernels on the device";
 }
 

@@ -282,7 +282,10 @@ StepMetrics Trainer::step() {
     }
   }
 
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // On a GPU the step's time is the device's (CUDA events from the step's first to its last
+  // queued op), as PyTorch's benchmarks time it; on the CPU, wall time.
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = m_be->deviceStepSeconds().value_or(wall);
   mt.stepMs = secs * 1e3;
   mt.samplesPerS = secs > 0 ? double(samples) / secs : 0.0;
   const GemmCounters gc = m_be->gemmCounters();
