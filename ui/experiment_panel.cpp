@@ -47,6 +47,7 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   label("amp.mode", "fp16", tr("AMP fp16"));
   label("amp.mode", "bf16", tr("AMP bf16"));
   label("amp.mode", "pure_fp16", tr("pure fp16 (no master weights)"));
+  label("backend", "auto", tr("auto (the GPU when usable)"));
   m_fields.at("data.path")->addBrowseButton(tr("CSV files (*.csv);;All files (*)"));
 
   m_modeNote = new QLabel(this);

@@ -62,6 +62,9 @@ CudaBackend::CudaBackend(int device, bool tf32) : m_device(device), m_tf32(tf32)
   checkCuda(cudaMalloc(reinterpret_cast<void**>(&m_opRecord), sizeof(cuda::DeviceStepStats)),
             "allocate op stats");
   m_gemm = std::make_unique<cuda::CublasLtGemm>();
+  // cuBLASLt's workspace is device memory this backend holds: counted as workspace, as PyTorch
+  // counts cuBLAS's workspace in memory_allocated.
+  m_memory.onAlloc(MemCategory::Workspace, static_cast<std::int64_t>(m_gemm->workspaceBytes()));
   cudaEvent_t start, stop;
   checkCuda(cudaEventCreate(&start), "step timing event");
   checkCuda(cudaEventCreate(&stop), "step timing event");
@@ -73,6 +76,7 @@ CudaBackend::CudaBackend(int device, bool tf32) : m_device(device), m_tf32(tf32)
 CudaBackend::~CudaBackend() {
   // Destructors must not throw: errors here (a device already lost) are ignored.
   if (m_stream) cudaStreamSynchronize(m_stream);
+  if (m_gemm) m_memory.onFree(MemCategory::Workspace, static_cast<std::int64_t>(m_gemm->workspaceBytes()));
   m_gemm.reset();
   for (auto& [bytes, p] : m_freeBlocks) cudaFree(p);
   for (const EventPair& e : m_events) {

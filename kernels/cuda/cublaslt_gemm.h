@@ -34,6 +34,7 @@ class CublasLtGemm {
 
   void run(const GemmShape& shape, const void* a, const void* b, const void* bias, void* c,
            Stream s);
+  std::size_t workspaceBytes() const { return m_workspaceBytes; }
 
  private:
   struct Plan;
