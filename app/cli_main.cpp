@@ -17,6 +17,7 @@ constexpr const char* kUsage =
     "  compare  run fp32, AMP fp16 and AMP bf16 with one seed and print one table\n"
     "  convert  show how values round to fp16 or bf16 (bit pattern, exact value, error, class)\n"
     "  export   export a run directory's metrics or charts\n"
+    "  devices  list the CPU and the CUDA GPUs (or why none is usable)\n"
     "Run 'ampstudio-cli <command> --help' for a command's options.\n";
 
 }  // namespace
@@ -28,7 +29,7 @@ int cliMain(int argc, char** argv) {
   }
   const std::map<std::string_view, int (*)(const Args&)> commands = {
       {"run", cmdRun},         {"bench", cmdBench},   {"compare", cmdCompare},
-      {"convert", cmdConvert}, {"export", cmdExport},
+      {"convert", cmdConvert}, {"export", cmdExport},   {"devices", cmdDevices},
   };
   auto it = commands.find(argv[1]);
   if (it == commands.end()) {

@@ -15,5 +15,6 @@ int cmdBench(const Args& args);
 int cmdCompare(const Args& args);
 int cmdConvert(const Args& args);
 int cmdExport(const Args& args);
+int cmdDevices(const Args& args);
 
 }  // namespace amp::cli

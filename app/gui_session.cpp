@@ -16,21 +16,22 @@
 namespace amp::gui {
 
 QString probeBackendDescription() {
+  // The CPU backend's description, then the GPUs or why none is usable (cheap: the registry
+  // probes once and creates no CUDA context on the UI thread).
+  QString text;
   try {
-    return QString::fromStdString(makeBackend("cpu")->description());
+    text = QString::fromStdString(makeBackend("cpu")->description());
   } catch (const std::exception& e) {
-    return QObject::tr("CPU backend unavailable: %1").arg(QString::fromUtf8(e.what()));
+    text = QObject::tr("CPU backend unavailable: %1").arg(QString::fromUtf8(e.what()));
   }
+  for (const std::string& line : gpuInventory().describe())
+    text += QLatin1Char('\n') + QString::fromStdString(line);
+  return text;
 }
 
 QString cudaUnavailableReason() {
-  // The engine's makeBackend("cuda") refuses in this build; say so rather than failing later.
-  try {
-    makeBackend("cuda");
-    return {};
-  } catch (const std::exception&) {
-    return QObject::tr("no CUDA backend in this build / no GPU found");
-  }
+  const GpuInventory& gpus = gpuInventory();
+  return gpus.usable() ? QString() : QString::fromStdString(gpus.unavailableReason);
 }
 
 GuiSession::GuiSession(bool persistSettings, QObject* parent)

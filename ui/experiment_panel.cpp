@@ -47,6 +47,7 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   label("amp.mode", "fp16", tr("AMP fp16"));
   label("amp.mode", "bf16", tr("AMP bf16"));
   label("amp.mode", "pure_fp16", tr("pure fp16 (no master weights)"));
+  label("backend", "auto", tr("auto (the GPU when usable)"));
   m_fields.at("data.path")->addBrowseButton(tr("CSV files (*.csv);;All files (*)"));
 
   m_modeNote = new QLabel(this);
@@ -259,7 +260,9 @@ void ExperimentPanel::updateNotes() {
 }
 
 void ExperimentPanel::setBackendInfo(const QString& description, const QString& cudaUnavailableReason) {
-  m_backendNote->setText(QStringLiteral("<small>%1</small>").arg(description.toHtmlEscaped()));
+  // One line per device (the CPU, each GPU or why none is usable).
+  m_backendNote->setText(QStringLiteral("<small>%1</small>")
+                             .arg(description.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"))));
   if (!cudaUnavailableReason.isEmpty())
     m_fields.at("backend")->setChoiceEnabled("cuda", false, cudaUnavailableReason);
 }

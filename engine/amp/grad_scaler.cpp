@@ -59,16 +59,17 @@ void GradScaler::unscale(ScalableOptimizer& optimizer) {
   // inf/NaN check that still feeds the telemetry.
   const float invScale = static_cast<float>(1.0 / static_cast<double>(m_state.scale));
   if (optimizer.hasGrads()) {
-    st.outcome = optimizer.unscaleGrads(invScale);
+    optimizer.unscaleGrads(invScale);
     st.checked = true;
+    st.optimizer = &optimizer;
   }
   st.stage = Stage::Unscaled;
 }
 
-bool GradScaler::step(ScalableOptimizer& optimizer) {
+void GradScaler::step(ScalableOptimizer& optimizer) {
   if (!m_config.enabled) {
-    optimizer.step();
-    return true;
+    optimizer.step(false);
+    return;
   }
   OptimizerState& st = m_perOptimizer[&optimizer];  // std::map references survive inserts
   if (st.stage == Stage::Stepped) {
@@ -78,10 +79,8 @@ bool GradScaler::step(ScalableOptimizer& optimizer) {
   if (!st.checked) throw std::logic_error("No inf checks were recorded for this optimizer.");
 
   // Kind None is the "no loss scaling" baseline: it applies whatever the gradients hold.
-  const bool skip = st.outcome.foundInf && m_config.kind != ScalerKind::None;
-  if (!skip) optimizer.step();
+  optimizer.step(m_config.kind != ScalerKind::None);
   st.stage = Stage::Stepped;
-  return !skip;
 }
 
 void GradScaler::update() {
@@ -91,7 +90,7 @@ void GradScaler::update() {
   bool foundInf = false;
   for (const auto& [opt, st] : m_perOptimizer) {
     anyChecked = anyChecked || st.checked;
-    foundInf = foundInf || (st.checked && st.outcome.foundInf);
+    foundInf = foundInf || (st.checked && st.optimizer->unscaleOutcome().foundInf);
   }
   if (!anyChecked) throw std::logic_error("No inf checks were recorded prior to update.");
   m_lastEvent = updateScale(m_config, m_state, foundInf);
@@ -107,7 +106,8 @@ void GradScaler::update(float newScale) {
   // no scale to set: it stays at 1.
   if (m_config.kind != ScalerKind::None) m_state.scale = newScale;
   e.newScale = m_state.scale;
-  for (const auto& [opt, st] : m_perOptimizer) e.foundInf = e.foundInf || st.outcome.foundInf;
+  for (const auto& [opt, st] : m_perOptimizer)
+    e.foundInf = e.foundInf || (st.checked && st.optimizer->unscaleOutcome().foundInf);
   m_lastEvent = e;
   m_perOptimizer.clear();
 }
@@ -115,7 +115,7 @@ void GradScaler::update(float newScale) {
 std::optional<UnscaleOutcome> GradScaler::lastUnscale(const ScalableOptimizer& optimizer) const {
   const auto it = m_perOptimizer.find(&optimizer);
   if (it == m_perOptimizer.end() || !it->second.checked) return std::nullopt;
-  return it->second.outcome;
+  return it->second.optimizer->unscaleOutcome();
 }
 
 std::map<std::string, double> GradScaler::stateDict() const {

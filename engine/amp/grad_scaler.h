@@ -13,13 +13,23 @@
 namespace amp {
 
 struct UnscaleOutcome { bool foundInf = false; int firstNonFinite = -1; };  // index of first param with a non-finite grad
-class ScalableOptimizer {            // implemented by the trainer's optimizer adaptor
+
+// Implemented by the trainer's optimizer adaptor. As PyTorch's fused AMP path, found_inf stays
+// where the gradients live: unscaling records it there, the step skips itself there, and the
+// outcome is read (once per iteration, a synchronisation on a GPU) only when the scaler needs it.
+class ScalableOptimizer {
  public:
   virtual ~ScalableOptimizer() = default;
-  virtual bool hasFp16Grads() const = 0;                       // any gradient stored as fp16
-  virtual bool hasGrads() const = 0;                           // any parameter has a gradient
-  virtual UnscaleOutcome unscaleGrads(float invScale) = 0;     // multiply every grad by invScale, report non-finite (checked before multiplying)
-  virtual void step() = 0;                                     // the real optimizer step
+  virtual bool hasFp16Grads() const = 0;  // any gradient stored as fp16
+  virtual bool hasGrads() const = 0;      // any parameter has a gradient
+  // Multiplies every grad by invScale and records whether any was non-finite (checked before
+  // multiplying), without reporting it.
+  virtual void unscaleGrads(float invScale) = 0;
+  // The real optimizer step; with skipIfFoundInf it does nothing when the recorded found_inf is
+  // set (PyTorch's _step_supports_amp_scaling optimizers read found_inf themselves).
+  virtual void step(bool skipIfFoundInf) = 0;
+  // What the last unscaleGrads recorded.
+  virtual UnscaleOutcome unscaleOutcome() const = 0;
 };
 
 // Typical iteration (order matters, as in PyTorch):
@@ -46,9 +56,10 @@ class GradScaler {
   // whether any was non-finite. At most once per optimizer between update()s, and not after step().
   void unscale(ScalableOptimizer& optimizer);
 
-  // step(opt): unscales first unless unscale() was already called, then runs optimizer.step()
-  // unless a non-finite gradient was recorded (kind None never skips). Returns whether it ran.
-  bool step(ScalableOptimizer& optimizer);
+  // step(opt): unscales first unless unscale() was already called, then runs optimizer.step(),
+  // which skips itself if a non-finite gradient was recorded (kind None never skips). Whether it
+  // ran is the optimizer's to report: it may be known only on a device until the outcome is read.
+  void step(ScalableOptimizer& optimizer);
 
   // update(): applies the iteration's combined found-inf to the scale (see scale_policies.h) and
   // makes every optimizer READY again. update(newScale) sets the scale instead, keeping the tracker.
@@ -76,7 +87,7 @@ class GradScaler {
     // PyTorch's found_inf_per_device is empty when the optimizer had no gradients at all; this
     // flag plays that role ("No inf checks were recorded ...").
     bool checked = false;
-    UnscaleOutcome outcome;
+    const ScalableOptimizer* optimizer = nullptr;  // to ask for the outcome when it is needed
   };
 
   ScalerConfig m_config;

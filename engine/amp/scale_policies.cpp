@@ -2,116 +2,56 @@
 // amp_update_scale_cuda_kernel) operation for operation; the variants are written as deltas to it.
 #include "engine/amp/scale_policies.h"
 
-#include <algorithm>
-#include <cmath>
-
 namespace amp {
 
 namespace {
 
-// ATen multiplies the fp32 scale by a double factor and narrows the product once. Narrowing the
-// factor first (float * float) gives different bits for factors such as 0.3 or 1.1.
-float timesFactor(float scale, double factor) {
-  return static_cast<float>(static_cast<double>(scale) * factor);
-}
-
-// Bounds are compared in the scale's own precision.
-float lowerBound(const ScalerConfig& c) { return static_cast<float>(c.minScale); }
-float upperBound(const ScalerConfig& c) { return static_cast<float>(c.maxScale); }
-
-// PyTorch: the tracker counts successful steps; growth happens when the incremented count is
-// *equal* to the interval (a tracker already past it, e.g. after set_growth_interval, never grows).
-// Returns true when this step is a growth step, having reset or advanced the tracker.
-bool advanceTracker(const ScalerConfig& c, ScaleState& s) {
-  const int successful = s.growthTracker + 1;
-  if (successful == c.growthInterval) {
-    s.growthTracker = 0;
-    return true;
-  }
-  s.growthTracker = successful;
-  return false;
-}
-
-// PyTorch's growth: adopt the grown scale only if it is finite in fp32 (2^127 * 2 stays 2^127).
-void grow(const ScalerConfig& c, ScaleState& s, ScaleEvent& e) {
-  const float candidate = timesFactor(s.scale, c.growthFactor);
-  if (std::isfinite(candidate)) {
-    s.scale = candidate;
-    e.kind = ScaleEvent::Growth;
-  } else {
-    e.kind = ScaleEvent::GrowthRejected;
-  }
-}
-
-// Backoff floored at minScale (Apex's min_loss_scale, DeepSpeed's min_scale). Reported as
-// Clamped when the floor changed the result, including a scale already sitting on the floor.
-void backoffWithFloor(const ScalerConfig& c, ScaleState& s, ScaleEvent& e) {
-  const float candidate = timesFactor(s.scale, c.backoffFactor);
-  const float floored = std::max(candidate, lowerBound(c));
-  e.kind = floored != candidate ? ScaleEvent::Clamped : ScaleEvent::Backoff;
-  s.scale = floored;
-}
-
-void updateDynamic(const ScalerConfig& c, ScaleState& s, bool foundInf, ScaleEvent& e) {
-  if (foundInf) {
-    s.scale = timesFactor(s.scale, c.backoffFactor);  // no floor: the scale may fall below 1
-    s.growthTracker = 0;
-    e.kind = ScaleEvent::Backoff;
-  } else if (advanceTracker(c, s)) {
-    grow(c, s, e);
-  }
-}
-
-// Apex's dynamic LossScaler: same counting as PyTorch, then max(min_loss_scale, ·) on backoff and
-// min(max_loss_scale, ·) on growth. Clamping comes before the finiteness check, so with a finite
-// maxScale an fp32 overflow of the candidate lands on maxScale instead of being rejected.
-void updateApexDynamic(const ScalerConfig& c, ScaleState& s, bool foundInf, ScaleEvent& e) {
-  if (foundInf) {
-    backoffWithFloor(c, s, e);
-    s.growthTracker = 0;
-  } else if (advanceTracker(c, s)) {
-    const float candidate = timesFactor(s.scale, c.growthFactor);
-    const float capped = std::min(candidate, upperBound(c));
-    if (!std::isfinite(capped)) {
-      e.kind = ScaleEvent::GrowthRejected;
-    } else {
-      e.kind = capped != candidate ? ScaleEvent::Clamped : ScaleEvent::Growth;
-      s.scale = capped;
-    }
-  }
-}
-
-// DeepSpeed's DynamicLossScaler.update_scale (Megatron's DynamicGradScaler behaves the same):
-// - overflow with more than one unit of hysteresis left: spend one, keep the scale (the step is
-//   still skipped); the growth count restarts, since DeepSpeed measures growth from the last
-//   overflow iteration, absorbed or not.
-// - overflow with one left: back off, floored at minScale. The budget stays at 1, so every further
-//   overflow backs off immediately until it is refilled.
-// - refill: on growth (consecutive_hysteresis=False, the default), or on every overflow-free step
-//   (consecutiveHysteresis=true).
-// DeepSpeed counts growth as (iter - last_overflow_iter) % scale_window == 0, which is the same
-// as PyTorch's tracker; its backoff divides by scale_factor, here it multiplies by backoffFactor.
-// Two deliberate differences: DeepSpeed raises at min_scale (raise_error_at_min_scale=True), here
-// the scale stays on the floor (event Clamped); and growth keeps PyTorch's fp32-finite check.
-void updateHysteresis(const ScalerConfig& c, ScaleState& s, bool foundInf, ScaleEvent& e) {
-  if (foundInf) {
-    s.growthTracker = 0;
-    if (s.hysteresisLeft > 1) {
-      --s.hysteresisLeft;
-      e.kind = ScaleEvent::HysteresisAbsorbed;
-    } else {
-      backoffWithFloor(c, s, e);
-    }
-    return;
-  }
-  if (c.consecutiveHysteresis) s.hysteresisLeft = c.hysteresis;
-  if (advanceTracker(c, s)) {
-    s.hysteresisLeft = c.hysteresis;
-    grow(c, s, e);
-  }
-}
+// The rules themselves live in kernels/common/scale_update.h (applyScaleRule), shared with the
+// CUDA kernel that updates the scale on the device. What they do:
+// - Dynamic (ATen's _amp_update_scale_): on overflow scale *= backoff (no floor: the scale may
+//   fall below 1) and the tracker resets; otherwise the tracker counts clean steps and when the
+//   incremented count *equals* growthInterval (a tracker already past it never grows) the scale
+//   grows by growthFactor, adopted only if finite in fp32 (2^127 * 2 stays 2^127). ATen
+//   multiplies the fp32 scale by a double factor and narrows once (float * float would give
+//   different bits for factors such as 0.3 or 1.1).
+// - ApexDynamic (Apex's LossScaler): the same counting, then max(min_loss_scale, .) on backoff and
+//   min(max_loss_scale, .) on growth. Clamping comes before the finiteness check, so with a finite
+//   maxScale an fp32 overflow of the candidate lands on maxScale instead of being rejected.
+//   A result moved by a bound is reported as Clamped (also a scale already on the floor).
+// - Hysteresis (DeepSpeed's DynamicLossScaler.update_scale; Megatron's DynamicGradScaler):
+//   an overflow with more than one unit of hysteresis left spends one and keeps the scale (the
+//   step is still skipped; the growth count restarts, since DeepSpeed measures growth from the
+//   last overflow iteration, absorbed or not); with one left it backs off, floored at minScale,
+//   and the budget stays at 1 until refilled: on growth (consecutive_hysteresis=False, the
+//   default), or on every overflow-free step (consecutiveHysteresis=true). DeepSpeed divides by
+//   scale_factor where this multiplies by backoffFactor. Two deliberate differences: DeepSpeed
+//   raises at min_scale (raise_error_at_min_scale=True), here the scale stays on the floor (event
+//   Clamped); and growth keeps PyTorch's fp32-finite check.
+static_assert(int(ScaleRuleKind::Dynamic) == int(ScalerKind::Dynamic) &&
+              int(ScaleRuleKind::Static) == int(ScalerKind::Static) &&
+              int(ScaleRuleKind::None) == int(ScalerKind::None) &&
+              int(ScaleRuleKind::ApexDynamic) == int(ScalerKind::ApexDynamic) &&
+              int(ScaleRuleKind::Hysteresis) == int(ScalerKind::Hysteresis));
+static_assert(int(kScaleNone) == int(ScaleEvent::None) && int(kScaleBackoff) == int(ScaleEvent::Backoff) &&
+              int(kScaleGrowth) == int(ScaleEvent::Growth) &&
+              int(kScaleGrowthRejected) == int(ScaleEvent::GrowthRejected) &&
+              int(kScaleClamped) == int(ScaleEvent::Clamped) &&
+              int(kScaleHysteresisAbsorbed) == int(ScaleEvent::HysteresisAbsorbed));
 
 }  // namespace
+
+ScaleRule scaleRuleOf(const ScalerConfig& c) {
+  ScaleRule r;
+  r.kind = static_cast<ScaleRuleKind>(c.kind);
+  r.growthFactor = c.growthFactor;
+  r.backoffFactor = c.backoffFactor;
+  r.growthInterval = c.growthInterval;
+  r.minScale = static_cast<float>(c.minScale);
+  r.maxScale = static_cast<float>(c.maxScale);
+  r.hysteresis = c.hysteresis;
+  r.consecutiveHysteresis = c.consecutiveHysteresis;
+  return r;
+}
 
 std::string_view scaleEventName(ScaleEvent::Kind kind) {
   switch (kind) {
@@ -138,13 +78,11 @@ ScaleEvent updateScale(const ScalerConfig& config, ScaleState& state, bool found
   ScaleEvent e;
   e.oldScale = state.scale;
   e.foundInf = foundInf;
-  switch (config.kind) {
-    case ScalerKind::Dynamic: updateDynamic(config, state, foundInf, e); break;
-    case ScalerKind::ApexDynamic: updateApexDynamic(config, state, foundInf, e); break;
-    case ScalerKind::Hysteresis: updateHysteresis(config, state, foundInf, e); break;
-    case ScalerKind::Static:  // fixed scale; skipping is GradScaler::step's business
-    case ScalerKind::None: break;
-  }
+  ScaleCounters counters{state.scale, state.growthTracker, state.hysteresisLeft};
+  e.kind = static_cast<ScaleEvent::Kind>(applyScaleRule(scaleRuleOf(config), counters, foundInf));
+  state.scale = counters.scale;
+  state.growthTracker = counters.growthTracker;
+  state.hysteresisLeft = counters.hysteresisLeft;
   e.newScale = state.scale;
   return e;
 }

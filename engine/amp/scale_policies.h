@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "engine/amp/scaler_config.h"
+#include "kernels/common/scale_update.h"
 
 namespace amp {
 
@@ -37,6 +38,9 @@ struct ScaleState {
 
 // The state a scaler of this config starts from (None always runs at scale 1).
 ScaleState initialScaleState(const ScalerConfig& config);
+
+// The config's update rule as the plain values the shared code (and the CUDA kernel) reads.
+ScaleRule scaleRuleOf(const ScalerConfig& config);
 
 // Applies one iteration's outcome (foundInf over all optimizers) to `state`, following
 // config.kind, and reports what happened. `config` is assumed to pass validate().

@@ -6,17 +6,18 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "engine/core/tensor.h"
+#include "kernels/common/activation_math.h"  // amp::Activation
 #include "kernels/common/conv_geometry.h"
+#include "kernels/common/scale_update.h"
 #include "engine/telemetry/exponent_histogram.h"
 
 namespace amp {
-
-enum class Activation : std::uint8_t { ReLU, Tanh, Sigmoid, GELU };
 
 struct UnscaleResult {
   bool foundInf = false;
@@ -42,6 +43,35 @@ struct AdamParams {
   float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weightDecay = 0.f;
   bool decoupled = false;  // AdamW
   std::int64_t step = 1;   // 1-based step count for bias correction
+};
+
+// One training step's AMP bookkeeping, kept where the gradients live (device memory on a GPU)
+// and read by the host once per step (Backend::readStepStats), as PyTorch's fused AMP path does:
+// the multi-tensor unscale sets found_inf, the optimizer steps read it and skip themselves, the
+// scale is updated beside it, and only then does the host look.
+struct StepStats {
+  double lossSum = 0;      // the micro-batches' losses added by the *IntoStep loss ops
+  bool unscaled = false;   // foreachUnscaleAndCheck ran this step
+  bool foundInf = false;   // a gradient held inf/NaN before unscaling
+  int firstNonFinite = -1;  // index into the unscaled list of the first such gradient
+  double unscaledSumOfSquares = 0;  // of the gradients as stored after unscaling
+  bool normTaken = false;  // foreachClipGradNorm measured the norm
+  double normSumOfSquares = 0;      // what it measured (before clipping)
+  bool clipped = false;    // and scaled the gradients down
+  bool stepped = false;    // the optimizer step ran (not skipped)
+  std::int64_t lost = 0;   // non-zero updates that left the stored weight unchanged
+  double stepGradSumOfSquares = 0;  // of the gradients the optimizer step read
+  bool scaleUpdated = false;  // updateScale ran: `scale` and `scaleEvent` hold its result
+  ScaleCounters scale;
+  int scaleEvent = 0;  // a ScaleUpdateEvent
+};
+
+// When the step's optimizer updates are skipped, decided where found_inf lives.
+struct StepGate {
+  bool skipIfFoundInf = false;  // GradScaler.step: skip on a non-finite gradient
+  // The post-unscale check in "skip" mode: skip when the gradients were found finite but
+  // became non-finite through unscaling (only possible when scale < 1).
+  bool skipIfNonFiniteAfterUnscale = false;
 };
 
 // NCHW convolution geometry (groups = 1, dilation = 1), shared with the kernels.
@@ -154,6 +184,12 @@ class Backend : public BufferAllocator {
   virtual double mseForward(const Tensor& pred, const Tensor& target) = 0;
   virtual void mseBackward(const Tensor& pred, const Tensor& target, float gradScale,
                            Tensor& dpred) = 0;
+  // The same forward losses added to the step's stats (StepStats::lossSum) instead of returned:
+  // a training step then reads its loss back with everything else, once. A bad label may be
+  // reported only by readStepStats.
+  virtual void crossEntropyForwardIntoStep(const Tensor& logits, const Tensor& labels,
+                                           Tensor& probs);
+  virtual void mseForwardIntoStep(const Tensor& pred, const Tensor& target);
   // Number of rows whose argmax equals the label.
   virtual std::int64_t countCorrect(const Tensor& logits, const Tensor& labels) = 0;
 
@@ -172,13 +208,45 @@ class Backend : public BufferAllocator {
   virtual UpdateResult adamStep(Tensor& param, const Tensor& grad, Tensor& expAvg,
                                 Tensor& expAvgSq, const AdamParams& p) = 0;
 
+  // ---- the multi-tensor AMP step (PyTorch's _foreach ops and fused optimizers) ------------
+  // Within one step: beginStep, [foreachUnscaleAndCheck], [foreachClipGradNorm], gateStep,
+  // the optimizer's foreach steps, [updateScale], then readStepStats once. None of them makes
+  // the host wait on a device. The base class implements them with the per-tensor ops above and
+  // keeps the stats in host memory (the CPU backend); a device backend overrides them all.
+  virtual void beginStep();
+  // _amp_foreach_non_finite_check_and_unscale_ over the list (backward order).
+  virtual void foreachUnscaleAndCheck(std::span<Tensor* const> grads, float invScale);
+  // clip_grad_norm_: the norm of the unscaled gradients (measured now if nothing was unscaled);
+  // when finite and above maxNorm, every gradient is scaled by float(maxNorm / (norm + 1e-6)).
+  virtual void foreachClipGradNorm(std::span<Tensor* const> grads, double maxNorm);
+  // Decides whether this step's optimizer updates run (StepStats::stepped).
+  virtual void gateStep(const StepGate& gate);
+  // Optimizer steps over parameter lists (equal lengths; momentum entries may be null for plain
+  // SGD). They do nothing when gateStep decided to skip; otherwise as sgdStep/adamStep, with the
+  // lost updates and the gradients' sum of squares added to the step's stats.
+  virtual void foreachSgdStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
+                              std::span<Tensor* const> momentum, const SgdParams& p);
+  virtual void foreachAdamStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
+                               std::span<Tensor* const> expAvg, std::span<Tensor* const> expAvgSq,
+                               const AdamParams& p);
+  // _amp_update_scale_: applies the rule to `current` with this step's found_inf.
+  virtual void updateScale(const ScaleRule& rule, const ScaleCounters& current);
+  // The step's stats, brought to the host: the one synchronisation of a step.
+  virtual StepStats readStepStats();
+
   // ---- telemetry and teaching ------------------------------------------------------------
   // Histogram of t's values multiplied by `multiplier` (in double: 1 = as stored, 1/scale =
   // unscaled domain).
   virtual ExponentHistogram histogram(const Tensor& t, double multiplier) = 0;
   virtual void setElement(Tensor& t, std::int64_t index, float value) = 0;  // fault injection
+  // The last training step's time on the device, from beginStep to readStepStats, where the
+  // device keeps its own clock (CUDA events); nothing on the CPU, where wall time is the truth.
+  virtual std::optional<double> deviceStepSeconds() const { return std::nullopt; }
   virtual GemmCounters gemmCounters() const { return {}; }
   virtual void resetGemmCounters() {}
+
+ protected:
+  StepStats m_stepStats;  // the base class's multi-tensor ops keep the step's stats here
 };
 
 // The CPU backend always exists; the CUDA one only when a device is found at run time.

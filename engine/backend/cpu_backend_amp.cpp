@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "engine/backend/cpu_backend.h"
+#include "kernels/common/scale_update.h"
 #include "kernels/cpu/chunked.h"
 
 namespace amp {
@@ -29,7 +30,7 @@ UnscaleResult CpuBackend::unscaleAndCheck(std::span<Tensor* const> grads, float 
       float buf[cpu::kChunk];
       float* v = const_cast<float*>(cpu::widenChunk(code, g.rawData(), b, len, buf));
       int bad = 0;
-      for (std::int64_t i = 0; i < len; ++i) bad |= !std::isfinite(v[i]);
+      for (std::int64_t i = 0; i < len; ++i) bad |= !isFiniteFloat(v[i]);
       nonFinite |= bad;
       if (invScale != 1.f) {
         for (std::int64_t i = 0; i < len; ++i) v[i] *= invScale;
@@ -56,7 +57,7 @@ std::int64_t CpuBackend::countNonFinite(const Tensor& t) {
     const std::int64_t b = c * cpu::kChunk, len = std::min(cpu::kChunk, n - b);
     float buf[cpu::kChunk];
     const float* v = cpu::widenChunk(code, t.rawData(), b, len, buf);
-    for (std::int64_t i = 0; i < len; ++i) count += !std::isfinite(v[i]);
+    for (std::int64_t i = 0; i < len; ++i) count += !isFiniteFloat(v[i]);
   }
   return count;
 }
@@ -77,41 +78,16 @@ double CpuBackend::sumOfSquares(const Tensor& t) {
 
 namespace {
 
-// Adds fp32 values times 2^shift to h, from their bits: exact (a power-of-two multiplier only
-// moves the exponent), branch-light, no double arithmetic. Values whose scaled magnitude would
-// leave fp32's normal range still bin correctly: the exponent is computed as an integer.
+// Adds fp32 values times 2^shift to h, binned from their bits (binScaledByPowerOfTwo, shared
+// with the CUDA histogram kernel).
 void addScaledByPowerOfTwo(ExponentHistogram& h, const float* v, std::int64_t n, int shift) {
-  constexpr std::uint32_t kFp16MaxMantissa = 0x7FE000;  // 65504 = 1.11111111110b x 2^15
   for (std::int64_t i = 0; i < n; ++i) {
-    std::uint32_t bits;
-    std::memcpy(&bits, &v[i], 4);
-    const std::uint32_t a = bits & 0x7FFFFFFFu;
-    if (a >= 0x7F800000u) {
-      ++h.nonFinite;
-      if (a == 0x7F800000u) {
-        ++h.overflow;
-        ++h.counts[kHistBinInf];
-      } else {
-        ++h.counts[kHistBinNan];
-      }
-      continue;
-    }
-    if (a == 0) {
-      ++h.counts[kHistBinZero];
-      continue;
-    }
-    int e = static_cast<int>(a >> 23);
-    std::uint32_t mant = a & 0x7FFFFFu;
-    if (e == 0) {  // fp32 subnormal: normalise the mantissa
-      const int lead = 31 - __builtin_clz(mant);  // position of the leading 1 (0..22)
-      e = lead - 149 + 127;
-      mant = (mant << (23 - lead)) & 0x7FFFFFu;
-    }
-    const int exp = e - 127 + shift;
-    h.counts[std::clamp(exp, kHistMinExp, kHistMaxExp) - kHistMinExp] += 1;
-    if (exp < -24) ++h.underflow;
-    if (exp < -14) ++h.subnormal;
-    if (exp > 15 || (exp == 15 && mant > kFp16MaxMantissa)) ++h.overflow;
+    const ScaledBin b = binScaledByPowerOfTwo(v[i], shift);
+    ++h.counts[b.bin];
+    h.nonFinite += b.nonFinite;
+    h.overflow += b.overflow;
+    h.underflow += b.underflow;
+    h.subnormal += b.subnormal;
   }
   h.total += n;
 }

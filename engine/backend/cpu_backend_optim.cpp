@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "engine/backend/cpu_backend.h"
+#include "kernels/common/optimizer_math.h"
 #include "kernels/cpu/chunked.h"
 
 namespace amp {
@@ -77,25 +78,27 @@ UpdateResult CpuBackend::sgdStep(Tensor& param, const Tensor& grad, Tensor* mome
   requireF32State(momentumBuf, param, "momentum buffer");
   float* buf = momentumBuf ? momentumBuf->data<float>() : nullptr;
   // Scalars are copied into the lambdas: read through `p`, every store to the weights could
-  // alias them, which keeps the compiler from vectorising the loop.
+  // alias them, which keeps the compiler from vectorising the loop. The element math is
+  // kernels/common/optimizer_math.h, shared with the CUDA kernels.
   const float lr = p.lr, wd = p.weightDecay, mom = p.momentum, keep = 1.f - p.dampening;
   const bool first = p.firstStep, nesterov = p.nesterov;
   if (mom == 0.f) {  // plain SGD (the AMP recipe's): the common case gets a branch-free loop
     if (wd == 0.f)
       return updateInChunks(param, grad, [lr](float w, float g, std::int64_t, float& delta) {
-        delta = -lr * g;
+        delta = sgdDelta(lr, g, g, 0.f, false);
         return w + delta;
       });
     return updateInChunks(param, grad, [lr, wd](float w, float g, std::int64_t, float& delta) {
-      delta = -lr * (g + wd * w);
+      const float d = sgdDecayedGrad(w, g, wd);
+      delta = sgdDelta(lr, d, d, 0.f, false);
       return w + delta;
     });
   }
   return updateInChunks(param, grad, [=](float w, float g, std::int64_t k, float& delta) {
-    const float d = wd != 0.f ? g + wd * w : g;
-    const float b = first ? d : buf[k] * mom + keep * d;
+    const float d = sgdDecayedGrad(w, g, wd);
+    const float b = sgdMomentumBuffer(buf[k], d, mom, keep, first);
     buf[k] = b;
-    delta = -lr * (nesterov ? d + mom * b : b);
+    delta = sgdDelta(lr, d, b, mom, nesterov);
     return w + delta;
   });
 }
@@ -106,29 +109,12 @@ UpdateResult CpuBackend::adamStep(Tensor& param, const Tensor& grad, Tensor& exp
   requireF32State(&expAvg, param, "adam exp_avg");
   requireF32State(&expAvgSq, param, "adam exp_avg_sq");
   if (p.step < 1) throw std::invalid_argument("adam: step count starts at 1");
-  // Scalars in double as PyTorch computes them in Python, then used in fp32 arithmetic.
-  const double bc1 = 1.0 - std::pow(double(p.beta1), double(p.step));
-  const double bc2 = 1.0 - std::pow(double(p.beta2), double(p.step));
-  const float stepSize = float(double(p.lr) / bc1);
-  const float bc2Sqrt = float(std::sqrt(bc2));
-  const float decay = p.decoupled ? float(1.0 - double(p.lr) * p.weightDecay) : 1.f;
-  const float oneMinusB1 = float(1.0 - p.beta1), oneMinusB2 = float(1.0 - p.beta2);
+  const AdamScalars s =
+      makeAdamScalars(p.lr, p.beta1, p.beta2, p.eps, p.weightDecay, p.decoupled, p.step);
   float* m = expAvg.data<float>();
   float* v = expAvgSq.data<float>();
-  const float beta2 = p.beta2, eps = p.eps, wd = p.weightDecay;
-  const bool decoupled = p.decoupled;
   return updateInChunks(param, grad, [=](float w, float g, std::int64_t k, float& delta) {
-    const float w0 = w;
-    if (decoupled) w *= decay;
-    else if (wd != 0.f) g += wd * w;
-    const float mk = m[k] + (g - m[k]) * oneMinusB1;  // exp_avg.lerp_(grad, 1 - beta1)
-    const float vk = v[k] * beta2 + oneMinusB2 * g * g;
-    m[k] = mk;
-    v[k] = vk;
-    const float denom = std::sqrt(vk) / bc2Sqrt + eps;
-    const float step = stepSize * (mk / denom);
-    delta = (w - w0) - step;  // decoupled decay and the Adam step together
-    return w - step;
+    return adamUpdate(s, w, g, m[k], v[k], delta);
   });
 }
 

@@ -128,7 +128,8 @@ std::vector<ConfigKey> buildKeys() {
                  c.mode = *m;
                },
                [](const RunConfig& c) { return std::string(precisionModeName(c.mode)); }});
-  k.push_back(choiceKey("backend", "compute backend: cpu | cuda (when a GPU is present)", {"cpu", "cuda"}, [](RunConfig& c) { return &c.backend; }));
+  k.push_back(choiceKey("backend", "compute backend: auto (the GPU when one is usable) | cpu | cuda", {"auto", "cpu", "cuda"}, [](RunConfig& c) { return &c.backend; }));
+  k.push_back(boolKey("tf32", "fp32 GEMMs on the GPU may use TF32 tensor cores (off: full fp32, as PyTorch's default)", [](RunConfig& c) { return &c.tf32; }));
   k.push_back({"scaler.kind", "choice", "loss scaler: dynamic (PyTorch) | static | none | apex_dynamic | hysteresis",
                {"dynamic", "static", "none", "apex_dynamic", "hysteresis"},
                [](RunConfig& c, const std::string& v) {

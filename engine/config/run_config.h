@@ -66,7 +66,8 @@ struct RunConfig {
   std::string name;  // shown in run tables; default derived from preset and mode
   std::uint64_t seed = 0;
   PrecisionMode mode = PrecisionMode::Fp32;
-  std::string backend = "cpu";  // cpu | cuda (when present)
+  std::string backend = "auto";  // auto (the GPU when one is usable) | cpu | cuda
+  bool tf32 = false;  // fp32 GEMMs on the GPU may use TF32 tensor cores (PyTorch's allow_tf32)
   ScalerConfig scaler;
   // auto: a scaler for fp16 and pure_fp16, none for fp32 and bf16 (PyTorch's recipe:
   // GradScaler(enabled=use_fp16)); true/false force it (a scaler on bf16 runs but changes

@@ -16,7 +16,8 @@ DType lossDtype(LayerContext& ctx, const std::string& op, DType in, int& casts, 
 }
 }  // namespace
 
-double CrossEntropyLoss::forward(LayerContext& ctx, const Tensor& logits, const Tensor& labels) {
+double CrossEntropyLoss::compute(LayerContext& ctx, const Tensor& logits, const Tensor& labels,
+                                 bool intoStep) {
   m_outputDtype = logits.dtype();
   int casts = 0;
   bool widened = false;
@@ -28,7 +29,9 @@ double CrossEntropyLoss::forward(LayerContext& ctx, const Tensor& logits, const 
   }
   m_probs = ctx.backend.empty(z.shape(), DType::F32, MemCategory::Activations);
   m_labels = labels;
-  const double loss = ctx.backend.crossEntropyForward(z, labels, m_probs);
+  double loss = 0;
+  if (intoStep) ctx.backend.crossEntropyForwardIntoStep(z, labels, m_probs);
+  else loss = ctx.backend.crossEntropyForward(z, labels, m_probs);
   ctx.autocast.record([&] {
     return OpTraceEntry{TracePhase::Forward, "loss", op(), ctx.autocast.effectivePolicy(op()),
         ctx.autocast.enabled(), {logits.dtype()}, d, DType::F32, casts, 0,
@@ -57,7 +60,8 @@ void CrossEntropyLoss::releaseSaved() {
   m_labels = Tensor();
 }
 
-double MseLoss::forward(LayerContext& ctx, const Tensor& pred, const Tensor& target) {
+double MseLoss::compute(LayerContext& ctx, const Tensor& pred, const Tensor& target,
+                        bool intoStep) {
   m_outputDtype = pred.dtype();
   int casts = 0;
   bool widened = false;
@@ -65,7 +69,9 @@ double MseLoss::forward(LayerContext& ctx, const Tensor& pred, const Tensor& tar
   m_pred = widened && pred.dtype() != d ? ctx.backend.cast(pred, d, MemCategory::Activations) : pred;
   m_target = target.dtype() == DType::F32 ? target
                                           : ctx.backend.cast(target, DType::F32, MemCategory::Workspace);
-  const double loss = ctx.backend.mseForward(m_pred, m_target);
+  double loss = 0;
+  if (intoStep) ctx.backend.mseForwardIntoStep(m_pred, m_target);
+  else loss = ctx.backend.mseForward(m_pred, m_target);
   ctx.autocast.record([&] {
     return OpTraceEntry{TracePhase::Forward, "loss", op(), ctx.autocast.effectivePolicy(op()),
         ctx.autocast.enabled(), {pred.dtype(), target.dtype()}, d, DType::F32,

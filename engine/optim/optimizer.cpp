@@ -35,42 +35,74 @@ void Optimizer::ensureState(std::size_t i) {
       *tensors[k] = m_be.zeros(m_params[i]->value.shape(), DType::F32, MemCategory::OptimizerState);
 }
 
-OptimizerStepStats Optimizer::step(double lr) {
-  OptimizerStepStats stats;
+void Optimizer::launchStep(double lr) {
   ++m_steps;
+  m_launchedElements = 0;
+  m_launchedFirstUse.clear();
+  // SGD's first use of a momentum buffer seeds it with the gradient, so parameters on their
+  // first step go in a list of their own.
+  std::vector<Tensor*> params[2], grads[2], stateA[2], stateB[2];
   for (std::size_t i = 0; i < m_params.size(); ++i) {
     Parameter& p = *m_params[i];
     if (!p.grad.defined()) continue;
     ensureState(i);
     ParamState& s = m_state[i];
-    if (m_config.name == "sgd") {
-      SgdParams sp;
-      sp.lr = float(lr);
-      sp.momentum = float(m_config.momentum);
-      sp.dampening = float(m_config.dampening);
-      sp.weightDecay = float(m_config.weightDecay);
-      sp.nesterov = m_config.nesterov;
-      sp.firstStep = !s.started;
-      const UpdateResult r = m_be.sgdStep(p.value, p.grad, s.a.defined() ? &s.a : nullptr, sp);
-      stats.lost += r.lost;
-      stats.gradSumOfSquares += r.gradSumOfSquares;
-    } else {
-      AdamParams ap;
-      ap.lr = float(lr);
-      ap.beta1 = float(m_config.beta1);
-      ap.beta2 = float(m_config.beta2);
-      ap.eps = float(m_config.eps);
-      ap.weightDecay = float(m_config.weightDecay);
-      ap.decoupled = m_config.name == "adamw";
-      ap.step = m_steps;
-      const UpdateResult r = m_be.adamStep(p.value, p.grad, s.a, s.b, ap);
-      stats.lost += r.lost;
-      stats.gradSumOfSquares += r.gradSumOfSquares;
-    }
+    const int first = s.started ? 0 : 1;
+    if (!s.started) m_launchedFirstUse.push_back(i);
     s.started = true;
-    stats.updated += p.value.numel();
+    params[first].push_back(&p.value);
+    grads[first].push_back(&p.grad);
+    stateA[first].push_back(s.a.defined() ? &s.a : nullptr);
+    stateB[first].push_back(s.b.defined() ? &s.b : nullptr);
+    m_launchedElements += p.value.numel();
   }
-  return stats;
+  if (m_config.name == "sgd") {
+    SgdParams sp;
+    sp.lr = float(lr);
+    sp.momentum = float(m_config.momentum);
+    sp.dampening = float(m_config.dampening);
+    sp.weightDecay = float(m_config.weightDecay);
+    sp.nesterov = m_config.nesterov;
+    for (int first = 0; first < 2; ++first) {
+      if (params[first].empty()) continue;
+      sp.firstStep = first == 1;
+      m_be.foreachSgdStep(params[first], grads[first], stateA[first], sp);
+    }
+  } else {
+    AdamParams ap;
+    ap.lr = float(lr);
+    ap.beta1 = float(m_config.beta1);
+    ap.beta2 = float(m_config.beta2);
+    ap.eps = float(m_config.eps);
+    ap.weightDecay = float(m_config.weightDecay);
+    ap.decoupled = m_config.name == "adamw";
+    ap.step = m_steps;
+    for (int first = 0; first < 2; ++first)
+      if (!params[first].empty())
+        m_be.foreachAdamStep(params[first], grads[first], stateA[first], stateB[first], ap);
+  }
+}
+
+OptimizerStepStats Optimizer::step(double lr) {
+  m_be.beginStep();
+  m_be.gateStep({});
+  launchStep(lr);
+  return finishStep(m_be.readStepStats());
+}
+
+OptimizerStepStats Optimizer::finishStep(const StepStats& stats) {
+  OptimizerStepStats out;
+  if (!stats.stepped) {
+    --m_steps;
+    for (std::size_t i : m_launchedFirstUse) m_state[i].started = false;
+  } else {
+    out.updated = m_launchedElements;
+    out.lost = stats.lost;
+    out.gradSumOfSquares = stats.stepGradSumOfSquares;
+  }
+  m_launchedElements = 0;
+  m_launchedFirstUse.clear();
+  return out;
 }
 
 std::vector<const char*> Optimizer::stateSuffixes() const {

@@ -31,9 +31,15 @@ class Optimizer {
  public:
   Optimizer(Backend& be, std::vector<Parameter*> params, OptimizerConfig config);
 
-  // One update with learning rate lr (from the schedule). Parameters without a gradient are
-  // skipped, as in PyTorch.
+  // Launches one update with learning rate lr (from the schedule) through the backend's
+  // multi-tensor steps, which run or skip as Backend::gateStep decided, where the gradients
+  // live. Parameters without a gradient are left alone, as in PyTorch.
+  void launchStep(double lr);
+  // A whole step on its own (no scaler): begin, launch ungated, read the stats, finish.
   OptimizerStepStats step(double lr);
+  // Once the step's stats are read: keeps the step, or takes it back when it was skipped (the
+  // step count and first-use flags are as if it had never been launched), and reports it.
+  OptimizerStepStats finishStep(const StepStats& stats);
   std::int64_t stepCount() const { return m_steps; }
   const OptimizerConfig& config() const { return m_config; }
   const std::vector<Parameter*>& params() const { return m_params; }
@@ -64,6 +70,10 @@ class Optimizer {
   OptimizerConfig m_config;
   std::vector<ParamState> m_state;
   std::int64_t m_steps = 0;
+  // The launched step, until finishStep: elements it updates, and the parameters it used for
+  // the first time (a skipped step must not count as their first use).
+  std::int64_t m_launchedElements = 0;
+  std::vector<std::size_t> m_launchedFirstUse;
 };
 
 // One-line message naming the key, or nothing when usable.

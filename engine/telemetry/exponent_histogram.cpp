@@ -1,21 +1,15 @@
 #include "engine/telemetry/exponent_histogram.h"
 
-#include <cmath>
-
 namespace amp {
 
 void ExponentHistogram::add(double v) {
-  ++counts[exponentBin(v)];
+  const ScaledBin b = binDouble(v);  // shared with the CUDA histogram kernel
+  ++counts[b.bin];
   ++total;
-  const double a = std::fabs(v);
-  if (!std::isfinite(v)) {
-    ++nonFinite;
-    if (std::isinf(v)) ++overflow;
-    return;
-  }
-  if (a != 0.0 && a < kFp16MinSubnormal) ++underflow;
-  if (a != 0.0 && a < kFp16MinNormal) ++subnormal;
-  if (a > kFp16Max) ++overflow;
+  nonFinite += b.nonFinite;
+  underflow += b.underflow;
+  subnormal += b.subnormal;
+  overflow += b.overflow;
 }
 
 void ExponentHistogram::merge(const ExponentHistogram& o) {

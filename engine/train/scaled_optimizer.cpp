@@ -1,7 +1,5 @@
 #include "engine/train/scaled_optimizer.h"
 
-#include <utility>
-
 namespace amp {
 
 ScaledOptimizer::ScaledOptimizer(Backend& be, Optimizer& opt)
@@ -19,34 +17,67 @@ bool ScaledOptimizer::hasGrads() const {
   return false;
 }
 
-UnscaleOutcome ScaledOptimizer::unscaleGrads(float invScale) {
+std::vector<Tensor*> ScaledOptimizer::gradients() const {
   std::vector<Tensor*> grads;
-  std::vector<int> index;
-  for (std::size_t i = 0; i < m_backwardOrder.size(); ++i)
-    if (m_backwardOrder[i]->grad.defined()) {
-      grads.push_back(&m_backwardOrder[i]->grad);
-      index.push_back(static_cast<int>(i));
-    }
-  const UnscaleResult r = m_be.unscaleAndCheck(grads, invScale);
-  m_unscaledSumSq = r.sumOfSquares;
-  return {r.foundInf, r.firstNonFinite < 0 ? -1 : index[r.firstNonFinite]};
+  for (Parameter* p : m_backwardOrder)
+    if (p->grad.defined()) grads.push_back(&p->grad);
+  return grads;
 }
 
-std::optional<double> ScaledOptimizer::takeUnscaledSumOfSquares() {
-  return std::exchange(m_unscaledSumSq, std::nullopt);
-}
-
-void ScaledOptimizer::prepare(double lr, bool holdBack) {
+void ScaledOptimizer::beginStep(double lr, bool skipIfNonFiniteAfterUnscale) {
   m_lr = lr;
-  m_holdBack = holdBack;
-  m_ran = false;
-  m_stats = {};
+  m_skipIfNonFiniteAfterUnscale = skipIfNonFiniteAfterUnscale;
+  m_stats.reset();
+  m_optimizerStats = {};
+  m_launched = false;
+  m_be.beginStep();
 }
 
-void ScaledOptimizer::step() {
-  if (m_holdBack) return;
-  m_stats = m_opt.step(m_lr);
-  m_ran = true;
+void ScaledOptimizer::unscaleGrads(float invScale) {
+  m_unscaledIndex.clear();
+  for (std::size_t i = 0; i < m_backwardOrder.size(); ++i)
+    if (m_backwardOrder[i]->grad.defined()) m_unscaledIndex.push_back(static_cast<int>(i));
+  const std::vector<Tensor*> grads = gradients();
+  m_be.foreachUnscaleAndCheck(grads, invScale);
+}
+
+void ScaledOptimizer::clipGradNorm(double maxNorm) {
+  const std::vector<Tensor*> grads = gradients();
+  m_be.foreachClipGradNorm(grads, maxNorm);
+}
+
+void ScaledOptimizer::step(bool skipIfFoundInf) {
+  StepGate gate;
+  gate.skipIfFoundInf = skipIfFoundInf;
+  gate.skipIfNonFiniteAfterUnscale = m_skipIfNonFiniteAfterUnscale;
+  m_be.gateStep(gate);
+  m_opt.launchStep(m_lr);
+  m_launched = true;
+  m_stats.reset();  // read before the step (a second synchronisation): read again after it
+}
+
+void ScaledOptimizer::updateScale(const ScaleRule& rule, const ScaleCounters& current) {
+  m_be.updateScale(rule, current);
+}
+
+const StepStats& ScaledOptimizer::stats() const {
+  if (!m_stats) {
+    m_stats = m_be.readStepStats();
+    if (m_launched) m_optimizerStats = m_opt.finishStep(*m_stats);
+    m_launched = false;
+  }
+  return *m_stats;
+}
+
+const OptimizerStepStats& ScaledOptimizer::optimizerStats() const {
+  stats();
+  return m_optimizerStats;
+}
+
+UnscaleOutcome ScaledOptimizer::unscaleOutcome() const {
+  const StepStats& s = stats();
+  return {s.foundInf, unscaledIndex(s.firstNonFinite)};
 }
 
 }  // namespace amp
+

@@ -36,21 +36,33 @@ std::string scaleEventText(ScaleEvent::Kind k) {
   }
 }
 
-}  // namespace
-
-std::unique_ptr<Backend> makeBackend(const std::string& name) {
-  if (name == "cpu") return makeCpuBackend();
-  if (name == "cuda")
-    throw ConfigError("backend: this build has no CUDA backend yet (use backend=cpu)");
-  throw ConfigError("backend: unknown backend '" + name + "'");
+// The backend config.backend names. "auto" takes the GPU when one is usable, except for models
+// with convolutions or batch norm, which the CUDA backend gets with issue 11: auto then falls
+// back to the CPU, and an explicit "cuda" is refused in one line.
+std::unique_ptr<Backend> backendFor(const RunConfig& c) {
+  const bool needsPart2 = c.model.name == "cnn" || c.model.batchnorm;
+  std::string name = c.backend;
+  if (needsPart2 && resolveBackendName(name) == "cuda") {
+    if (name == "auto") name = "cpu";
+    else
+      throw ConfigError("backend: the CUDA backend has no convolutions, pooling or batch norm yet "
+                        "(issue 11); use backend=cpu or auto for this model");
+  }
+  try {
+    return makeBackend(name, BackendOptions{c.tf32});
+  } catch (const std::runtime_error& e) {
+    throw ConfigError(std::string("backend: ") + e.what());
+  }
 }
+
+}  // namespace
 
 Trainer::Trainer(RunConfig config, std::unique_ptr<Backend> backend)
     : m_config(std::move(config)) {
   if (auto e = validateRunConfig(m_config)) throw ConfigError(*e);
   for (const auto& [op, policy] : m_config.autocastOverrides)
     m_autocast.policy().setPolicy(op, *parseCastPolicy(policy));
-  m_be = backend ? std::move(backend) : makeBackend(m_config.backend);
+  m_be = backend ? std::move(backend) : backendFor(m_config);
 
   DataOptions d = m_config.data;
   if (d.seed == 0) d.seed = m_config.seed;
@@ -160,25 +172,24 @@ StepMetrics Trainer::step() {
   const float seed = static_cast<float>(
       static_cast<float>(m_scaler->scaleLoss(tc.lossWeight)) / float(tc.accumulation));
 
+  // The step's stats start here: the losses go into them too, read back once at the end.
+  mt.lr = m_schedule->lrAt(m_schedulerSteps);
+  m_scaled->beginStep(mt.lr, tc.postUnscaleCheck == "skip" && mt.scale < 1.f);
   m_model->zeroGrad();
-  double lossSum = 0;
   std::int64_t samples = 0;
   for (int micro = 0; micro < tc.accumulation; ++micro) {
     const Batch& b = nextBatch();
     Tensor x = uploadInput(b);
     Tensor target = uploadTarget(b);
-    double loss;
     {
       AutocastRegion region(m_autocast, m_config.usesAutocast(), m_config.lowDtype());
       Tensor out = m_model->forward(ctx, x);
-      loss = m_loss->forward(ctx, out, target);
+      m_loss->forwardIntoStep(ctx, out, target);
     }
-    lossSum += loss;
     samples += b.size;
     Tensor dout = m_loss->backward(ctx, seed);
     m_model->backward(ctx, dout);
   }
-  mt.loss = lossSum / tc.accumulation;  // the criterion's value; loss_weight scales only the gradient
   mt.epoch = static_cast<int>(m_loader->epoch());
 
   // Fault injection: an inf in one gradient, as an fp16 overflow would leave it.
@@ -196,36 +207,39 @@ StepMetrics Trainer::step() {
     for (Parameter* p : m_model->parameters())
       if (p->grad.defined()) recorder.weightGrad(p->name, p->grad);
 
-  // unscale_ explicitly (as the recipe does before clipping), then look at the true gradients.
-  // The global gradient norm comes out of a pass that reads every gradient anyway: unscaling
-  // when the scaler runs, else the optimizer step (when no clipping needs it first).
-  m_scaler->unscale(*m_scaled);
-  const auto outcome = m_scaler->lastUnscale(*m_scaled);
-  const bool foundInf = outcome && outcome->foundInf;
-  if (foundInf && outcome->firstNonFinite >= 0)
-    mt.firstNonFinite = m_scaled->backwardOrder()[outcome->firstNonFinite]->name;
-  const std::optional<double> unscaledSumSq = m_scaled->takeUnscaledSumOfSquares();
-  const bool normFromStep = !unscaledSumSq && !outcome && tc.clipNorm <= 0;
-  if (unscaledSumSq) mt.gradNorm = std::sqrt(*unscaledSumSq);
-  else if (!normFromStep) mt.gradNorm = globalGradNorm();
+  // unscale_ explicitly (as the recipe does before clipping), [clip], step or skip, update: the
+  // backend keeps found_inf, the skip decision and the new scale where the gradients live, and
+  // the step's figures are read back once (PyTorch's fused AMP path; no per-parameter syncs).
   // Only unscaling by 1/scale > 1 can turn gradients the scaler found finite into inf.
-  mt.postUnscaleOverflow = outcome && !foundInf && mt.scale < 1.f && !std::isfinite(mt.gradNorm);
-  if (tc.clipNorm > 0 && std::isfinite(mt.gradNorm)) {
-    const double coef = tc.clipNorm / (mt.gradNorm + 1e-6);  // clip_grad_norm_
-    if (coef < 1.0) {
-      for (Parameter* p : m_model->parameters())
-        if (p->grad.defined()) m_be->scaleInPlace(p->grad, static_cast<float>(coef));
-      mt.clipped = true;
-    }
-  }
-
-  mt.lr = m_schedule->lrAt(m_schedulerSteps);
-  m_scaled->prepare(mt.lr, mt.postUnscaleOverflow && tc.postUnscaleCheck == "skip");
+  m_scaler->unscale(*m_scaled);
+  if (tc.clipNorm > 0) m_scaled->clipGradNorm(tc.clipNorm);
   m_scaler->step(*m_scaled);
+  if (m_scaler->isEnabled()) {
+    m_scaled->updateScale(scaleRuleOf(m_scaler->config()),
+                          {m_scaler->scale(), m_scaler->growthTracker(), m_scaler->hysteresisLeft()});
+  }
   m_scaler->update();
-  mt.skipped = !m_scaled->ran();
-  if (normFromStep)
-    mt.gradNorm = mt.skipped ? globalGradNorm() : std::sqrt(m_scaled->stats().gradSumOfSquares);
+  const StepStats& st = m_scaled->stats();
+  mt.loss = st.lossSum / tc.accumulation;  // the criterion's value; loss_weight scales only the gradient
+  // The backend ran the same rule (kernels/common/scale_update.h) as the host GradScaler, whose
+  // state machine stays the authority; a difference would be a bug worth stopping for.
+  if (st.scaleUpdated && (st.scale.scale != m_scaler->scale() ||
+                          st.scale.growthTracker != m_scaler->growthTracker() ||
+                          st.scale.hysteresisLeft != m_scaler->hysteresisLeft()))
+    throw std::logic_error("scale update: the backend's result (" + std::to_string(st.scale.scale) +
+                           ") differs from the host GradScaler's (" +
+                           std::to_string(m_scaler->scale()) + ")");
+  const bool foundInf = st.unscaled && st.foundInf;
+  if (foundInf && st.firstNonFinite >= 0)
+    mt.firstNonFinite = m_scaled->backwardOrder()[m_scaled->unscaledIndex(st.firstNonFinite)]->name;
+  mt.skipped = !st.stepped;
+  // The global gradient norm comes out of a pass that read every gradient anyway: unscaling when
+  // the scaler runs, else clipping, else the optimizer step.
+  if (st.unscaled) mt.gradNorm = std::sqrt(st.unscaledSumOfSquares);
+  else if (st.normTaken) mt.gradNorm = std::sqrt(st.normSumOfSquares);
+  else mt.gradNorm = st.stepped ? std::sqrt(st.stepGradSumOfSquares) : globalGradNorm();
+  mt.postUnscaleOverflow = st.unscaled && !foundInf && mt.scale < 1.f && !std::isfinite(mt.gradNorm);
+  mt.clipped = st.clipped;
   // PyTorch's schedulers step every iteration, also when the scaler skipped the update.
   ++m_schedulerSteps;
   mt.schedulerStepOnSkip = mt.skipped;
@@ -233,8 +247,8 @@ StepMetrics Trainer::step() {
   mt.scaleEvent = scaleEventText(ev.kind);
   mt.scaleAfter = m_scaler->scale();
   mt.growthTracker = m_scaler->growthTracker();
-  const auto& st = m_scaled->stats();
-  mt.lostUpdateFrac = st.updated ? double(st.lost) / double(st.updated) : 0.0;
+  const OptimizerStepStats& os = m_scaled->optimizerStats();
+  mt.lostUpdateFrac = os.updated ? double(os.lost) / double(os.updated) : 0.0;
   if (recordHist) mt.histograms = recorder.take();
 
   if (m_traceNext) {
@@ -268,7 +282,10 @@ StepMetrics Trainer::step() {
     }
   }
 
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // On a GPU the step's time is the device's (CUDA events from the step's first to its last
+  // queued op), as PyTorch's benchmarks time it; on the CPU, wall time.
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = m_be->deviceStepSeconds().value_or(wall);
   mt.stepMs = secs * 1e3;
   mt.samplesPerS = secs > 0 ? double(samples) / secs : 0.0;
   const GemmCounters gc = m_be->gemmCounters();

@@ -10,6 +10,7 @@
 #include "engine/amp/autocast.h"
 #include "engine/amp/grad_scaler.h"
 #include "engine/backend/backend.h"
+#include "engine/backend/backend_registry.h"  // makeBackend, gpuInventory
 #include "engine/config/run_config.h"
 #include "engine/data/batch_loader.h"
 #include "engine/nn/loss.h"
@@ -32,7 +33,7 @@ struct TrainerProgress {
 class Trainer {
  public:
   // Validates the config and loads the data; throws ConfigError / DataError with one-line
-  // messages. backend: nullptr = the one config.backend names.
+  // messages. backend: nullptr = the one config.backend names (see backend_registry.h).
   explicit Trainer(RunConfig config, std::unique_ptr<Backend> backend = nullptr);
   ~Trainer();
 
@@ -93,7 +94,5 @@ class Trainer {
   bool m_traceNext = false, m_injectNext = false, m_stopped = false;
   std::vector<OpTraceEntry> m_lastTrace;
 };
-
-std::unique_ptr<Backend> makeBackend(const std::string& name);
 
 }  // namespace amp

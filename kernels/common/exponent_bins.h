@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/common/float16.h"
 #include "kernels/common/host_device.h"
 
 namespace amp {
@@ -49,6 +50,67 @@ AMP_HD inline int exponentBin(double v) {
   if (e < kHistMinExp) e = kHistMinExp;
   if (e > kHistMaxExp) e = kHistMaxExp;
   return e - kHistMinExp;
+}
+
+// Where an fp32 value times 2^shift lands, computed from its bits: exact (a power-of-two
+// multiplier only moves the exponent), also when the scaled magnitude would leave fp32's range,
+// since the exponent is an integer here. The flags are the fp16 range counts it adds to.
+struct ScaledBin {
+  int bin = 0;
+  bool nonFinite = false, overflow = false, underflow = false, subnormal = false;
+};
+
+AMP_HD inline int leadingBitPosition(std::uint32_t x) {  // x != 0
+#if defined(__CUDA_ARCH__)
+  return 31 - __clz(x);
+#else
+  return 31 - __builtin_clz(x);
+#endif
+}
+
+AMP_HD inline ScaledBin binScaledByPowerOfTwo(float v, int shift) {
+  constexpr std::uint32_t kFp16MaxMantissa = 0x7FE000;  // 65504 = 1.11111111110b x 2^15
+  ScaledBin r;
+  const std::uint32_t a = floatBits(v) & 0x7FFFFFFFu;
+  if (a >= 0x7F800000u) {
+    r.nonFinite = true;
+    r.overflow = a == 0x7F800000u;
+    r.bin = r.overflow ? kHistBinInf : kHistBinNan;
+    return r;
+  }
+  if (a == 0) {
+    r.bin = kHistBinZero;
+    return r;
+  }
+  int e = static_cast<int>(a >> 23);
+  std::uint32_t mant = a & 0x7FFFFFu;
+  if (e == 0) {  // fp32 subnormal: normalise the mantissa
+    const int lead = leadingBitPosition(mant);  // position of the leading 1 (0..22)
+    e = lead - 149 + 127;
+    mant = (mant << (23 - lead)) & 0x7FFFFFu;
+  }
+  const int exp = e - 127 + shift;
+  r.bin = (exp < kHistMinExp ? kHistMinExp : exp > kHistMaxExp ? kHistMaxExp : exp) - kHistMinExp;
+  r.underflow = exp < -24;
+  r.subnormal = exp < -14;
+  r.overflow = exp > 15 || (exp == 15 && mant > kFp16MaxMantissa);
+  return r;
+}
+
+// The same for a value already multiplied into the shown domain in double (any multiplier).
+AMP_HD inline ScaledBin binDouble(double v) {
+  ScaledBin r;
+  r.bin = exponentBin(v);
+  const double a = v < 0 ? -v : v;
+  if (v != v || a > 1.7976931348623157e308) {
+    r.nonFinite = true;
+    r.overflow = v == v;  // inf, not NaN
+    return r;
+  }
+  r.underflow = a != 0.0 && a < kFp16MinSubnormal;
+  r.subnormal = a != 0.0 && a < kFp16MinNormal;
+  r.overflow = a > kFp16Max;
+  return r;
 }
 
 }  // namespace amp

@@ -29,7 +29,8 @@ class FakeOptimizer : public ScalableOptimizer {
 
   bool hasFp16Grads() const override { return fp16 && hasGrads(); }
   bool hasGrads() const override { return !grads.empty(); }
-  UnscaleOutcome unscaleGrads(float invScale) override {
+  // Records the outcome and, like a device optimizer, applies the skip itself in step().
+  void unscaleGrads(float invScale) override {
     ++unscaleCalls;
     invScales.push_back(invScale);
     UnscaleOutcome out;
@@ -42,9 +43,15 @@ class FakeOptimizer : public ScalableOptimizer {
         g *= invScale;
       }
     }
-    return out;
+    recorded = out;
   }
-  void step() override { ++stepCalls; }
+  void step(bool skipIfFoundInf) override {
+    if (skipIfFoundInf && recorded.foundInf) ++skippedCalls;
+    else ++stepCalls;
+  }
+  UnscaleOutcome unscaleOutcome() const override { return recorded; }
+  UnscaleOutcome recorded;
+  int skippedCalls = 0;
 
   // Gradients as a backward pass of the scaled loss would leave them; optionally one overflow.
   void setScaledGrads(float scale, bool overflow) {
@@ -60,10 +67,17 @@ ScalerConfig dynamicConfig(double init, int interval) {
   return c;
 }
 
+// scaler.step(opt), returning whether the optimizer step ran.
+bool stepRan(GradScaler& scaler, FakeOptimizer& opt) {
+  const int before = opt.stepCalls;
+  scaler.step(opt);
+  return opt.stepCalls > before;
+}
+
 // One full iteration: scaled backward, step, update. Returns whether the optimizer step ran.
 bool iterate(GradScaler& scaler, FakeOptimizer& opt, bool overflow) {
   opt.setScaledGrads(scaler.scale(), overflow);
-  const bool ran = scaler.step(opt);
+  const bool ran = stepRan(scaler, opt);
   scaler.update();
   return ran;
 }

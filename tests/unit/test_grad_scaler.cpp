@@ -122,7 +122,7 @@ TEST(GradScaler, StateMachineErrorsCarryPyTorchMessages) {
   scaler.unscale(opt);
   EXPECT_EQ(errorOf([&] { scaler.unscale(opt); }),
             "unscale_() has already been called on this optimizer since the last update().");
-  EXPECT_TRUE(scaler.step(opt));
+  EXPECT_TRUE(stepRan(scaler, opt));
   EXPECT_EQ(errorOf([&] { scaler.unscale(opt); }), "unscale_() is being called after step().");
   EXPECT_EQ(errorOf([&] { scaler.step(opt); }),
             "step() has already been called since the last update().");
@@ -156,7 +156,7 @@ TEST(GradScaler, Fp16GradientsAreRefusedUnlessAllowed) {
   EXPECT_EQ(opt.unscaleCalls, 0);  // refused before touching anything, stage still READY
   EXPECT_EQ(opt.stepCalls, 0);
   opt.fp16 = false;
-  EXPECT_TRUE(scaler.step(opt));
+  EXPECT_TRUE(stepRan(scaler, opt));
 
   ScalerConfig c;
   c.allowFp16Grads = true;
@@ -164,7 +164,7 @@ TEST(GradScaler, Fp16GradientsAreRefusedUnlessAllowed) {
   FakeOptimizer half;
   half.setScaledGrads(pureFp16.scale(), false);
   half.fp16 = true;
-  EXPECT_TRUE(pureFp16.step(half));
+  EXPECT_TRUE(stepRan(pureFp16, half));
   EXPECT_EQ(half.grads[0][0], 1.0f);
 }
 
@@ -184,7 +184,7 @@ TEST(GradScaler, UnscaleMultipliesEveryGradientEvenAfterAnInf) {
   ASSERT_TRUE(outcome.has_value());
   EXPECT_TRUE(outcome->foundInf);
   EXPECT_EQ(outcome->firstNonFinite, 1);
-  EXPECT_FALSE(scaler.step(opt));
+  EXPECT_FALSE(stepRan(scaler, opt));
   EXPECT_EQ(opt.stepCalls, 0);
   scaler.update();
   EXPECT_FALSE(scaler.lastUnscale(opt).has_value());  // cleared by update()
@@ -207,7 +207,7 @@ TEST(GradScaler, UnscaleThenStepUnscalesOnce) {
   FakeOptimizer opt;
   opt.grads = {{8.0f, 16.0f}};
   scaler.unscale(opt);  // e.g. to clip the true gradients before stepping
-  EXPECT_TRUE(scaler.step(opt));
+  EXPECT_TRUE(stepRan(scaler, opt));
   EXPECT_EQ(opt.unscaleCalls, 1);
   EXPECT_EQ(opt.grads[0], (std::vector<float>{2.0f, 4.0f}));
   EXPECT_EQ(opt.stepCalls, 1);
@@ -220,8 +220,8 @@ TEST(GradScaler, OptimizersAreTrackedSeparatelyAndInfsCombine) {
   b.setScaledGrads(scaler.scale(), true);
   scaler.unscale(a);
   scaler.unscale(b);  // a separate stage per optimizer
-  EXPECT_TRUE(scaler.step(a));
-  EXPECT_FALSE(scaler.step(b));
+  EXPECT_TRUE(stepRan(scaler, a));
+  EXPECT_FALSE(stepRan(scaler, b));
   scaler.update();  // b's inf backs off the shared scale
   EXPECT_EQ(scaler.scale(), 512.0f);
   EXPECT_EQ(scaler.growthTracker(), 0);
@@ -254,8 +254,8 @@ TEST(GradScaler, DisabledScalerIsTransparent) {
   EXPECT_EQ(scaler.growthTracker(), 0);
   EXPECT_EQ(scaler.scaleLoss(0.1), 0.1);  // unchanged, not even rounded to fp32
   scaler.unscale(opt);
-  EXPECT_TRUE(scaler.step(opt));  // runs even with an inf gradient
-  EXPECT_TRUE(scaler.step(opt));  // and no stage checks
+  EXPECT_TRUE(stepRan(scaler, opt));  // runs even with an inf gradient
+  EXPECT_TRUE(stepRan(scaler, opt));  // and no stage checks
   EXPECT_EQ(opt.stepCalls, 2);
   EXPECT_EQ(opt.unscaleCalls, 0);
   EXPECT_NO_THROW(scaler.update());

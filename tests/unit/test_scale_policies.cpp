@@ -63,7 +63,7 @@ TEST(ScalerVariants, NoneNeverScalesNorSkips) {
   scaler.unscale(opt);
   EXPECT_EQ(opt.invScales, std::vector<float>{1.0f});
   EXPECT_EQ(scaler.lastUnscale(opt)->firstNonFinite, 1);
-  EXPECT_TRUE(scaler.step(opt));
+  EXPECT_TRUE(stepRan(scaler, opt));
   scaler.update(8.0f);
   EXPECT_EQ(scaler.scale(), 1.0f);
 }

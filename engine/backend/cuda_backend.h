@@ -1,0 +1,173 @@
+// The CUDA backend: cuBLASLt GEMMs (fp32 with TF32 off unless backend.tf32; fp16/bf16 on tensor
+// cores with fp32 accumulation), our kernels (kernels/cuda) for everything else, one stream,
+// one caching device allocator feeding the MemoryTracker, GEMM time from CUDA events, and the
+// multi-tensor AMP step with found_inf and the step's stats on the device. Convolutions, pooling
+// and batch norm come with part 2 (issue 11) and throw until then. Lives on the thread that
+// trains (the CUDA context is made current there in the constructor).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/cuda_kernels.h"
+
+namespace amp {
+
+class CudaBackend final : public Backend {
+ public:
+  // device: the CUDA ordinal; tf32: fp32 GEMMs may use TF32 tensor cores (PyTorch's
+  // allow_tf32). Throws std::runtime_error when the device cannot be used.
+  CudaBackend(int device, bool tf32);
+  ~CudaBackend() override;
+
+  std::string name() const override { return "cuda:" + std::to_string(m_device); }
+  std::string description() const override;
+
+  void* allocateBytes(std::size_t bytes) override;
+  void freeBytes(void* p, std::size_t bytes) override;
+  MemoryTracker& memory() override { return m_memory; }
+
+  void uploadFloat(Tensor& dst, std::span<const float> src) override;
+  void uploadInt(Tensor& dst, std::span<const std::int32_t> src) override;
+  std::vector<float> toHostFloat(const Tensor& t) override;
+  std::vector<std::int32_t> toHostInt(const Tensor& t) override;
+  std::vector<std::uint8_t> toHostBytes(const Tensor& t) override;
+  void uploadBytes(Tensor& dst, std::span<const std::uint8_t> src) override;
+
+  void fill(Tensor& t, float value) override;
+  void castInto(const Tensor& src, Tensor& dst) override;
+  void copyInto(const Tensor& src, Tensor& dst) override;
+  void accumulate(Tensor& dst, const Tensor& src) override;
+  void scaleInPlace(Tensor& t, float factor) override;
+  void roundThrough(Tensor& t, DType through) override;
+  void activationForward(Activation a, const Tensor& x, Tensor& y) override;
+  void activationBackward(Activation a, const Tensor& x, const Tensor& y, const Tensor& dy,
+                          Tensor& dx) override;
+  void dropoutForward(const Tensor& x, Tensor& mask, Tensor& y, float p,
+                      std::uint64_t seed) override;
+  void dropoutBackward(const Tensor& dy, const Tensor& mask, Tensor& dx, float p) override;
+
+  void gemm(const Tensor& a, bool transA, const Tensor& b, bool transB, Tensor& c,
+            const Tensor* bias) override;
+  void biasGrad(const Tensor& dy, Tensor& db) override;
+
+  void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
+                     const Conv2dGeometry& g) override;
+  void conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx,
+                          const Conv2dGeometry& g) override;
+  void conv2dBackwardWeights(const Tensor& dy, const Tensor& x, Tensor& dw, Tensor* dbias,
+                             const Conv2dGeometry& g) override;
+  void maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
+                        const Pool2dGeometry& g) override;
+  void maxPool2dBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx,
+                         const Pool2dGeometry& g) override;
+  void batchNormForwardTrain(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                             Tensor& runningMean, Tensor& runningVar, float momentum, float eps,
+                             Tensor& y, Tensor& saveMean, Tensor& saveInvStd) override;
+  void batchNormForwardEval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                            const Tensor& runningMean, const Tensor& runningVar, float eps,
+                            Tensor& y) override;
+  void batchNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                         const Tensor& saveMean, const Tensor& saveInvStd, Tensor& dx,
+                         Tensor& dgamma, Tensor& dbeta) override;
+
+  double crossEntropyForward(const Tensor& logits, const Tensor& labels, Tensor& probs) override;
+  void crossEntropyBackward(const Tensor& probs, const Tensor& labels, float gradScale,
+                            Tensor& dlogits) override;
+  double mseForward(const Tensor& pred, const Tensor& target) override;
+  void mseBackward(const Tensor& pred, const Tensor& target, float gradScale,
+                   Tensor& dpred) override;
+  void crossEntropyForwardIntoStep(const Tensor& logits, const Tensor& labels,
+                                   Tensor& probs) override;
+  void mseForwardIntoStep(const Tensor& pred, const Tensor& target) override;
+  std::int64_t countCorrect(const Tensor& logits, const Tensor& labels) override;
+
+  UnscaleResult unscaleAndCheck(std::span<Tensor* const> grads, float invScale) override;
+  std::int64_t countNonFinite(const Tensor& t) override;
+  double sumOfSquares(const Tensor& t) override;
+  UpdateResult sgdStep(Tensor& param, const Tensor& grad, Tensor* momentumBuf,
+                       const SgdParams& p) override;
+  UpdateResult adamStep(Tensor& param, const Tensor& grad, Tensor& expAvg, Tensor& expAvgSq,
+                        const AdamParams& p) override;
+
+  void beginStep() override;
+  void foreachUnscaleAndCheck(std::span<Tensor* const> grads, float invScale) override;
+  void foreachClipGradNorm(std::span<Tensor* const> grads, double maxNorm) override;
+  void gateStep(const StepGate& gate) override;
+  void foreachSgdStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
+                      std::span<Tensor* const> momentum, const SgdParams& p) override;
+  void foreachAdamStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
+                       std::span<Tensor* const> expAvg, std::span<Tensor* const> expAvgSq,
+                       const AdamParams& p) override;
+  void updateScale(const ScaleRule& rule, const ScaleCounters& current) override;
+  StepStats readStepStats() override;
+
+  ExponentHistogram histogram(const Tensor& t, double multiplier) override;
+  void setElement(Tensor& t, std::int64_t index, float value) override;
+  std::optional<double> deviceStepSeconds() const override { return m_stepSeconds; }
+  GemmCounters gemmCounters() const override;
+  void resetGemmCounters() override;
+
+  cuda::Stream stream() const { return m_stream; }
+  // Throws, naming op and detail, if the last launch failed.
+  void checkLaunch(const char* op, const std::string& detail) const;
+  // Waits for the stream; throws naming op if any queued work failed.
+  void synchronize(const char* op) const;
+
+ private:
+  // A small persistent device buffer for reduction results, zeroed before use.
+  void* scratch(std::size_t bytes);
+  void download(void* host, const void* device, std::size_t bytes, const char* op);
+  // Copies a multi-tensor table to the device (stream-ordered, so one buffer serves every
+  // launch of a step) and returns its device address and largest element count.
+  const cuda::MultiTensorEntry* uploadTable(const std::vector<cuda::MultiTensorEntry>& entries,
+                                            std::int64_t& maxN);
+  // The step record (m_stepRecord) or a scratch one for the single-tensor AMP ops.
+  cuda::DeviceStepStats* stepRecord() { return m_stepRecord; }
+
+  int m_device = 0;
+  bool m_tf32 = false;
+  std::string m_deviceName;
+  int m_ccMajor = 0, m_ccMinor = 0;
+  cuda::Stream m_stream = nullptr;
+  MemoryTracker m_memory;
+  std::unique_ptr<cuda::CublasLtGemm> m_gemm;
+
+  // Caching allocator: freed blocks are kept by rounded size for reuse, as PyTorch's does
+  // (cudaFree synchronises the device). Reuse is safe: all work is ordered on one stream.
+  std::mutex m_cacheMutex;
+  std::multimap<std::size_t, void*> m_freeBlocks;
+  std::size_t m_cachedBytes = 0;
+
+  cuda::DeviceStepStats* m_stepRecord = nullptr;  // this step's stats, on the device
+  cuda::DeviceStepStats* m_opRecord = nullptr;    // for the single-tensor AMP ops
+  void* m_scratch = nullptr;
+  std::size_t m_scratchBytes = 0;
+  void* m_table = nullptr;
+  std::size_t m_tableBytes = 0;
+  bool m_unscaledThisStep = false;
+
+  // GEMM timing: an event pair around each GEMM, summed when the counters are read (after the
+  // step's synchronisation, so reading them does not stall).
+  struct EventPair { void* start; void* stop; };
+  mutable std::vector<EventPair> m_events;
+  mutable std::size_t m_eventsUsed = 0;
+  mutable GemmCounters m_gemmCounters;
+  // Step time: an event at beginStep and one just before the stats are read.
+  EventPair m_stepEvents{nullptr, nullptr};
+  std::optional<double> m_stepSeconds;
+};
+
+namespace cudabk {
+// dtype code of a float tensor (0 fp32, 1 fp16, 2 bf16), or an exception naming op.
+int floatCode(const Tensor& t, const char* op);
+void requireSameSize(const Tensor& a, const Tensor& b, const char* op);
+std::string shapes(std::initializer_list<const Tensor*> ts);  // "(2, 3) fp16, (3) fp32"
+}  // namespace cudabk
+
+}  // namespace amp

@@ -1,0 +1,171 @@
+// CUDA backend: the AMP passes. The multi-tensor step ops keep found_inf, the skip decision, the
+// clip coefficient and the new scale in one device record; readStepStats copies it back once per
+// step. The single-tensor forms (unscaleAndCheck, countNonFinite, ...) read their result at once.
+#include <cmath>
+#include <stdexcept>
+
+#include "engine/backend/cuda_backend.h"
+#include "engine/backend/cuda_error.h"
+
+namespace amp {
+
+using cudabk::floatCode;
+
+namespace {
+std::vector<cuda::MultiTensorEntry> gradEntries(std::span<Tensor* const> grads, const char* op) {
+  std::vector<cuda::MultiTensorEntry> entries;
+  entries.reserve(grads.size());
+  for (Tensor* g : grads) {
+    cuda::MultiTensorEntry e;
+    e.grad = g->rawData();
+    e.n = g->numel();
+    e.gradCode = floatCode(*g, op);
+    entries.push_back(e);
+  }
+  return entries;
+}
+
+StepStats hostStats(const cuda::DeviceStepStats& d) {
+  StepStats s;
+  s.lossSum = d.lossSum;
+  s.unscaled = d.unscaled != 0;
+  s.foundInf = d.foundInf != 0;
+  s.firstNonFinite = d.firstNonFinite == cuda::kNoNonFinite ? -1 : d.firstNonFinite;
+  s.unscaledSumOfSquares = d.unscaledSumOfSquares;
+  s.normTaken = d.normTaken != 0;
+  s.normSumOfSquares = d.normSumOfSquares;
+  s.clipped = d.clipped != 0;
+  s.stepped = d.stepped != 0;
+  s.lost = static_cast<std::int64_t>(d.lost);
+  s.stepGradSumOfSquares = d.stepGradSumOfSquares;
+  s.scaleUpdated = d.scaleUpdated != 0;
+  s.scale = d.scale;
+  s.scaleEvent = d.scaleEvent;
+  return s;
+}
+}  // namespace
+
+const cuda::MultiTensorEntry* CudaBackend::uploadTable(
+    const std::vector<cuda::MultiTensorEntry>& entries, std::int64_t& maxN) {
+  maxN = 0;
+  for (const auto& e : entries) maxN = std::max(maxN, e.n);
+  const std::size_t bytes = entries.size() * sizeof(cuda::MultiTensorEntry);
+  if (bytes > m_tableBytes) {
+    synchronize("multi-tensor table");
+    cudaFree(m_table);
+    m_table = nullptr;
+    checkCuda(cudaMalloc(&m_table, bytes * 2), "allocate multi-tensor table");
+    m_tableBytes = bytes * 2;
+  }
+  // Stream-ordered after the previous launch that read the table, so one buffer serves all.
+  if (bytes)
+    checkCuda(cudaMemcpyAsync(m_table, entries.data(), bytes, cudaMemcpyHostToDevice, m_stream),
+              "upload multi-tensor table");
+  return static_cast<const cuda::MultiTensorEntry*>(m_table);
+}
+
+void CudaBackend::beginStep() {
+  m_unscaledThisStep = false;
+  m_stepSeconds.reset();
+  checkCuda(cudaEventRecord(static_cast<cudaEvent_t>(m_stepEvents.start), m_stream), "step timing");
+  cuda::launchBeginStep(m_stepRecord, m_stream);
+  checkLaunch("begin step", "");
+}
+
+void CudaBackend::foreachUnscaleAndCheck(std::span<Tensor* const> grads, float invScale) {
+  std::int64_t maxN = 0;
+  const auto* table = uploadTable(gradEntries(grads, "unscale"), maxN);
+  cuda::launchUnscaleAndCheck(table, static_cast<int>(grads.size()), maxN, invScale,
+                              m_stepRecord, m_stream);
+  checkLaunch("unscale and check", std::to_string(grads.size()) + " gradients");
+  m_unscaledThisStep = true;
+}
+
+void CudaBackend::foreachClipGradNorm(std::span<Tensor* const> grads, double maxNorm) {
+  std::int64_t maxN = 0;
+  const auto* table = uploadTable(gradEntries(grads, "clip"), maxN);
+  cuda::launchClipGradNorm(table, static_cast<int>(grads.size()), maxN, maxNorm,
+                           m_unscaledThisStep, m_stepRecord, m_stream);
+  checkLaunch("clip grad norm", std::to_string(grads.size()) + " gradients");
+}
+
+void CudaBackend::gateStep(const StepGate& gate) {
+  cuda::launchGateStep(gate.skipIfFoundInf, gate.skipIfNonFiniteAfterUnscale, m_stepRecord,
+                       m_stream);
+  checkLaunch("gate step", "");
+}
+
+void CudaBackend::updateScale(const ScaleRule& rule, const ScaleCounters& current) {
+  cuda::launchUpdateScale(rule, current, m_stepRecord, m_stream);
+  checkLaunch("update scale", "");
+}
+
+StepStats CudaBackend::readStepStats() {
+  checkCuda(cudaEventRecord(static_cast<cudaEvent_t>(m_stepEvents.stop), m_stream), "step timing");
+  cuda::DeviceStepStats d;
+  download(&d, m_stepRecord, sizeof d, "read step stats");
+  float ms = 0;
+  if (cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(m_stepEvents.start),
+                           static_cast<cudaEvent_t>(m_stepEvents.stop)) == cudaSuccess)
+    m_stepSeconds = ms * 1e-3;
+  else
+    cudaGetLastError();  // no beginStep since construction: no device time for this read
+  if (d.badLabel)
+    throw std::invalid_argument("cross-entropy: the label in row " + std::to_string(d.badLabel - 1) +
+                                " of a training batch is out of range");
+  return hostStats(d);
+}
+
+UnscaleResult CudaBackend::unscaleAndCheck(std::span<Tensor* const> grads, float invScale) {
+  cuda::launchBeginStep(m_opRecord, m_stream);
+  std::int64_t maxN = 0;
+  const auto* table = uploadTable(gradEntries(grads, "unscale"), maxN);
+  cuda::launchUnscaleAndCheck(table, static_cast<int>(grads.size()), maxN, invScale, m_opRecord,
+                              m_stream);
+  checkLaunch("unscale and check", std::to_string(grads.size()) + " gradients");
+  cuda::DeviceStepStats d;
+  download(&d, m_opRecord, sizeof d, "unscale and check");
+  const StepStats s = hostStats(d);
+  return {s.foundInf, s.firstNonFinite, s.unscaledSumOfSquares};
+}
+
+std::int64_t CudaBackend::countNonFinite(const Tensor& t) {
+  auto* count = static_cast<unsigned long long*>(scratch(sizeof(unsigned long long)));
+  cuda::launchCountNonFinite(floatCode(t, "countNonFinite"), t.rawData(), t.numel(), count,
+                             m_stream);
+  checkLaunch("count non-finite", cudabk::shapes({&t}));
+  unsigned long long host = 0;
+  download(&host, count, sizeof host, "count non-finite");
+  return static_cast<std::int64_t>(host);
+}
+
+double CudaBackend::sumOfSquares(const Tensor& t) {
+  auto* sum = static_cast<double*>(scratch(sizeof(double)));
+  cuda::launchSumOfSquares(floatCode(t, "sumOfSquares"), t.rawData(), t.numel(), sum, m_stream);
+  checkLaunch("sum of squares", cudabk::shapes({&t}));
+  double host = 0;
+  download(&host, sum, sizeof host, "sum of squares");
+  return host;
+}
+
+ExponentHistogram CudaBackend::histogram(const Tensor& t, double multiplier) {
+  int e2 = 0;
+  const bool powerOfTwo = multiplier > 0 && std::frexp(multiplier, &e2) == 0.5;
+  auto* counts = static_cast<unsigned long long*>(
+      scratch(cuda::kHistogramSlots * sizeof(unsigned long long)));
+  cuda::launchHistogram(floatCode(t, "histogram"), t.rawData(), t.numel(), multiplier, powerOfTwo,
+                        e2 - 1, counts, m_stream);
+  checkLaunch("histogram", cudabk::shapes({&t}));
+  unsigned long long host[cuda::kHistogramSlots];
+  download(host, counts, sizeof host, "histogram");
+  ExponentHistogram h;
+  for (int i = 0; i < kHistBins; ++i) h.counts[i] = static_cast<std::int64_t>(host[i]);
+  h.total = t.numel();
+  h.underflow = static_cast<std::int64_t>(host[kHistBins + 0]);
+  h.subnormal = static_cast<std::int64_t>(host[kHistBins + 1]);
+  h.overflow = static_cast<std::int64_t>(host[kHistBins + 2]);
+  h.nonFinite = static_cast<std::int64_t>(host[kHistBins + 3]);
+  return h;
+}
+
+}  // namespace amp

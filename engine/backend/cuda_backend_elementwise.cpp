@@ -1,0 +1,49 @@
+// CUDA backend: activations and dropout, through the kernels that share the CPU's element math.
+#include <stdexcept>
+
+#include "engine/backend/cuda_backend.h"
+
+namespace amp {
+
+using cudabk::floatCode;
+
+void CudaBackend::activationForward(Activation a, const Tensor& x, Tensor& y) {
+  cudabk::requireSameSize(x, y, "activation");
+  cuda::launchActivationForward(a, floatCode(x, "activation"), x.rawData(),
+                                floatCode(y, "activation"), y.rawData(), x.numel(), m_stream);
+  checkLaunch("activation forward", cudabk::shapes({&x, &y}));
+}
+
+void CudaBackend::activationBackward(Activation a, const Tensor& x, const Tensor& y,
+                                     const Tensor& dy, Tensor& dx) {
+  cudabk::requireSameSize(y, dy, "activation backward");
+  cudabk::requireSameSize(dy, dx, "activation backward");
+  if (x.dtype() != y.dtype()) throw std::invalid_argument("activation backward: x/y dtypes");
+  cuda::launchActivationBackward(a, floatCode(y, "activation backward"), x.rawData(), y.rawData(),
+                                 floatCode(dy, "activation backward"), dy.rawData(),
+                                 floatCode(dx, "activation backward"), dx.rawData(), dy.numel(),
+                                 m_stream);
+  checkLaunch("activation backward", cudabk::shapes({&x, &dy, &dx}));
+}
+
+void CudaBackend::dropoutForward(const Tensor& x, Tensor& mask, Tensor& y, float p,
+                                 std::uint64_t seed) {
+  if (mask.dtype() != DType::U8) throw std::invalid_argument("dropout: mask must be uint8");
+  cudabk::requireSameSize(x, y, "dropout");
+  cudabk::requireSameSize(x, mask, "dropout");
+  if (!(p >= 0.f && p < 1.f)) throw std::invalid_argument("dropout: p must be in [0, 1)");
+  if (x.dtype() != y.dtype()) throw std::invalid_argument("dropout: x and y differ in dtype");
+  cuda::launchDropoutForward(floatCode(x, "dropout"), x.rawData(), mask.data<std::uint8_t>(),
+                             y.rawData(), x.numel(), p, seed, m_stream);
+  checkLaunch("dropout forward", cudabk::shapes({&x}));
+}
+
+void CudaBackend::dropoutBackward(const Tensor& dy, const Tensor& mask, Tensor& dx, float p) {
+  cudabk::requireSameSize(dy, dx, "dropout backward");
+  if (dy.dtype() != dx.dtype()) throw std::invalid_argument("dropout backward: dtypes differ");
+  cuda::launchDropoutBackward(floatCode(dy, "dropout backward"), dy.rawData(),
+                              mask.data<std::uint8_t>(), dx.rawData(), dy.numel(), p, m_stream);
+  checkLaunch("dropout backward", cudabk::shapes({&dy}));
+}
+
+}  // namespace amp

@@ -1,0 +1,102 @@
+// CUDA backend: GEMMs through cuBLASLt (one handle and workspace per backend) with the bias
+// fused where cuBLASLt's epilogue takes it, the bias gradient, and GEMM time from CUDA events.
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+
+#include "engine/backend/cuda_backend.h"
+#include "engine/backend/cuda_error.h"
+
+namespace amp {
+
+using cudabk::floatCode;
+
+void CudaBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool transB, Tensor& c,
+                       const Tensor* bias) {
+  if (a.rank() != 2 || b.rank() != 2 || c.rank() != 2)
+    throw std::invalid_argument("gemm: operands must be 2-D, got " + cudabk::shapes({&a, &b, &c}));
+  cuda::GemmShape s;
+  s.m = transA ? a.dim(1) : a.dim(0);
+  s.k = transA ? a.dim(0) : a.dim(1);
+  const std::int64_t kb = transB ? b.dim(1) : b.dim(0);
+  s.n = transB ? b.dim(0) : b.dim(1);
+  s.transA = transA;
+  s.transB = transB;
+  if (kb != s.k || c.dim(0) != s.m || c.dim(1) != s.n)
+    throw std::invalid_argument("gemm: shapes do not chain: " + cudabk::shapes({&a, &b, &c}));
+  const DType in = a.dtype();
+  if (b.dtype() != in || (bias && bias->dtype() != in))
+    throw std::invalid_argument("gemm: inputs must share one dtype (autocast casts them first)");
+  if (c.dtype() != in && c.dtype() != DType::F32)
+    throw std::invalid_argument("gemm: output must be fp32 or the input dtype");
+  if (bias && bias->numel() != s.n) throw std::invalid_argument("gemm: bias size mismatch");
+  s.inCode = floatCode(a, "gemm");
+  s.outCode = floatCode(c, "gemm");
+  s.tf32 = m_tf32;
+  // The epilogue takes a bias of the output's dtype; a 16-bit bias on an fp32 output is added
+  // by our kernel afterwards (the same single fp32 add).
+  s.withBias = bias && bias->dtype() == c.dtype();
+  if (s.m == 0 || s.n == 0) return;
+
+  if (m_eventsUsed == m_events.size()) {
+    cudaEvent_t start, stop;
+    checkCuda(cudaEventCreate(&start), "gemm timing event");
+    checkCuda(cudaEventCreate(&stop), "gemm timing event");
+    m_events.push_back({start, stop});
+  }
+  const EventPair& ev = m_events[m_eventsUsed++];
+  checkCuda(cudaEventRecord(static_cast<cudaEvent_t>(ev.start), m_stream), "gemm timing");
+  if (s.k == 0) {
+    fill(c, 0.f);  // an empty sum; cuBLASLt refuses k = 0
+  } else {
+    try {
+      m_gemm->run(s, a.rawData(), b.rawData(), s.withBias ? bias->rawData() : nullptr,
+                  c.rawData(), m_stream);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string(e.what()) + " [" + cudabk::shapes({&a, &b, &c}) + "]");
+    }
+  }
+  if (bias && !s.withBias) {
+    cuda::launchBiasAdd(floatCode(*bias, "gemm bias"), bias->rawData(), c.data<float>(), s.m, s.n,
+                        m_stream);
+    checkLaunch("gemm bias", cudabk::shapes({bias, &c}));
+  }
+  checkCuda(cudaEventRecord(static_cast<cudaEvent_t>(ev.stop), m_stream), "gemm timing");
+  m_gemmCounters.flops += 2.0 * double(s.m) * double(s.n) * double(s.k);
+  ++m_gemmCounters.calls;
+}
+
+GemmCounters CudaBackend::gemmCounters() const {
+  // Summed once the events have completed; callers read the counters after the step's
+  // synchronisation, so this does not stall (if it must wait, the wait is for the GEMMs).
+  GemmCounters out = m_gemmCounters;
+  double ms = 0;
+  for (std::size_t i = 0; i < m_eventsUsed; ++i) {
+    float t = 0;
+    auto stop = static_cast<cudaEvent_t>(m_events[i].stop);
+    if (cudaEventSynchronize(stop) == cudaSuccess &&
+        cudaEventElapsedTime(&t, static_cast<cudaEvent_t>(m_events[i].start), stop) == cudaSuccess)
+      ms += t;
+    else
+      cudaGetLastError();
+  }
+  out.seconds = ms * 1e-3;
+  return out;
+}
+
+void CudaBackend::resetGemmCounters() {
+  m_gemmCounters = {};
+  m_eventsUsed = 0;
+}
+
+void CudaBackend::biasGrad(const Tensor& dy, Tensor& db) {
+  const std::int64_t n = db.numel();
+  if (dy.rank() != 2 || dy.dim(1) != n)
+    throw std::invalid_argument("biasGrad: dy " + shapeString(dy.shape()) + " vs bias " +
+                                shapeString(db.shape()));
+  cuda::launchBiasGrad(floatCode(dy, "biasGrad"), dy.rawData(), dy.dim(0), n,
+                       floatCode(db, "biasGrad"), db.rawData(), m_stream);
+  checkLaunch("bias grad", cudabk::shapes({&dy, &db}));
+}
+
+}  // namespace amp

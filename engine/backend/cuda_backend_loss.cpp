@@ -1,0 +1,122 @@
+// CUDA backend: losses and accuracy. The forms that return a host number read one small result
+// back (evaluation, tests); training uses the *IntoStep forms, which leave the loss in the step's
+// device record for the step's one read.
+#include <stdexcept>
+#include <vector>
+
+#include "engine/backend/cuda_backend.h"
+#include "engine/backend/cuda_error.h"
+
+namespace amp {
+
+using cudabk::floatCode;
+
+namespace {
+void requireF32(const Tensor& t, const char* what) {
+  if (t.dtype() != DType::F32)
+    throw std::invalid_argument(std::string(what) + " must be fp32 (autocast's fp32 list)");
+}
+void checkLabels(const Tensor& logits, const Tensor& labels) {
+  if (logits.rank() != 2 || labels.dtype() != DType::I32 || labels.numel() != logits.dim(0))
+    throw std::invalid_argument("cross-entropy: logits " + shapeString(logits.shape()) +
+                                " and labels " + shapeString(labels.shape()) + " do not match");
+}
+}  // namespace
+
+double CudaBackend::crossEntropyForward(const Tensor& logits, const Tensor& labels,
+                                        Tensor& probs) {
+  checkLabels(logits, labels);
+  requireF32(probs, "cross-entropy probabilities");
+  const std::int64_t m = logits.dim(0), c = logits.dim(1);
+  // Per-row losses in double (m of them: 2m fp32 slots), summed on the host in row order.
+  Tensor rows = empty({2 * m}, DType::F32, MemCategory::Workspace);
+  auto* bad = static_cast<int*>(scratch(sizeof(int)));
+  cuda::launchCrossEntropyForward(floatCode(logits, "cross-entropy"), logits.rawData(),
+                                  labels.data<std::int32_t>(), m, c, probs.data<float>(),
+                                  static_cast<double*>(rows.rawData()), bad, m_stream);
+  checkLaunch("cross-entropy forward", cudabk::shapes({&logits, &labels}));
+  std::vector<double> host(static_cast<std::size_t>(m));
+  int badRow = 0;
+  checkCuda(cudaMemcpyAsync(host.data(), rows.rawData(), host.size() * 8, cudaMemcpyDeviceToHost,
+                            m_stream),
+            "cross-entropy forward");
+  download(&badRow, bad, sizeof badRow, "cross-entropy forward");
+  if (badRow) {
+    const std::vector<std::int32_t> y = toHostInt(labels);
+    throw std::invalid_argument("cross-entropy: label " + std::to_string(y[badRow - 1]) +
+                                " out of range [0, " + std::to_string(c) + ")");
+  }
+  double total = 0;
+  for (double v : host) total += v;  // in row order, as the CPU
+  return total / double(m);
+}
+
+void CudaBackend::crossEntropyForwardIntoStep(const Tensor& logits, const Tensor& labels,
+                                              Tensor& probs) {
+  checkLabels(logits, labels);
+  requireF32(probs, "cross-entropy probabilities");
+  const std::int64_t m = logits.dim(0), c = logits.dim(1);
+  // m doubles in 2m fp32 slots; freed on return, reused only by work queued after this.
+  Tensor rows = empty({2 * m}, DType::F32, MemCategory::Workspace);
+  auto* rowLoss = static_cast<double*>(rows.rawData());
+  cuda::launchCrossEntropyForward(floatCode(logits, "cross-entropy"), logits.rawData(),
+                                  labels.data<std::int32_t>(), m, c, probs.data<float>(), rowLoss,
+                                  &m_stepRecord->badLabel, m_stream);
+  checkLaunch("cross-entropy forward", cudabk::shapes({&logits, &labels}));
+  cuda::launchAddRowLossesToStep(rowLoss, m, m_stepRecord, m_stream);
+  checkLaunch("cross-entropy loss", cudabk::shapes({&logits}));
+}
+
+void CudaBackend::mseForwardIntoStep(const Tensor& pred, const Tensor& target) {
+  requireF32(target, "mse target");
+  cudabk::requireSameSize(pred, target, "mse");
+  cuda::launchMseForward(floatCode(pred, "mse"), pred.rawData(), target.data<float>(),
+                         pred.numel(), &m_stepRecord->mseSum, m_stream);
+  checkLaunch("mse forward", cudabk::shapes({&pred, &target}));
+  cuda::launchAddMseToStep(pred.numel(), m_stepRecord, m_stream);
+  checkLaunch("mse loss", cudabk::shapes({&pred}));
+}
+
+void CudaBackend::crossEntropyBackward(const Tensor& probs, const Tensor& labels, float gradScale,
+                                       Tensor& dlogits) {
+  requireF32(probs, "cross-entropy probabilities");
+  const std::int64_t m = probs.dim(0), c = probs.dim(1);
+  cuda::launchCrossEntropyBackward(probs.data<float>(), labels.data<std::int32_t>(), m, c,
+                                   gradScale / float(m), floatCode(dlogits, "cross-entropy"),
+                                   dlogits.rawData(), m_stream);
+  checkLaunch("cross-entropy backward", cudabk::shapes({&probs, &dlogits}));
+}
+
+double CudaBackend::mseForward(const Tensor& pred, const Tensor& target) {
+  requireF32(target, "mse target");
+  cudabk::requireSameSize(pred, target, "mse");
+  auto* sum = static_cast<double*>(scratch(sizeof(double)));
+  cuda::launchMseForward(floatCode(pred, "mse"), pred.rawData(), target.data<float>(),
+                         pred.numel(), sum, m_stream);
+  checkLaunch("mse forward", cudabk::shapes({&pred, &target}));
+  double host = 0;
+  download(&host, sum, sizeof host, "mse forward");
+  return host / double(pred.numel());
+}
+
+void CudaBackend::mseBackward(const Tensor& pred, const Tensor& target, float gradScale,
+                              Tensor& dpred) {
+  const float k = 2.f * gradScale / float(pred.numel());
+  cuda::launchMseBackward(floatCode(pred, "mse"), pred.rawData(), target.data<float>(),
+                          pred.numel(), k, floatCode(dpred, "mse"), dpred.rawData(), m_stream);
+  checkLaunch("mse backward", cudabk::shapes({&pred, &dpred}));
+}
+
+std::int64_t CudaBackend::countCorrect(const Tensor& logits, const Tensor& labels) {
+  checkLabels(logits, labels);
+  auto* count = static_cast<unsigned long long*>(scratch(sizeof(unsigned long long)));
+  cuda::launchCountCorrect(floatCode(logits, "count correct"), logits.rawData(),
+                           labels.data<std::int32_t>(), logits.dim(0), logits.dim(1), count,
+                           m_stream);
+  checkLaunch("count correct", cudabk::shapes({&logits}));
+  unsigned long long host = 0;
+  download(&host, count, sizeof host, "count correct");
+  return static_cast<std::int64_t>(host);
+}
+
+}  // namespace amp

@@ -1,0 +1,306 @@
+// CUDA backend: construction on the training thread, the caching device allocator, host
+// transfers (converted on the host with the shared bit-exact code), and the simple elementwise
+// ops (fill, casts, copies, accumulate, scale, round-through, fault injection).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "engine/backend/cuda_backend.h"
+#include "engine/backend/cuda_error.h"
+#include "kernels/common/float16.h"
+
+namespace amp {
+
+namespace cudabk {
+int floatCode(const Tensor& t, const char* op) {
+  if (!(t.dtype() == DType::F32 || t.dtype() == DType::F16 || t.dtype() == DType::BF16))
+    throw std::invalid_argument(std::string(op) + ": expected a floating-point tensor, got " +
+                                std::string(dtypeName(t.dtype())));
+  return static_cast<int>(t.dtype());
+}
+
+void requireSameSize(const Tensor& a, const Tensor& b, const char* op) {
+  if (a.numel() != b.numel())
+    throw std::invalid_argument(std::string(op) + ": shapes " + shapeString(a.shape()) + " and " +
+                                shapeString(b.shape()) + " differ");
+}
+
+std::string shapes(std::initializer_list<const Tensor*> ts) {
+  std::string s;
+  for (const Tensor* t : ts) {
+    if (!t) continue;
+    if (!s.empty()) s += ", ";
+    s += shapeString(t->shape()) + " " + std::string(dtypeName(t->dtype()));
+  }
+  return s;
+}
+}  // namespace cudabk
+
+using cudabk::floatCode;
+
+namespace {
+constexpr std::size_t kAlignment = 512;  // cudaMalloc gives 256; 512 keeps size classes few
+std::size_t roundedSize(std::size_t bytes) {
+  return std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+}
+}  // namespace
+
+CudaBackend::CudaBackend(int device, bool tf32) : m_device(device), m_tf32(tf32) {
+  checkCuda(cudaSetDevice(device), "set device", "device " + std::to_string(device));
+  cudaDeviceProp prop{};
+  checkCuda(cudaGetDeviceProperties(&prop, device), "device properties");
+  m_deviceName = prop.name;
+  m_ccMajor = prop.major;
+  m_ccMinor = prop.minor;
+  cudaStream_t stream = nullptr;
+  checkCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "create stream");
+  m_stream = stream;
+  checkCuda(cudaMalloc(reinterpret_cast<void**>(&m_stepRecord), sizeof(cuda::DeviceStepStats)),
+            "allocate step stats");
+  checkCuda(cudaMalloc(reinterpret_cast<void**>(&m_opRecord), sizeof(cuda::DeviceStepStats)),
+            "allocate op stats");
+  m_gemm = std::make_unique<cuda::CublasLtGemm>();
+  // cuBLASLt's workspace is device memory this backend holds: counted as workspace, as PyTorch
+  // counts cuBLAS's workspace in memory_allocated.
+  m_memory.onAlloc(MemCategory::Workspace, static_cast<std::int64_t>(m_gemm->workspaceBytes()));
+  cudaEvent_t start, stop;
+  checkCuda(cudaEventCreate(&start), "step timing event");
+  checkCuda(cudaEventCreate(&stop), "step timing event");
+  m_stepEvents = {start, stop};
+  cuda::launchBeginStep(m_stepRecord, m_stream);
+  checkLaunch("begin step", "");
+}
+
+CudaBackend::~CudaBackend() {
+  // Destructors must not throw: errors here (a device already lost) are ignored.
+  if (m_stream) cudaStreamSynchronize(m_stream);
+  if (m_gemm) m_memory.onFree(MemCategory::Workspace, static_cast<std::int64_t>(m_gemm->workspaceBytes()));
+  m_gemm.reset();
+  for (auto& [bytes, p] : m_freeBlocks) cudaFree(p);
+  for (const EventPair& e : m_events) {
+    cudaEventDestroy(static_cast<cudaEvent_t>(e.start));
+    cudaEventDestroy(static_cast<cudaEvent_t>(e.stop));
+  }
+  if (m_stepEvents.start) cudaEventDestroy(static_cast<cudaEvent_t>(m_stepEvents.start));
+  if (m_stepEvents.stop) cudaEventDestroy(static_cast<cudaEvent_t>(m_stepEvents.stop));
+  cudaFree(m_stepRecord);
+  cudaFree(m_opRecord);
+  cudaFree(m_scratch);
+  cudaFree(m_table);
+  if (m_stream) cudaStreamDestroy(m_stream);
+}
+
+std::string CudaBackend::description() const {
+  return "CUDA: " + m_deviceName + " (sm_" + std::to_string(m_ccMajor) + std::to_string(m_ccMinor) +
+         "); GEMMs by cuBLASLt: fp32 " + (m_tf32 ? "with TF32 tensor cores (tf32=true)" : "in full fp32 (TF32 off)") +
+         ", fp16/bf16 on tensor cores with fp32 accumulation; AMP kernels on the device";
+}
+
+void CudaBackend::checkLaunch(const char* op, const std::string& detail) const {
+  checkCuda(cudaGetLastError(), op, detail);
+}
+
+void CudaBackend::synchronize(const char* op) const {
+  checkCuda(cudaStreamSynchronize(m_stream), op);
+}
+
+void* CudaBackend::allocateBytes(std::size_t bytes) {
+  const std::size_t rounded = roundedSize(bytes);
+  {
+    std::lock_guard lock(m_cacheMutex);
+    auto it = m_freeBlocks.find(rounded);
+    if (it != m_freeBlocks.end()) {
+      void* p = it->second;
+      m_freeBlocks.erase(it);
+      m_cachedBytes -= rounded;
+      return p;
+    }
+  }
+  void* p = nullptr;
+  cudaError_t e = cudaMalloc(&p, rounded);
+  if (e == cudaErrorMemoryAllocation) {
+    // Give the cached blocks back and try once more, as PyTorch's allocator does.
+    cudaGetLastError();
+    cudaStreamSynchronize(m_stream);
+    std::lock_guard lock(m_cacheMutex);
+    for (auto& [size, block] : m_freeBlocks) cudaFree(block);
+    m_freeBlocks.clear();
+    m_cachedBytes = 0;
+    e = cudaMalloc(&p, rounded);
+  }
+  if (e != cudaSuccess) {
+    const auto snap = m_memory.snapshot();
+    checkCuda(e, "allocate", std::to_string(rounded) + " bytes with " +
+                                 std::to_string(snap.totalCurrent) + " bytes in tensors");
+  }
+  return p;
+}
+
+void CudaBackend::freeBytes(void* p, std::size_t bytes) {
+  if (!p) return;
+  std::lock_guard lock(m_cacheMutex);
+  m_freeBlocks.emplace(roundedSize(bytes), p);
+  m_cachedBytes += roundedSize(bytes);
+}
+
+void* CudaBackend::scratch(std::size_t bytes) {
+  if (bytes > m_scratchBytes) {
+    synchronize("scratch");
+    cudaFree(m_scratch);
+    m_scratch = nullptr;
+    checkCuda(cudaMalloc(&m_scratch, bytes), "allocate scratch");
+    m_scratchBytes = bytes;
+  }
+  checkCuda(cudaMemsetAsync(m_scratch, 0, bytes, m_stream), "clear scratch");
+  return m_scratch;
+}
+
+void CudaBackend::download(void* host, const void* device, std::size_t bytes, const char* op) {
+  checkCuda(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, m_stream), op);
+  synchronize(op);
+}
+
+void CudaBackend::uploadFloat(Tensor& dst, std::span<const float> src) {
+  if (static_cast<std::int64_t>(src.size()) != dst.numel())
+    throw std::invalid_argument("upload: size mismatch for " + shapeString(dst.shape()));
+  const int code = floatCode(dst, "uploadFloat");
+  // Pageable host memory: cudaMemcpyAsync returns once it has staged the source, so the
+  // temporary may go at once.
+  if (code == 0) {
+    checkCuda(cudaMemcpyAsync(dst.rawData(), src.data(), src.size() * 4, cudaMemcpyHostToDevice,
+                              m_stream),
+              "upload", shapeString(dst.shape()));
+    return;
+  }
+  std::vector<std::uint16_t> bits(src.size());
+  for (std::size_t i = 0; i < src.size(); ++i)
+    bits[i] = code == 1 ? floatToHalfBits(src[i]) : floatToBf16Bits(src[i]);
+  checkCuda(cudaMemcpyAsync(dst.rawData(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice,
+                            m_stream),
+            "upload", shapeString(dst.shape()));
+}
+
+void CudaBackend::uploadInt(Tensor& dst, std::span<const std::int32_t> src) {
+  if (dst.dtype() != DType::I32 || static_cast<std::int64_t>(src.size()) != dst.numel())
+    throw std::invalid_argument("uploadInt: needs an int32 tensor of matching size");
+  checkCuda(cudaMemcpyAsync(dst.rawData(), src.data(), src.size() * 4, cudaMemcpyHostToDevice,
+                            m_stream),
+            "upload", shapeString(dst.shape()));
+}
+
+std::vector<float> CudaBackend::toHostFloat(const Tensor& t) {
+  const std::vector<std::uint8_t> bytes = toHostBytes(t);
+  std::vector<float> out(static_cast<std::size_t>(t.numel()));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    switch (t.dtype()) {
+      case DType::F32: std::memcpy(&out[i], &bytes[i * 4], 4); break;
+      case DType::F16:
+      case DType::BF16: {
+        std::uint16_t b;
+        std::memcpy(&b, &bytes[i * 2], 2);
+        out[i] = t.dtype() == DType::F16 ? halfBitsToFloat(b) : bf16BitsToFloat(b);
+        break;
+      }
+      case DType::I32: {
+        std::int32_t v;
+        std::memcpy(&v, &bytes[i * 4], 4);
+        out[i] = static_cast<float>(v);
+        break;
+      }
+      case DType::U8: out[i] = bytes[i]; break;
+    }
+  }
+  return out;
+}
+
+std::vector<std::int32_t> CudaBackend::toHostInt(const Tensor& t) {
+  if (t.dtype() != DType::I32) throw std::invalid_argument("toHostInt: not an int32 tensor");
+  std::vector<std::int32_t> out(static_cast<std::size_t>(t.numel()));
+  download(out.data(), t.rawData(), t.bytes(), "download");
+  return out;
+}
+
+std::vector<std::uint8_t> CudaBackend::toHostBytes(const Tensor& t) {
+  std::vector<std::uint8_t> out(t.bytes());
+  if (!out.empty()) download(out.data(), t.rawData(), t.bytes(), "download");
+  return out;
+}
+
+void CudaBackend::uploadBytes(Tensor& dst, std::span<const std::uint8_t> src) {
+  if (src.size() != dst.bytes())
+    throw std::invalid_argument("uploadBytes: " + std::to_string(src.size()) +
+                                " bytes for a tensor of " + std::to_string(dst.bytes()));
+  checkCuda(cudaMemcpyAsync(dst.rawData(), src.data(), src.size(), cudaMemcpyHostToDevice,
+                            m_stream),
+            "upload", shapeString(dst.shape()));
+}
+
+void CudaBackend::fill(Tensor& t, float value) {
+  if (t.dtype() == DType::I32 || t.dtype() == DType::U8) {
+    if (value != 0.f) throw std::invalid_argument("fill: integer tensors can only be zeroed");
+    checkCuda(cudaMemsetAsync(t.rawData(), 0, t.bytes(), m_stream), "fill",
+              shapeString(t.shape()));
+    return;
+  }
+  cuda::launchFill(floatCode(t, "fill"), t.rawData(), t.numel(), value, m_stream);
+  checkLaunch("fill", cudabk::shapes({&t}));
+}
+
+void CudaBackend::castInto(const Tensor& src, Tensor& dst) {
+  cudabk::requireSameSize(src, dst, "cast");
+  if (src.dtype() == dst.dtype()) return copyInto(src, dst);
+  cuda::launchCast(floatCode(src, "cast"), src.rawData(), floatCode(dst, "cast"), dst.rawData(),
+                   src.numel(), m_stream);
+  checkLaunch("cast", cudabk::shapes({&src, &dst}));
+}
+
+void CudaBackend::copyInto(const Tensor& src, Tensor& dst) {
+  if (src.dtype() != dst.dtype() || src.numel() != dst.numel())
+    throw std::invalid_argument("copy: tensors differ in dtype or size");
+  checkCuda(cudaMemcpyAsync(dst.rawData(), src.rawData(), src.bytes(), cudaMemcpyDeviceToDevice,
+                            m_stream),
+            "copy", cudabk::shapes({&src}));
+}
+
+void CudaBackend::accumulate(Tensor& dst, const Tensor& src) {
+  cudabk::requireSameSize(src, dst, "accumulate");
+  cuda::launchAccumulate(floatCode(dst, "accumulate"), dst.rawData(), floatCode(src, "accumulate"),
+                         src.rawData(), src.numel(), m_stream);
+  checkLaunch("accumulate", cudabk::shapes({&dst, &src}));
+}
+
+void CudaBackend::scaleInPlace(Tensor& t, float factor) {
+  cuda::launchScale(floatCode(t, "scale"), t.rawData(), t.numel(), factor, m_stream);
+  checkLaunch("scale", cudabk::shapes({&t}));
+}
+
+void CudaBackend::roundThrough(Tensor& t, DType through) {
+  if (t.dtype() != DType::F32) throw std::invalid_argument("roundThrough: needs an fp32 tensor");
+  if (through != DType::F16 && through != DType::BF16) return;
+  cuda::launchRoundThrough(t.data<float>(), t.numel(), static_cast<int>(through), m_stream);
+  checkLaunch("round through", cudabk::shapes({&t}));
+}
+
+void CudaBackend::setElement(Tensor& t, std::int64_t index, float value) {
+  if (index < 0 || index >= t.numel()) throw std::out_of_range("setElement: index out of range");
+  const int code = floatCode(t, "setElement");
+  // One element, converted on the host with the shared code and copied into place.
+  const std::uint32_t bits = code == 0   ? floatBits(value)
+                             : code == 1 ? floatToHalfBits(value)
+                                         : floatToBf16Bits(value);
+  const std::size_t size = code == 0 ? 4 : 2;
+  std::uint8_t bytes[4];
+  if (size == 4) std::memcpy(bytes, &bits, 4);
+  else {
+    const std::uint16_t b16 = static_cast<std::uint16_t>(bits);
+    std::memcpy(bytes, &b16, 2);
+  }
+  checkCuda(cudaMemcpyAsync(static_cast<std::uint8_t*>(t.rawData()) + index * size, bytes, size,
+                            cudaMemcpyHostToDevice, m_stream),
+            "setElement", cudabk::shapes({&t}));
+  synchronize("setElement");  // `bytes` lives on this stack frame
+}
+
+}  // namespace amp

@@ -1,0 +1,94 @@
+// Shared by the GPU tests: a fixture holding the CPU backend (the reference) and the CUDA
+// backend, which skips with the registry's reason when no GPU is usable, and helpers to put the
+// same values on both and compare them bit for bit or within a stated bound.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend_registry.h"
+
+namespace amp::gpu_test {
+
+inline constexpr float kInf = std::numeric_limits<float>::infinity();
+inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// Skips the calling test (GTEST_SKIP needs a void function) when no GPU is usable here.
+#define AMP_SKIP_WITHOUT_GPU()                                                        \
+  do {                                                                               \
+    if (!::amp::gpuInventory().usable())                                             \
+      GTEST_SKIP() << "no usable GPU: " << ::amp::gpuInventory().unavailableReason;  \
+  } while (0)
+
+class CpuAndCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    AMP_SKIP_WITHOUT_GPU();
+    cpu = makeBackend("cpu");
+    cuda = makeBackend("cuda");
+  }
+
+  // The same host values, rounded into `dtype`, on both backends.
+  struct Pair {
+    Tensor c, g;  // on the CPU, on the GPU
+  };
+  Pair both(const std::vector<float>& v, const Shape& shape, DType dtype,
+            MemCategory cat = MemCategory::Workspace) {
+    return {cpu->fromHost(v, shape, dtype, cat), cuda->fromHost(v, shape, dtype, cat)};
+  }
+  Pair emptyBoth(const Shape& shape, DType dtype) {
+    return {cpu->empty(shape, dtype, MemCategory::Workspace),
+            cuda->empty(shape, dtype, MemCategory::Workspace)};
+  }
+  void expectSameBits(const Pair& p, const std::string& what) {
+    EXPECT_EQ(cpu->toHostBytes(p.c), cuda->toHostBytes(p.g)) << what << ": bytes differ";
+  }
+  // Element-wise |gpu - cpu| <= abs + rel * |cpu|, NaN matching NaN.
+  void expectClose(const Pair& p, double abs, double rel, const std::string& what) {
+    const auto a = cpu->toHostFloat(p.c), b = cuda->toHostFloat(p.g);
+    ASSERT_EQ(a.size(), b.size());
+    int reported = 0;
+    for (std::size_t i = 0; i < a.size() && reported < 5; ++i) {
+      if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+      if (a[i] == b[i]) continue;
+      if (!(std::fabs(double(a[i]) - b[i]) <= abs + rel * std::fabs(double(a[i])))) {
+        ADD_FAILURE() << what << " [" << i << "]: cpu " << a[i] << " cuda " << b[i];
+        ++reported;
+      }
+    }
+  }
+
+  std::unique_ptr<Backend> cpu, cuda;
+};
+
+// Values that exercise rounding: random normals over many binades, plus the specials.
+inline std::vector<float> testValues(std::size_t n, std::uint32_t seed, float spread = 8.f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::uniform_real_distribution<float> expo(-spread, spread);
+  std::vector<float> v(n);
+  for (auto& x : v) x = normal(rng) * std::exp2(expo(rng));
+  const float specials[] = {0.f, -0.f, kInf, -kInf, kNaN, 65504.f, 65519.f, 65520.f, -65536.f,
+                            5.9604645e-8f, 2.98e-8f, 6.1035156e-5f, 1e-30f, 3.3895314e38f,
+                            1.f + 1.f / 4096, 1.f + 3.f / 4096, 1.f / 3.f};
+  for (std::size_t i = 0; i < std::size(specials) && i < n; ++i) v[i * 7 % n] = specials[i];
+  return v;
+}
+
+inline std::vector<float> finiteValues(std::size_t n, std::uint32_t seed, float spread = 4.f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::uniform_real_distribution<float> expo(-spread, spread);
+  std::vector<float> v(n);
+  for (auto& x : v) x = normal(rng) * std::exp2(expo(rng));
+  return v;
+}
+
+}  // namespace amp::gpu_test
