@@ -27,6 +27,8 @@ class CudaBackend final : public Backend {
 
   std::string name() const override { return "cuda:" + std::to_string(m_device); }
   std::string description() const override;
+  std::string computePath(DType dtype) const override;
+  bool nativeCompute(DType dtype) const override;
 
   void* allocateBytes(std::size_t bytes) override;
   void freeBytes(void* p, std::size_t bytes) override;

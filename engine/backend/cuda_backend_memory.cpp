@@ -98,6 +98,27 @@ std::string CudaBackend::description() const {
          ", fp16/bf16 on tensor cores with fp32 accumulation; AMP kernels on the device";
 }
 
+// Tensor cores take fp16 from Volta/Turing on, bf16 from Ampere (sm_80) on; fp32 runs on the
+// CUDA cores unless TF32 was asked for.
+bool CudaBackend::nativeCompute(DType dtype) const {
+  return dtype != DType::BF16 || m_ccMajor >= 8;
+}
+
+std::string CudaBackend::computePath(DType dtype) const {
+  const std::string sm = "sm_" + std::to_string(m_ccMajor) + std::to_string(m_ccMinor);
+  switch (dtype) {
+    case DType::F16:
+      return "native (cuBLASLt, tensor cores, fp32 accumulation, " + sm + ")";
+    case DType::BF16:
+      return nativeCompute(dtype)
+                 ? "native (cuBLASLt, tensor cores, fp32 accumulation, " + sm + ")"
+                 : "computed by cuBLASLt without bf16 tensor cores (" + sm + " has none; sm_80 and up do)";
+    default:
+      return std::string("native (cuBLASLt, ") + (m_tf32 ? "TF32 tensor cores, tf32=true" : "full fp32, TF32 off") +
+             ", " + sm + ")";
+  }
+}
+
 void CudaBackend::checkLaunch(const char* op, const std::string& detail) const {
   checkCuda(cudaGetLastError(), op, detail);
 }
