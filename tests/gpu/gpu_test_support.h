@@ -20,6 +20,23 @@ namespace amp::gpu_test {
 inline constexpr float kInf = std::numeric_limits<float>::infinity();
 inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
+// |b - a| <= abs + rel * |a| element-wise (a: the CPU's values, the reference). NaN matches only
+// NaN and an infinity only the same infinity; a finite value never matches a non-finite one.
+inline void expectCloseValues(const std::vector<float>& a, const std::vector<float>& b, double abs,
+                              double rel, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  int reported = 0;
+  for (std::size_t i = 0; i < a.size() && reported < 5; ++i) {
+    const bool ok = std::isnan(a[i]) || std::isnan(b[i]) || std::isinf(a[i]) || std::isinf(b[i])
+                        ? (std::isnan(a[i]) && std::isnan(b[i])) || a[i] == b[i]
+                        : a[i] == b[i] || std::fabs(double(a[i]) - b[i]) <= abs + rel * std::fabs(double(a[i]));
+    if (!ok) {
+      ADD_FAILURE() << what << " [" << i << "]: cpu " << a[i] << " cuda " << b[i];
+      ++reported;
+    }
+  }
+}
+
 // Skips the calling test (GTEST_SKIP needs a void function) when no GPU is usable here.
 #define AMP_SKIP_WITHOUT_GPU()                                                        \
   do {                                                                               \
@@ -50,19 +67,10 @@ class CpuAndCuda : public ::testing::Test {
   void expectSameBits(const Pair& p, const std::string& what) {
     EXPECT_EQ(cpu->toHostBytes(p.c), cuda->toHostBytes(p.g)) << what << ": bytes differ";
   }
-  // Element-wise |gpu - cpu| <= abs + rel * |cpu|, NaN matching NaN.
+  // Element-wise |gpu - cpu| <= abs + rel * |cpu|. Non-finite values must agree exactly: NaN
+  // only with NaN, an infinity only with the same infinity (rel * inf would pass anything).
   void expectClose(const Pair& p, double abs, double rel, const std::string& what) {
-    const auto a = cpu->toHostFloat(p.c), b = cuda->toHostFloat(p.g);
-    ASSERT_EQ(a.size(), b.size());
-    int reported = 0;
-    for (std::size_t i = 0; i < a.size() && reported < 5; ++i) {
-      if (std::isnan(a[i]) && std::isnan(b[i])) continue;
-      if (a[i] == b[i]) continue;
-      if (!(std::fabs(double(a[i]) - b[i]) <= abs + rel * std::fabs(double(a[i])))) {
-        ADD_FAILURE() << what << " [" << i << "]: cpu " << a[i] << " cuda " << b[i];
-        ++reported;
-      }
-    }
+    expectCloseValues(cpu->toHostFloat(p.c), cuda->toHostFloat(p.g), abs, rel, what);
   }
 
   std::unique_ptr<Backend> cpu, cuda;
