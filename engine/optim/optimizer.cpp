@@ -39,12 +39,14 @@ void Optimizer::launchStep(double lr) {
   ++m_steps;
   m_launchedElements = 0;
   m_launchedFirstUse.clear();
+  m_launchedAllocated.clear();
   // SGD's first use of a momentum buffer seeds it with the gradient, so parameters on their
   // first step go in a list of their own.
   std::vector<Tensor*> params[2], grads[2], stateA[2], stateB[2];
   for (std::size_t i = 0; i < m_params.size(); ++i) {
     Parameter& p = *m_params[i];
     if (!p.grad.defined()) continue;
+    if (!m_state[i].a.defined() && !stateSuffixes().empty()) m_launchedAllocated.push_back(i);
     ensureState(i);
     ParamState& s = m_state[i];
     const int first = s.started ? 0 : 1;
@@ -95,6 +97,10 @@ OptimizerStepStats Optimizer::finishStep(const StepStats& stats) {
   if (!stats.stepped) {
     --m_steps;
     for (std::size_t i : m_launchedFirstUse) m_state[i].started = false;
+    // State made for this launch was never touched (the device skipped the step): let it go, so
+    // that, as in PyTorch, optimizer state exists only once a step has really been taken and
+    // the memory chart does not show it after skipped steps.
+    for (std::size_t i : m_launchedAllocated) m_state[i].a = m_state[i].b = Tensor();
   } else {
     out.updated = m_launchedElements;
     out.lost = stats.lost;
@@ -102,6 +108,7 @@ OptimizerStepStats Optimizer::finishStep(const StepStats& stats) {
   }
   m_launchedElements = 0;
   m_launchedFirstUse.clear();
+  m_launchedAllocated.clear();
   return out;
 }
 

@@ -74,6 +74,7 @@ class Optimizer {
   // the first time (a skipped step must not count as their first use).
   std::int64_t m_launchedElements = 0;
   std::vector<std::size_t> m_launchedFirstUse;
+  std::vector<std::size_t> m_launchedAllocated;  // state first allocated by the launch
 };
 
 // One-line message naming the key, or nothing when usable.

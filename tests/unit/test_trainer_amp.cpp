@@ -141,6 +141,25 @@ TEST(TrainerAmp, SkippedStepLeavesWeightsUntouched) {
   EXPECT_EQ(weights(t), before);
 }
 
+// As in PyTorch, a skipped step takes no optimizer step, so Adam's state does not exist yet after
+// a skipped first step: the memory chart shows none; it appears with the first step taken.
+TEST(TrainerAmp, SkippedFirstStepCreatesNoOptimizerState) {
+  RunConfig c = recipe("fp16", 2);
+  setConfigValue(c, "optimizer.name", "adam");
+  setConfigValue(c, "train.inject_nonfinite", "1");
+  Trainer t(c);
+  const int opt = int(MemCategory::OptimizerState);
+  const StepMetrics skipped = t.step();
+  ASSERT_TRUE(skipped.skipped);
+  EXPECT_EQ(skipped.memory.current[opt], 0);
+  const StepMetrics taken = t.step();
+  ASSERT_FALSE(taken.skipped);
+  // exp_avg and exp_avg_sq for every parameter, in fp32.
+  std::int64_t params = 0;
+  for (Parameter* p : t.model().parameters()) params += p->value.numel();
+  EXPECT_EQ(taken.memory.current[opt], 2 * 4 * params);
+}
+
 TEST(TrainerAmp, PureFp16LosesUpdatesThatMasterWeightsKeep) {
   RunConfig pure = recipe("pure_fp16", 5), mixed = recipe("fp16", 5);
   for (RunConfig* c : {&pure, &mixed}) {
