@@ -36,7 +36,10 @@ void CudaBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool trans
   // The epilogue takes a bias of the output's dtype; a 16-bit bias on an fp32 output is added
   // by our kernel afterwards (the same single fp32 add).
   s.withBias = bias && bias->dtype() == c.dtype();
-  if (s.m == 0 || s.n == 0) return;
+  // As the CPU backend (oneDNN's matmul refuses them): an empty m, n or k is an error, not a
+  // silent fill that would also drop the bias.
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0)
+    throw std::invalid_argument("gemm: empty shape: " + cudabk::shapes({&a, &b, &c}));
 
   if (m_eventsUsed == m_events.size()) {
     cudaEvent_t start, stop;
@@ -46,15 +49,11 @@ void CudaBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool trans
   }
   const EventPair& ev = m_events[m_eventsUsed++];
   checkCuda(cudaEventRecord(static_cast<cudaEvent_t>(ev.start), m_stream), "gemm timing");
-  if (s.k == 0) {
-    fill(c, 0.f);  // an empty sum; cuBLASLt refuses k = 0
-  } else {
-    try {
-      m_gemm->run(s, a.rawData(), b.rawData(), s.withBias ? bias->rawData() : nullptr,
-                  c.rawData(), m_stream);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(std::string(e.what()) + " [" + cudabk::shapes({&a, &b, &c}) + "]");
-    }
+  try {
+    m_gemm->run(s, a.rawData(), b.rawData(), s.withBias ? bias->rawData() : nullptr, c.rawData(),
+                m_stream);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string(e.what()) + " [" + cudabk::shapes({&a, &b, &c}) + "]");
   }
   if (bias && !s.withBias) {
     cuda::launchBiasAdd(floatCode(*bias, "gemm bias"), bias->rawData(), c.data<float>(), s.m, s.n,

@@ -138,6 +138,43 @@ TEST_F(CpuAndCuda, GemmsMatchADoubleReferenceWithinTheAccumulationBound) {
       }
 }
 
+// fp16 -> fp16 GEMMs whose fp32 results pass fp16's range must store ±inf, as on the CPU (the
+// overflow lesson depends on it): 65520 is the rounding boundary (65512 rounds down to 65504).
+// With a bias (fused in the epilogue) the sums move by ±16 before the one rounding.
+TEST_F(CpuAndCuda, Fp16GemmOverflowStoresInfinityAsOnTheCpu) {
+  // a (3, 2) x b (2, 2) = [[65520, -65520], [65504, -65504], [65512, -65512]], every product exact.
+  const std::vector<float> av{32752.f, 32768.f, 32752.f, 32752.f, 65504.f, 8.f};
+  const std::vector<float> bv{1.f, -1.f, 1.f, -1.f};
+  for (bool withBias : {false, true}) {
+    Pair a = both(av, {3, 2}, DType::F16), b = both(bv, {2, 2}, DType::F16);
+    Pair bias = both({16.f, -16.f}, {2}, DType::F16);
+    Pair c = emptyBoth({3, 2}, DType::F16);
+    cpu->gemm(a.c, false, b.c, false, c.c, withBias ? &bias.c : nullptr);
+    cuda->gemm(a.g, false, b.g, false, c.g, withBias ? &bias.g : nullptr);
+    const std::vector<float> expected =
+        withBias ? std::vector<float>{kInf, -kInf, kInf, -kInf, kInf, -kInf}      // 65536, 65520, 65528
+                 : std::vector<float>{kInf, -kInf, 65504.f, -65504.f, 65504.f, -65504.f};
+    const std::string what = std::string("fp16 gemm overflow") + (withBias ? " with bias" : "");
+    EXPECT_EQ(cuda->toHostFloat(c.g), expected) << what;
+    EXPECT_EQ(cpu->toHostFloat(c.c), expected) << what << " (CPU)";
+    expectSameBits(c, what);
+  }
+}
+
+// k == 0 (and any empty dimension): the CPU's oneDNN matmul refuses it, so the CUDA backend
+// refuses it the same way (std::invalid_argument) rather than fill zeros and drop the bias.
+TEST_F(CpuAndCuda, EmptyGemmsAreRefusedByBoth) {
+  for (DType d : kFloats) {
+    Pair a = emptyBoth({3, 0}, d), b = emptyBoth({0, 4}, d), bias = both({1.f, 2.f, 3.f, 4.f}, {4}, d);
+    for (DType out : {DType::F32, d}) {
+      Pair c = emptyBoth({3, 4}, out);
+      EXPECT_THROW(cpu->gemm(a.c, false, b.c, false, c.c, &bias.c), std::invalid_argument) << name(d);
+      EXPECT_THROW(cuda->gemm(a.g, false, b.g, false, c.g, &bias.g), std::invalid_argument) << name(d);
+      EXPECT_THROW(cuda->gemm(a.g, false, b.g, false, c.g, nullptr), std::invalid_argument) << name(d);
+    }
+  }
+}
+
 TEST_F(CpuAndCuda, BiasGradIsBitExact) {
   for (DType d : kFloats) {
     Pair dy = both(finiteValues(64 * 33, 10), {64, 33}, d), db = emptyBoth({33}, d);

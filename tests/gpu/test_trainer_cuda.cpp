@@ -119,6 +119,20 @@ TEST(TrainerCuda, RecipeTracksTheCpuLossInEveryMode) {
   }
 }
 
+// The recipe at the seed's size (batch 512, width 4096, 3 layers): large GEMMs through cuBLASLt
+// and multi-tensor launches over 16.8M-element weights. A few steps; the same bounds.
+TEST(TrainerCuda, RecipeAtSeedSizeTracksTheCpu) {
+  AMP_SKIP_WITHOUT_GPU();
+  for (const char* mode : {"fp32", "fp16"}) {
+    const std::vector<std::pair<std::string, std::string>> o{
+        {"amp.mode", mode}, {"model.width", "4096"}, {"train.batch_size", "512"}};
+    const auto cpu = runAll(preset("recipe", "cpu", o), 3);
+    const auto gpu = runAll(preset("recipe", "cuda", o), 3);
+    expectLossTracks(cpu, gpu, std::string(mode) == "fp32" ? 1e-4 : 2e-2, std::string("recipe 4096 ") + mode);
+    expectSameDecisions(cpu, gpu, std::string("recipe 4096 ") + mode);
+  }
+}
+
 TEST(TrainerCuda, FashionMnistMlpTracksTheCpuLoss) {
   AMP_SKIP_WITHOUT_GPU();
   // The four IDX .gz files: Debian's dataset-fashion-mnist, or a folder carried to the GPU
