@@ -5,9 +5,9 @@
 namespace amp::cuda {
 
 __global__ void adamStepKernel(const MultiTensorEntry* table, AdamScalars p,
-                               DeviceStepStats* stats) {
+                               DeviceStepStats* stats, int rowBase) {
   if (!stats->stepped) return;
-  const MultiTensorEntry e = table[blockIdx.y];
+  const MultiTensorEntry e = table[tensorIndex(rowBase)];
   unsigned long long lost = 0;
   double sumSq = 0;
   AMP_FOR_EACH_ELEMENT(i, e.n) {
@@ -30,7 +30,9 @@ __global__ void adamStepKernel(const MultiTensorEntry* table, AdamScalars p,
 
 void launchAdamStep(const MultiTensorEntry* table, int count, std::int64_t maxN,
                     const AdamScalars& p, DeviceStepStats* stats, Stream s) {
-  if (count > 0) adamStepKernel<<<multiTensorGrid(count, maxN), kBlock, 0, s>>>(table, p, stats);
+  forEachRowChunk(count, maxN, [&](dim3 grid, int rowBase) {
+    adamStepKernel<<<grid, kBlock, 0, s>>>(table, p, stats, rowBase);
+  });
 }
 
 }  // namespace amp::cuda

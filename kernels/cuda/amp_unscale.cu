@@ -8,8 +8,9 @@
 namespace amp::cuda {
 
 __global__ void unscaleAndCheckKernel(const MultiTensorEntry* table, float invScale,
-                                      DeviceStepStats* stats) {
-  const MultiTensorEntry e = table[blockIdx.y];
+                                      DeviceStepStats* stats, int rowBase) {
+  const int tensor = tensorIndex(rowBase);
+  const MultiTensorEntry e = table[tensor];
   int bad = 0;
   double sumSq = 0;
   AMP_FOR_EACH_ELEMENT(i, e.n) {
@@ -24,18 +25,19 @@ __global__ void unscaleAndCheckKernel(const MultiTensorEntry* table, float invSc
   const int anyBad = __syncthreads_or(bad);
   const double blockSumSq = blockSum(sumSq);
   if (threadIdx.x != 0) return;
-  if (blockIdx.x == 0 && blockIdx.y == 0) stats->unscaled = 1;
+  if (blockIdx.x == 0 && tensor == 0) stats->unscaled = 1;
   if (anyBad) {
     atomicExch(&stats->foundInf, 1);
-    atomicMin(&stats->firstNonFinite, static_cast<int>(blockIdx.y));
+    atomicMin(&stats->firstNonFinite, tensor);
   }
   atomicAdd(&stats->unscaledSumOfSquares, blockSumSq);
 }
 
 void launchUnscaleAndCheck(const MultiTensorEntry* table, int count, std::int64_t maxN,
                            float invScale, DeviceStepStats* stats, Stream s) {
-  if (count > 0)
-    unscaleAndCheckKernel<<<multiTensorGrid(count, maxN), kBlock, 0, s>>>(table, invScale, stats);
+  forEachRowChunk(count, maxN, [&](dim3 grid, int rowBase) {
+    unscaleAndCheckKernel<<<grid, kBlock, 0, s>>>(table, invScale, stats, rowBase);
+  });
 }
 
 }  // namespace amp::cuda

@@ -4,8 +4,9 @@
 
 namespace amp::cuda {
 
-__global__ void gradSumOfSquaresKernel(const MultiTensorEntry* table, DeviceStepStats* stats) {
-  const MultiTensorEntry e = table[blockIdx.y];
+__global__ void gradSumOfSquaresKernel(const MultiTensorEntry* table, DeviceStepStats* stats,
+                                       int rowBase) {
+  const MultiTensorEntry e = table[tensorIndex(rowBase)];
   double sumSq = 0;
   AMP_FOR_EACH_ELEMENT(i, e.n) {
     const double v = loadFloat(e.gradCode, e.grad, i);
@@ -25,20 +26,25 @@ __global__ void clipCoefficientKernel(double maxNorm, bool useUnscaledSum, Devic
   stats->clipCoef = clip ? static_cast<float>(coef) : 1.f;
 }
 
-__global__ void clipScaleKernel(const MultiTensorEntry* table, const DeviceStepStats* stats) {
+__global__ void clipScaleKernel(const MultiTensorEntry* table, const DeviceStepStats* stats,
+                                int rowBase) {
   if (!stats->clipped) return;
   const float factor = stats->clipCoef;
-  const MultiTensorEntry e = table[blockIdx.y];
+  const MultiTensorEntry e = table[tensorIndex(rowBase)];
   AMP_FOR_EACH_ELEMENT(i, e.n)
     storeFloat(e.gradCode, e.grad, i, loadFloat(e.gradCode, e.grad, i) * factor);
 }
 
 void launchClipGradNorm(const MultiTensorEntry* table, int count, std::int64_t maxN,
                         double maxNorm, bool useUnscaledSum, DeviceStepStats* stats, Stream s) {
-  if (!useUnscaledSum && count > 0)
-    gradSumOfSquaresKernel<<<multiTensorGrid(count, maxN), kBlock, 0, s>>>(table, stats);
+  if (!useUnscaledSum)
+    forEachRowChunk(count, maxN, [&](dim3 grid, int rowBase) {
+      gradSumOfSquaresKernel<<<grid, kBlock, 0, s>>>(table, stats, rowBase);
+    });
   clipCoefficientKernel<<<1, 1, 0, s>>>(maxNorm, useUnscaledSum, stats);
-  if (count > 0) clipScaleKernel<<<multiTensorGrid(count, maxN), kBlock, 0, s>>>(table, stats);
+  forEachRowChunk(count, maxN, [&](dim3 grid, int rowBase) {
+    clipScaleKernel<<<grid, kBlock, 0, s>>>(table, stats, rowBase);
+  });
 }
 
 }  // namespace amp::cuda

@@ -1,4 +1,4 @@
-// Geometry of the multi-tensor launches: grid row y walks tensor y of the table with a
+// Geometry of the multi-tensor launches: grid row y walks tensor rowBase + y of the table with a
 // grid-stride loop along x, so one launch covers every parameter (PyTorch's multi_tensor_apply
 // packs chunks instead; a row per tensor is simpler and our models have a few dozen tensors).
 #pragma once
@@ -8,9 +8,21 @@
 
 namespace amp::cuda {
 
-inline dim3 multiTensorGrid(int count, std::int64_t maxN) {
-  return dim3(gridFor(maxN, 1024), static_cast<unsigned>(count));
+// grid.y is limited to 65535 rows: longer tables are launched in chunks of at most that many
+// tensors, each launch told the table index of its first row (rowBase).
+constexpr int kMaxGridRows = 65535;
+
+// Calls launch(grid, rowBase) once per chunk of at most kMaxGridRows tensors, in table order.
+template <class Launch>
+inline void forEachRowChunk(int count, std::int64_t maxN, Launch&& launch) {
+  for (int base = 0; base < count; base += kMaxGridRows) {
+    const int rows = count - base < kMaxGridRows ? count - base : kMaxGridRows;
+    launch(dim3(gridFor(maxN, 1024), static_cast<unsigned>(rows)), base);
+  }
 }
+
+// The table index of the calling block's tensor.
+__device__ inline int tensorIndex(int rowBase) { return rowBase + static_cast<int>(blockIdx.y); }
 
 #define AMP_FOR_EACH_ELEMENT(i, n)                                                          \
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < (n);      \

@@ -6,9 +6,10 @@
 
 namespace amp::cuda {
 
-__global__ void sgdStepKernel(const MultiTensorEntry* table, SgdScalars p, DeviceStepStats* stats) {
+__global__ void sgdStepKernel(const MultiTensorEntry* table, SgdScalars p, DeviceStepStats* stats,
+                              int rowBase) {
   if (!stats->stepped) return;
-  const MultiTensorEntry e = table[blockIdx.y];
+  const MultiTensorEntry e = table[tensorIndex(rowBase)];
   unsigned long long lost = 0;
   double sumSq = 0;
   AMP_FOR_EACH_ELEMENT(i, e.n) {
@@ -35,7 +36,9 @@ __global__ void sgdStepKernel(const MultiTensorEntry* table, SgdScalars p, Devic
 
 void launchSgdStep(const MultiTensorEntry* table, int count, std::int64_t maxN,
                    const SgdScalars& p, DeviceStepStats* stats, Stream s) {
-  if (count > 0) sgdStepKernel<<<multiTensorGrid(count, maxN), kBlock, 0, s>>>(table, p, stats);
+  forEachRowChunk(count, maxN, [&](dim3 grid, int rowBase) {
+    sgdStepKernel<<<grid, kBlock, 0, s>>>(table, p, stats, rowBase);
+  });
 }
 
 }  // namespace amp::cuda

@@ -341,8 +341,9 @@ TEST_F(CpuAndCuda, MultiTensorStepMatches) {
     EXPECT_EQ(s[0].scale.growthTracker, s[1].scale.growthTracker);
     EXPECT_EQ(s[0].scaleEvent, s[1].scaleEvent);
     EXPECT_NEAR(s[0].stepGradSumOfSquares, s[1].stepGradSumOfSquares, 1e-12 * s[0].stepGradSumOfSquares);
-    if (!overflow)
+    if (!overflow) {
       EXPECT_NEAR(s[0].unscaledSumOfSquares, s[1].unscaledSumOfSquares, 1e-12 * s[0].unscaledSumOfSquares);
+    }
     // Clipping multiplies by a coefficient computed from the (order-dependent) norm: the
     // coefficient may differ in its last bit, so gradients and weights are compared closely.
     for (int i = 0; i < 3; ++i) {
@@ -452,7 +453,9 @@ TEST_F(CpuAndCuda, SkippedStepThenCleanStepsKeepOptimizerStateExact) {
           expectSameBits(g[i], what + " unscaled grad " + std::to_string(i));
           expectSameBits(w[i], what + " weight " + std::to_string(i));
           expectSameBits(a[i], what + (opt == Opt::Sgd ? " momentum " : " exp_avg ") + std::to_string(i));
-          if (opt != Opt::Sgd) expectSameBits(b[i], what + " exp_avg_sq " + std::to_string(i));
+          if (opt != Opt::Sgd) {
+            expectSameBits(b[i], what + " exp_avg_sq " + std::to_string(i));
+          }
           const auto ag = cuda->toHostFloat(a[i].g), bg = cuda->toHostFloat(b[i].g);
           if (plan[step].overflow) {
             // Skipped: the state is still all zeros and the weights as initialised.
@@ -512,6 +515,59 @@ TEST_F(CpuAndCuda, MultiTensorStepCoversLargeOddTensors) {
     expectSameBits(m[i], "momentum " + std::to_string(i));
   }
   EXPECT_EQ(cuda->toHostFloat(m[0].g).back(), 1000.f / 64.f);
+}
+
+// More tensors than a grid has rows (65535): the launches go in chunks, each row still finding
+// its own tensor. 70,000 one- and two-element tensors; the non-finite one sits past the first
+// chunk, so firstNonFinite must come out as its list index.
+TEST_F(CpuAndCuda, MultiTensorLaunchesCoverMoreTensorsThanGridRows) {
+  const int count = 70000;
+  std::vector<Pair> w, g;
+  w.reserve(count);
+  g.reserve(count);
+  for (int i = 0; i < count; ++i) {
+    const std::int64_t n = 1 + i % 2;
+    w.push_back(both(std::vector<float>(n, 1.f + float(i % 97)), {n}, DType::F32, MemCategory::MasterWeights));
+    g.push_back(both(std::vector<float>(n, float(1 + i % 13) * 64.f), {n}, DType::F32));
+  }
+  for (bool overflow : {false, true}) {
+    if (overflow) {
+      cpu->setElement(g[66000].c, 0, kNaN);
+      cuda->setElement(g[66000].g, 0, kNaN);
+    }
+    StepStats s[2];
+    for (int side = 0; side < 2; ++side) {
+      Backend& be = side ? *cuda : *cpu;
+      std::vector<Tensor*> ws, gs, ms(count, nullptr);
+      for (int i = 0; i < count; ++i) {
+        ws.push_back(side ? &w[i].g : &w[i].c);
+        gs.push_back(side ? &g[i].g : &g[i].c);
+      }
+      be.beginStep();
+      be.foreachUnscaleAndCheck(gs, 1.f / 64.f);
+      be.foreachClipGradNorm(gs, 1e9);  // measured, not clipped: exercises the norm launch
+      be.gateStep({true, false});
+      SgdParams p;
+      p.lr = 0.5f;
+      be.foreachSgdStep(ws, gs, ms, p);
+      be.updateScale(ScaleRule{}, {64.f, 0, 1});
+      s[side] = be.readStepStats();
+    }
+    EXPECT_EQ(s[1].stepped, !overflow);
+    EXPECT_EQ(s[0].foundInf, s[1].foundInf);
+    EXPECT_EQ(s[1].firstNonFinite, overflow ? 66000 : -1);
+    EXPECT_EQ(s[0].firstNonFinite, s[1].firstNonFinite);
+    EXPECT_EQ(s[0].lost, s[1].lost);
+    // Small integers times powers of two: every sum is exact, in any order.
+    EXPECT_EQ(s[0].unscaledSumOfSquares, s[1].unscaledSumOfSquares);
+    if (!overflow) {
+      EXPECT_EQ(s[0].stepGradSumOfSquares, s[1].stepGradSumOfSquares);
+    }
+    for (int i : {0, 65534, 65535, 65536, 69999}) {
+      expectSameBits(w[i], "weight " + std::to_string(i));
+      expectSameBits(g[i], "grad " + std::to_string(i));
+    }
+  }
 }
 
 TEST_F(CpuAndCuda, ScaleRulesAgreeOnTheDevice) {
