@@ -35,4 +35,13 @@ set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
 enable_language(CUDA)
 # The .cu files are C++17 (set on the target in kernels/CMakeLists.txt).
 set(AMP_HAVE_CUDA ON)
+# The device list (engine/backend/cuda_devices.cpp) marks a GPU this build has no code for as
+# unusable, with the rebuild to do: it needs the architectures actually built.
+# Set on that one file (deferred until engine/ has been processed), so a changed list rebuilds
+# nothing else.
+string(REPLACE ";" " " _amp_cuda_archs_text "${CMAKE_CUDA_ARCHITECTURES}")
+cmake_language(DEFER DIRECTORY ${PROJECT_SOURCE_DIR} CALL set_source_files_properties
+               ${PROJECT_SOURCE_DIR}/engine/backend/cuda_devices.cpp
+               DIRECTORY ${PROJECT_SOURCE_DIR}/engine
+               PROPERTIES COMPILE_DEFINITIONS "AMP_CUDA_ARCHITECTURES=\"${_amp_cuda_archs_text}\"")
 message(STATUS "CUDA backend: on (CUDA ${CUDAToolkit_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")

@@ -1,6 +1,9 @@
 #include "engine/backend/backend_registry.h"
 
+#include <cctype>
 #include <cstdio>
+#include <mutex>
+#include <sstream>
 #include <stdexcept>
 
 namespace amp {
@@ -27,8 +30,14 @@ std::vector<std::string> GpuInventory::describe() const {
   return lines;
 }
 
-const GpuInventory& gpuInventory() {
-  static const GpuInventory inventory = [] {
+namespace {
+std::mutex& inventoryMutex() {
+  static std::mutex m;
+  return m;
+}
+
+GpuInventory& inventoryRecord() {  // callers hold inventoryMutex()
+  static GpuInventory inventory = [] {
 #if defined(AMP_HAVE_CUDA)
     return probeCudaDevices();
 #else
@@ -39,6 +48,58 @@ const GpuInventory& gpuInventory() {
 #endif
   }();
   return inventory;
+}
+}  // namespace
+
+GpuInventory gpuInventory() {
+  std::lock_guard lock(inventoryMutex());
+  return inventoryRecord();
+}
+
+GpuInventory withGpuContextLost(GpuInventory inv, const std::string& error) {
+  if (!inv.usable() && inv.unavailableReason.find("context is lost") != std::string::npos)
+    return inv;  // the first loss names the error that caused it
+  inv.devices.clear();
+  inv.unavailableReason =
+      error + ": the GPU context is lost; restart AMP Studio to use the GPU again";
+  return inv;
+}
+
+void markGpuContextLost(const std::string& error) {
+  std::lock_guard lock(inventoryMutex());
+  GpuInventory& inv = inventoryRecord();
+  inv = withGpuContextLost(std::move(inv), error);
+}
+
+std::string missingArchitectureReason(int ccMajor, int ccMinor, const std::string& builtArchitectures) {
+  std::string list = builtArchitectures;
+  for (char& ch : list)
+    if (ch == ';' || ch == ',') ch = ' ';
+  std::istringstream in(list);
+  std::string token, built;
+  bool any = false;
+  const int device = ccMajor * 10 + ccMinor;
+  while (in >> token) {
+    std::size_t i = 0;
+    while (i < token.size() && std::isdigit(static_cast<unsigned char>(token[i]))) ++i;
+    if (i == 0) return {};  // all, all-major, native: not decidable here
+    any = true;
+    const int arch = std::stoi(token.substr(0, i));
+    std::string rest = token.substr(i);
+    const bool specific = !rest.empty() && (rest[0] == 'a' || rest[0] == 'f');
+    if (specific) rest.erase(0, 1);
+    const bool real = rest != "-virtual", ptx = rest != "-real";
+    built += (built.empty() ? "" : ", ") + std::string("sm_") + token;
+    const bool sassRuns = real && (specific ? device == arch
+                                            : ccMajor == arch / 10 && ccMinor >= arch % 10);
+    const bool ptxRuns = ptx && (specific ? device == arch : device >= arch);
+    if (sassRuns || ptxRuns) return {};
+  }
+  if (!any) return {};
+  const std::string sm = "sm_" + std::to_string(ccMajor) + std::to_string(ccMinor);
+  return "this build has no code for " + sm + " (built for " + built +
+         "); rebuild with -DCMAKE_CUDA_ARCHITECTURES=" + std::to_string(device) +
+         " (or a list that includes it)";
 }
 
 std::string resolveBackendName(const std::string& name) {

@@ -32,8 +32,25 @@ struct GpuInventory {
   std::vector<std::string> describe() const;
 };
 
-// Probed on first call, then cached for the process.
-const GpuInventory& gpuInventory();
+// Probed on first call, then cached for the process; a copy, since a lost GPU context
+// (markGpuContextLost, from any thread) changes it.
+GpuInventory gpuInventory();
+
+// After a sticky CUDA error (illegal address, launch failure, ECC, ...) the process's CUDA
+// context is unusable until the process ends. withGpuContextLost is the inventory then: no usable
+// device, and a reason naming the error and saying to restart. markGpuContextLost applies it to
+// this process's inventory, so backend=auto picks the CPU and backend=cuda refuses in one line.
+GpuInventory withGpuContextLost(GpuInventory inv, const std::string& error);
+void markGpuContextLost(const std::string& error);
+
+// Whether this build has GPU code a device of compute capability ccMajor.ccMinor can run, given
+// the built architectures as CMAKE_CUDA_ARCHITECTURES spells them, separated by spaces or
+// semicolons ("75 80 86 89 90", "90-real", "86-virtual", "90a"). "XY" embeds sm_XY code (runs on
+// XY up to X9) and compute_XY PTX (JIT-compiled on any later device); "-real" only the former,
+// "-virtual" only the latter; an "a"/"f" suffix is for that exact device. Empty when the device
+// can run this build (also for "all", "all-major", "native" or an empty list: not decidable
+// here); otherwise the one-line reason, with the rebuild to do.
+std::string missingArchitectureReason(int ccMajor, int ccMinor, const std::string& builtArchitectures);
 
 struct BackendOptions {
   bool tf32 = false;  // fp32 GEMMs on the GPU may use TF32 tensor cores

@@ -9,8 +9,12 @@
 namespace amp {
 
 namespace {
-// The oldest compute capability this build has code for (CMake's list starts at sm_75).
+// The oldest compute capability the backend supports (Turing); which devices this build has
+// code for is decided from the architectures it was compiled for (cmake/AmpCuda.cmake).
 constexpr int kMinComputeCapability = 75;
+#if !defined(AMP_CUDA_ARCHITECTURES)
+#error "AMP_CUDA_ARCHITECTURES (the built CUDA architectures) comes from cmake/AmpCuda.cmake"
+#endif
 
 std::string versionText(int v) {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
@@ -49,6 +53,11 @@ GpuInventory probeCudaDevices() {
     if (prop.major * 10 + prop.minor < kMinComputeCapability) {
       skipped = d.name + " has compute capability " + std::to_string(prop.major) + "." +
                 std::to_string(prop.minor) + "; this build needs 7.5 (Turing) or newer";
+      continue;
+    }
+    if (std::string why = missingArchitectureReason(prop.major, prop.minor, AMP_CUDA_ARCHITECTURES);
+        !why.empty()) {
+      skipped = d.name + ": " + why;
       continue;
     }
     inv.devices.push_back(d);
