@@ -116,12 +116,18 @@ class CudaBackend final : public Backend {
   void resetGemmCounters() override;
 
   cuda::Stream stream() const { return m_stream; }
+  // Makes this backend's device current on the calling thread. Every public entry point that
+  // launches work or allocates calls it first (cudaSetDevice is a no-op when it already is), so
+  // a second CudaBackend on the same thread cannot redirect this one's work.
+  void useDevice() const;
   // Throws, naming op and detail, if the last launch failed.
   void checkLaunch(const char* op, const std::string& detail) const;
   // Waits for the stream; throws naming op if any queued work failed.
   void synchronize(const char* op) const;
 
  private:
+  void init();               // the constructor's work
+  void release() noexcept;   // frees whatever exists (destructor, failed constructor)
   // A small persistent device buffer for reduction results, zeroed before use.
   void* scratch(std::size_t bytes);
   void download(void* host, const void* device, std::size_t bytes, const char* op);

@@ -52,8 +52,10 @@ const cuda::MultiTensorEntry* CudaBackend::uploadTable(
   const std::size_t bytes = entries.size() * sizeof(cuda::MultiTensorEntry);
   if (bytes > m_tableBytes) {
     synchronize("multi-tensor table");
-    cudaFree(m_table);
+    void* old = m_table;
     m_table = nullptr;
+    m_tableBytes = 0;
+    checkCuda(cudaFree(old), "free multi-tensor table");
     checkCuda(cudaMalloc(&m_table, bytes * 2), "allocate multi-tensor table");
     m_tableBytes = bytes * 2;
   }
@@ -65,6 +67,7 @@ const cuda::MultiTensorEntry* CudaBackend::uploadTable(
 }
 
 void CudaBackend::beginStep() {
+  useDevice();
   m_unscaledThisStep = false;
   m_stepSeconds.reset();
   checkCuda(cudaEventRecord(static_cast<cudaEvent_t>(m_stepEvents.start), m_stream), "step timing");
@@ -73,6 +76,7 @@ void CudaBackend::beginStep() {
 }
 
 void CudaBackend::foreachUnscaleAndCheck(std::span<Tensor* const> grads, float invScale) {
+  useDevice();
   std::int64_t maxN = 0;
   const auto* table = uploadTable(gradEntries(grads, "unscale"), maxN);
   cuda::launchUnscaleAndCheck(table, static_cast<int>(grads.size()), maxN, invScale,
@@ -82,6 +86,7 @@ void CudaBackend::foreachUnscaleAndCheck(std::span<Tensor* const> grads, float i
 }
 
 void CudaBackend::foreachClipGradNorm(std::span<Tensor* const> grads, double maxNorm) {
+  useDevice();
   std::int64_t maxN = 0;
   const auto* table = uploadTable(gradEntries(grads, "clip"), maxN);
   cuda::launchClipGradNorm(table, static_cast<int>(grads.size()), maxN, maxNorm,
@@ -90,17 +95,20 @@ void CudaBackend::foreachClipGradNorm(std::span<Tensor* const> grads, double max
 }
 
 void CudaBackend::gateStep(const StepGate& gate) {
+  useDevice();
   cuda::launchGateStep(gate.skipIfFoundInf, gate.skipIfNonFiniteAfterUnscale, m_stepRecord,
                        m_stream);
   checkLaunch("gate step", "");
 }
 
 void CudaBackend::updateScale(const ScaleRule& rule, const ScaleCounters& current) {
+  useDevice();
   cuda::launchUpdateScale(rule, current, m_stepRecord, m_stream);
   checkLaunch("update scale", "");
 }
 
 StepStats CudaBackend::readStepStats() {
+  useDevice();
   checkCuda(cudaEventRecord(static_cast<cudaEvent_t>(m_stepEvents.stop), m_stream), "step timing");
   cuda::DeviceStepStats d;
   download(&d, m_stepRecord, sizeof d, "read step stats");
@@ -117,6 +125,7 @@ StepStats CudaBackend::readStepStats() {
 }
 
 UnscaleResult CudaBackend::unscaleAndCheck(std::span<Tensor* const> grads, float invScale) {
+  useDevice();
   cuda::launchBeginStep(m_opRecord, m_stream);
   std::int64_t maxN = 0;
   const auto* table = uploadTable(gradEntries(grads, "unscale"), maxN);
@@ -130,6 +139,7 @@ UnscaleResult CudaBackend::unscaleAndCheck(std::span<Tensor* const> grads, float
 }
 
 std::int64_t CudaBackend::countNonFinite(const Tensor& t) {
+  useDevice();
   auto* count = static_cast<unsigned long long*>(scratch(sizeof(unsigned long long)));
   cuda::launchCountNonFinite(floatCode(t, "countNonFinite"), t.rawData(), t.numel(), count,
                              m_stream);
@@ -140,6 +150,7 @@ std::int64_t CudaBackend::countNonFinite(const Tensor& t) {
 }
 
 double CudaBackend::sumOfSquares(const Tensor& t) {
+  useDevice();
   auto* sum = static_cast<double*>(scratch(sizeof(double)));
   cuda::launchSumOfSquares(floatCode(t, "sumOfSquares"), t.rawData(), t.numel(), sum, m_stream);
   checkLaunch("sum of squares", cudabk::shapes({&t}));
@@ -149,6 +160,7 @@ double CudaBackend::sumOfSquares(const Tensor& t) {
 }
 
 ExponentHistogram CudaBackend::histogram(const Tensor& t, double multiplier) {
+  useDevice();
   int e2 = 0;
   const bool powerOfTwo = multiplier > 0 && std::frexp(multiplier, &e2) == 0.5;
   auto* counts = static_cast<unsigned long long*>(

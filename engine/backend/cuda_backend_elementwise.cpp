@@ -8,6 +8,7 @@ namespace amp {
 using cudabk::floatCode;
 
 void CudaBackend::activationForward(Activation a, const Tensor& x, Tensor& y) {
+  useDevice();
   cudabk::requireSameSize(x, y, "activation");
   cuda::launchActivationForward(a, floatCode(x, "activation"), x.rawData(),
                                 floatCode(y, "activation"), y.rawData(), x.numel(), m_stream);
@@ -16,6 +17,7 @@ void CudaBackend::activationForward(Activation a, const Tensor& x, Tensor& y) {
 
 void CudaBackend::activationBackward(Activation a, const Tensor& x, const Tensor& y,
                                      const Tensor& dy, Tensor& dx) {
+  useDevice();
   cudabk::requireSameSize(y, dy, "activation backward");
   cudabk::requireSameSize(dy, dx, "activation backward");
   if (x.dtype() != y.dtype()) throw std::invalid_argument("activation backward: x/y dtypes");
@@ -28,6 +30,7 @@ void CudaBackend::activationBackward(Activation a, const Tensor& x, const Tensor
 
 void CudaBackend::dropoutForward(const Tensor& x, Tensor& mask, Tensor& y, float p,
                                  std::uint64_t seed) {
+  useDevice();
   if (mask.dtype() != DType::U8) throw std::invalid_argument("dropout: mask must be uint8");
   cudabk::requireSameSize(x, y, "dropout");
   cudabk::requireSameSize(x, mask, "dropout");
@@ -39,6 +42,7 @@ void CudaBackend::dropoutForward(const Tensor& x, Tensor& mask, Tensor& y, float
 }
 
 void CudaBackend::dropoutBackward(const Tensor& dy, const Tensor& mask, Tensor& dx, float p) {
+  useDevice();
   cudabk::requireSameSize(dy, dx, "dropout backward");
   if (dy.dtype() != dx.dtype()) throw std::invalid_argument("dropout backward: dtypes differ");
   cuda::launchDropoutBackward(floatCode(dy, "dropout backward"), dy.rawData(),

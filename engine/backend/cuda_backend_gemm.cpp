@@ -13,6 +13,7 @@ using cudabk::floatCode;
 
 void CudaBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool transB, Tensor& c,
                        const Tensor* bias) {
+  useDevice();
   if (a.rank() != 2 || b.rank() != 2 || c.rank() != 2)
     throw std::invalid_argument("gemm: operands must be 2-D, got " + cudabk::shapes({&a, &b, &c}));
   cuda::GemmShape s;
@@ -66,6 +67,7 @@ void CudaBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool trans
 }
 
 GemmCounters CudaBackend::gemmCounters() const {
+  useDevice();
   // Summed once the events have completed; callers read the counters after the step's
   // synchronisation, so this does not stall (if it must wait, the wait is for the GEMMs).
   GemmCounters out = m_gemmCounters;
@@ -89,6 +91,7 @@ void CudaBackend::resetGemmCounters() {
 }
 
 void CudaBackend::biasGrad(const Tensor& dy, Tensor& db) {
+  useDevice();
   const std::int64_t n = db.numel();
   if (dy.rank() != 2 || dy.dim(1) != n)
     throw std::invalid_argument("biasGrad: dy " + shapeString(dy.shape()) + " vs bias " +

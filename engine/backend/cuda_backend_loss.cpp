@@ -25,6 +25,7 @@ void checkLabels(const Tensor& logits, const Tensor& labels) {
 
 double CudaBackend::crossEntropyForward(const Tensor& logits, const Tensor& labels,
                                         Tensor& probs) {
+  useDevice();
   checkLabels(logits, labels);
   requireF32(probs, "cross-entropy probabilities");
   const std::int64_t m = logits.dim(0), c = logits.dim(1);
@@ -53,6 +54,7 @@ double CudaBackend::crossEntropyForward(const Tensor& logits, const Tensor& labe
 
 void CudaBackend::crossEntropyForwardIntoStep(const Tensor& logits, const Tensor& labels,
                                               Tensor& probs) {
+  useDevice();
   checkLabels(logits, labels);
   requireF32(probs, "cross-entropy probabilities");
   const std::int64_t m = logits.dim(0), c = logits.dim(1);
@@ -68,6 +70,7 @@ void CudaBackend::crossEntropyForwardIntoStep(const Tensor& logits, const Tensor
 }
 
 void CudaBackend::mseForwardIntoStep(const Tensor& pred, const Tensor& target) {
+  useDevice();
   requireF32(target, "mse target");
   cudabk::requireSameSize(pred, target, "mse");
   cuda::launchMseForward(floatCode(pred, "mse"), pred.rawData(), target.data<float>(),
@@ -79,6 +82,7 @@ void CudaBackend::mseForwardIntoStep(const Tensor& pred, const Tensor& target) {
 
 void CudaBackend::crossEntropyBackward(const Tensor& probs, const Tensor& labels, float gradScale,
                                        Tensor& dlogits) {
+  useDevice();
   requireF32(probs, "cross-entropy probabilities");
   const std::int64_t m = probs.dim(0), c = probs.dim(1);
   cuda::launchCrossEntropyBackward(probs.data<float>(), labels.data<std::int32_t>(), m, c,
@@ -88,6 +92,7 @@ void CudaBackend::crossEntropyBackward(const Tensor& probs, const Tensor& labels
 }
 
 double CudaBackend::mseForward(const Tensor& pred, const Tensor& target) {
+  useDevice();
   requireF32(target, "mse target");
   cudabk::requireSameSize(pred, target, "mse");
   auto* sum = static_cast<double*>(scratch(sizeof(double)));
@@ -101,6 +106,7 @@ double CudaBackend::mseForward(const Tensor& pred, const Tensor& target) {
 
 void CudaBackend::mseBackward(const Tensor& pred, const Tensor& target, float gradScale,
                               Tensor& dpred) {
+  useDevice();
   const float k = 2.f * gradScale / float(pred.numel());
   cuda::launchMseBackward(floatCode(pred, "mse"), pred.rawData(), target.data<float>(),
                           pred.numel(), k, floatCode(dpred, "mse"), dpred.rawData(), m_stream);
@@ -108,6 +114,7 @@ void CudaBackend::mseBackward(const Tensor& pred, const Tensor& target, float gr
 }
 
 std::int64_t CudaBackend::countCorrect(const Tensor& logits, const Tensor& labels) {
+  useDevice();
   checkLabels(logits, labels);
   auto* count = static_cast<unsigned long long*>(scratch(sizeof(unsigned long long)));
   cuda::launchCountCorrect(floatCode(logits, "count correct"), logits.rawData(),

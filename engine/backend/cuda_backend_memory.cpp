@@ -48,6 +48,18 @@ std::size_t roundedSize(std::size_t bytes) {
 }  // namespace
 
 CudaBackend::CudaBackend(int device, bool tf32) : m_device(device), m_tf32(tf32) {
+  // Whatever was created before a failure (stream, records, events, the cuBLASLt handle) is
+  // released by the destructor's code, which does not run for a constructor that throws.
+  try {
+    init();
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+void CudaBackend::init() {
+  const int device = m_device;
   checkCuda(cudaSetDevice(device), "set device", "device " + std::to_string(device));
   cudaDeviceProp prop{};
   checkCuda(cudaGetDeviceProperties(&prop, device), "device properties");
@@ -65,16 +77,28 @@ CudaBackend::CudaBackend(int device, bool tf32) : m_device(device), m_tf32(tf32)
   // cuBLASLt's workspace is device memory this backend holds: counted as workspace, as PyTorch
   // counts cuBLAS's workspace in memory_allocated.
   m_memory.onAlloc(MemCategory::Workspace, static_cast<std::int64_t>(m_gemm->workspaceBytes()));
-  cudaEvent_t start, stop;
-  checkCuda(cudaEventCreate(&start), "step timing event");
-  checkCuda(cudaEventCreate(&stop), "step timing event");
-  m_stepEvents = {start, stop};
+  cudaEvent_t event = nullptr;
+  checkCuda(cudaEventCreate(&event), "step timing event");
+  m_stepEvents.start = event;
+  checkCuda(cudaEventCreate(&event), "step timing event");
+  m_stepEvents.stop = event;
   cuda::launchBeginStep(m_stepRecord, m_stream);
   checkLaunch("begin step", "");
 }
 
-CudaBackend::~CudaBackend() {
-  // Destructors must not throw: errors here (a device already lost) are ignored.
+CudaBackend::~CudaBackend() { release(); }
+
+void CudaBackend::useDevice() const {
+  // A no-op when the device is already current; another CudaBackend on this thread (or any
+  // other CUDA user) may have changed it since the last call.
+  const cudaError_t e = cudaSetDevice(m_device);
+  if (e != cudaSuccess) checkCuda(e, "set device", "device " + std::to_string(m_device));
+}
+
+void CudaBackend::release() noexcept {
+  // Must not throw: errors here (a device already lost) are ignored.
+  cudaSetDevice(m_device);
+  cudaGetLastError();
   if (m_stream) cudaStreamSynchronize(m_stream);
   if (m_gemm) m_memory.onFree(MemCategory::Workspace, static_cast<std::int64_t>(m_gemm->workspaceBytes()));
   m_gemm.reset();
@@ -90,6 +114,13 @@ CudaBackend::~CudaBackend() {
   cudaFree(m_scratch);
   cudaFree(m_table);
   if (m_stream) cudaStreamDestroy(m_stream);
+  m_freeBlocks.clear();
+  m_events.clear();
+  m_stepEvents = {nullptr, nullptr};
+  m_stepRecord = m_opRecord = nullptr;
+  m_scratch = m_table = nullptr;
+  m_stream = nullptr;
+  cudaGetLastError();
 }
 
 std::string CudaBackend::description() const {
@@ -128,6 +159,7 @@ void CudaBackend::synchronize(const char* op) const {
 }
 
 void* CudaBackend::allocateBytes(std::size_t bytes) {
+  useDevice();
   const std::size_t rounded = roundedSize(bytes);
   {
     std::lock_guard lock(m_cacheMutex);
@@ -144,11 +176,15 @@ void* CudaBackend::allocateBytes(std::size_t bytes) {
   if (e == cudaErrorMemoryAllocation) {
     // Give the cached blocks back and try once more, as PyTorch's allocator does.
     cudaGetLastError();
-    cudaStreamSynchronize(m_stream);
+    synchronize("allocate (waiting to free the cache)");
     std::lock_guard lock(m_cacheMutex);
-    for (auto& [size, block] : m_freeBlocks) cudaFree(block);
-    m_freeBlocks.clear();
-    m_cachedBytes = 0;
+    while (!m_freeBlocks.empty()) {  // one at a time: on a failure the map is still truthful
+      const auto it = m_freeBlocks.begin();
+      void* block = it->second;
+      m_cachedBytes -= it->first;
+      m_freeBlocks.erase(it);
+      checkCuda(cudaFree(block), "allocate (freeing the cache)");
+    }
     e = cudaMalloc(&p, rounded);
   }
   if (e != cudaSuccess) {
@@ -169,8 +205,10 @@ void CudaBackend::freeBytes(void* p, std::size_t bytes) {
 void* CudaBackend::scratch(std::size_t bytes) {
   if (bytes > m_scratchBytes) {
     synchronize("scratch");
-    cudaFree(m_scratch);
+    void* old = m_scratch;
     m_scratch = nullptr;
+    m_scratchBytes = 0;
+    checkCuda(cudaFree(old), "free scratch");
     checkCuda(cudaMalloc(&m_scratch, bytes), "allocate scratch");
     m_scratchBytes = bytes;
   }
@@ -184,6 +222,7 @@ void CudaBackend::download(void* host, const void* device, std::size_t bytes, co
 }
 
 void CudaBackend::uploadFloat(Tensor& dst, std::span<const float> src) {
+  useDevice();
   if (static_cast<std::int64_t>(src.size()) != dst.numel())
     throw std::invalid_argument("upload: size mismatch for " + shapeString(dst.shape()));
   const int code = floatCode(dst, "uploadFloat");
@@ -204,6 +243,7 @@ void CudaBackend::uploadFloat(Tensor& dst, std::span<const float> src) {
 }
 
 void CudaBackend::uploadInt(Tensor& dst, std::span<const std::int32_t> src) {
+  useDevice();
   if (dst.dtype() != DType::I32 || static_cast<std::int64_t>(src.size()) != dst.numel())
     throw std::invalid_argument("uploadInt: needs an int32 tensor of matching size");
   checkCuda(cudaMemcpyAsync(dst.rawData(), src.data(), src.size() * 4, cudaMemcpyHostToDevice,
@@ -237,6 +277,7 @@ std::vector<float> CudaBackend::toHostFloat(const Tensor& t) {
 }
 
 std::vector<std::int32_t> CudaBackend::toHostInt(const Tensor& t) {
+  useDevice();
   if (t.dtype() != DType::I32) throw std::invalid_argument("toHostInt: not an int32 tensor");
   std::vector<std::int32_t> out(static_cast<std::size_t>(t.numel()));
   download(out.data(), t.rawData(), t.bytes(), "download");
@@ -244,12 +285,14 @@ std::vector<std::int32_t> CudaBackend::toHostInt(const Tensor& t) {
 }
 
 std::vector<std::uint8_t> CudaBackend::toHostBytes(const Tensor& t) {
+  useDevice();
   std::vector<std::uint8_t> out(t.bytes());
   if (!out.empty()) download(out.data(), t.rawData(), t.bytes(), "download");
   return out;
 }
 
 void CudaBackend::uploadBytes(Tensor& dst, std::span<const std::uint8_t> src) {
+  useDevice();
   if (src.size() != dst.bytes())
     throw std::invalid_argument("uploadBytes: " + std::to_string(src.size()) +
                                 " bytes for a tensor of " + std::to_string(dst.bytes()));
@@ -259,6 +302,7 @@ void CudaBackend::uploadBytes(Tensor& dst, std::span<const std::uint8_t> src) {
 }
 
 void CudaBackend::fill(Tensor& t, float value) {
+  useDevice();
   if (t.dtype() == DType::I32 || t.dtype() == DType::U8) {
     if (value != 0.f) throw std::invalid_argument("fill: integer tensors can only be zeroed");
     checkCuda(cudaMemsetAsync(t.rawData(), 0, t.bytes(), m_stream), "fill",
@@ -270,6 +314,7 @@ void CudaBackend::fill(Tensor& t, float value) {
 }
 
 void CudaBackend::castInto(const Tensor& src, Tensor& dst) {
+  useDevice();
   cudabk::requireSameSize(src, dst, "cast");
   if (src.dtype() == dst.dtype()) return copyInto(src, dst);
   cuda::launchCast(floatCode(src, "cast"), src.rawData(), floatCode(dst, "cast"), dst.rawData(),
@@ -278,6 +323,7 @@ void CudaBackend::castInto(const Tensor& src, Tensor& dst) {
 }
 
 void CudaBackend::copyInto(const Tensor& src, Tensor& dst) {
+  useDevice();
   if (src.dtype() != dst.dtype() || src.numel() != dst.numel())
     throw std::invalid_argument("copy: tensors differ in dtype or size");
   checkCuda(cudaMemcpyAsync(dst.rawData(), src.rawData(), src.bytes(), cudaMemcpyDeviceToDevice,
@@ -286,6 +332,7 @@ void CudaBackend::copyInto(const Tensor& src, Tensor& dst) {
 }
 
 void CudaBackend::accumulate(Tensor& dst, const Tensor& src) {
+  useDevice();
   cudabk::requireSameSize(src, dst, "accumulate");
   cuda::launchAccumulate(floatCode(dst, "accumulate"), dst.rawData(), floatCode(src, "accumulate"),
                          src.rawData(), src.numel(), m_stream);
@@ -293,11 +340,13 @@ void CudaBackend::accumulate(Tensor& dst, const Tensor& src) {
 }
 
 void CudaBackend::scaleInPlace(Tensor& t, float factor) {
+  useDevice();
   cuda::launchScale(floatCode(t, "scale"), t.rawData(), t.numel(), factor, m_stream);
   checkLaunch("scale", cudabk::shapes({&t}));
 }
 
 void CudaBackend::roundThrough(Tensor& t, DType through) {
+  useDevice();
   if (t.dtype() != DType::F32) throw std::invalid_argument("roundThrough: needs an fp32 tensor");
   if (through != DType::F16 && through != DType::BF16) return;
   cuda::launchRoundThrough(t.data<float>(), t.numel(), static_cast<int>(through), m_stream);
@@ -305,6 +354,7 @@ void CudaBackend::roundThrough(Tensor& t, DType through) {
 }
 
 void CudaBackend::setElement(Tensor& t, std::int64_t index, float value) {
+  useDevice();
   if (index < 0 || index >= t.numel()) throw std::out_of_range("setElement: index out of range");
   const int code = floatCode(t, "setElement");
   // One element, converted on the host with the shared code and copied into place.

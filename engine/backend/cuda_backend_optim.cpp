@@ -53,6 +53,7 @@ AdamScalars adamScalars(const AdamParams& p) {
 
 void CudaBackend::foreachSgdStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
                                  std::span<Tensor* const> momentum, const SgdParams& p) {
+  useDevice();
   if (params.size() != grads.size() || params.size() != momentum.size())
     throw std::invalid_argument("foreach sgd: tensor lists differ in length");
   std::vector<cuda::MultiTensorEntry> entries;
@@ -71,6 +72,7 @@ void CudaBackend::foreachSgdStep(std::span<Tensor* const> params, std::span<Tens
 void CudaBackend::foreachAdamStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
                                   std::span<Tensor* const> expAvg,
                                   std::span<Tensor* const> expAvgSq, const AdamParams& p) {
+  useDevice();
   if (params.size() != grads.size() || params.size() != expAvg.size() ||
       params.size() != expAvgSq.size())
     throw std::invalid_argument("foreach adam: tensor lists differ in length");
@@ -88,6 +90,7 @@ void CudaBackend::foreachAdamStep(std::span<Tensor* const> params, std::span<Ten
 
 UpdateResult CudaBackend::sgdStep(Tensor& param, const Tensor& grad, Tensor* momentumBuf,
                                   const SgdParams& p) {
+  useDevice();
   if (p.momentum != 0.f && !momentumBuf)
     throw std::invalid_argument("sgd: momentum needs a buffer");
   const std::vector<cuda::MultiTensorEntry> entries{
@@ -105,6 +108,7 @@ UpdateResult CudaBackend::sgdStep(Tensor& param, const Tensor& grad, Tensor* mom
 
 UpdateResult CudaBackend::adamStep(Tensor& param, const Tensor& grad, Tensor& expAvg,
                                    Tensor& expAvgSq, const AdamParams& p) {
+  useDevice();
   const AdamScalars s = adamScalars(p);
   const std::vector<cuda::MultiTensorEntry> entries{
       paramEntry(param, grad, &expAvg, &expAvgSq, "adam")};
