@@ -101,8 +101,12 @@ CublasLtGemm::Plan& CublasLtGemm::planFor(const GemmShape& s) {
 
   cublasLtMatmulPreference_t pref = nullptr;
   check(cublasLtMatmulPreferenceCreate(&pref), "preference", &s);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                       &m_workspaceBytes, sizeof m_workspaceBytes);
+  const cublasStatus_t prefSet = cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &m_workspaceBytes, sizeof m_workspaceBytes);
+  if (prefSet != CUBLAS_STATUS_SUCCESS) {
+    cublasLtMatmulPreferenceDestroy(pref);
+    check(prefSet, "workspace preference", &s);
+  }
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
