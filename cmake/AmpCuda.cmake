@@ -3,7 +3,7 @@
 # so the programs start on machines without a GPU or driver and report why no device is usable.
 set(AMP_HAVE_CUDA OFF)
 string(TOUPPER "${AMP_ENABLE_CUDA}" _amp_cuda_mode)
-if(_amp_cuda_mode STREQUAL "OFF" OR _amp_cuda_mode STREQUAL "FALSE" OR _amp_cuda_mode STREQUAL "0")
+if(_amp_cuda_mode MATCHES "^(OFF|FALSE|0|NO|N|IGNORE|NOTFOUND|.*-NOTFOUND)$")
   message(STATUS "CUDA backend: off (AMP_ENABLE_CUDA=${AMP_ENABLE_CUDA})")
   return()
 endif()
