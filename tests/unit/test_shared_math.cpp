@@ -1,12 +1,14 @@
 // The per-element code kernels/common shares between the CPU loops and the CUDA kernels,
 // checked on the CPU: the two histogram binnings agree for power-of-two multipliers, the
 // finiteness test matches std::isfinite, the dropout mask keeps about 1 - p, the optimizer
-// element math matches a double reference, and applyScaleRule is what GradScaler applies.
+// element math matches a double reference, and the scale rules give hand-computed PyTorch /
+// Apex / Megatron sequences (both the shared applyScaleRule and the host GradScaler).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <random>
+#include <vector>
 
 #include "engine/amp/scale_policies.h"
 #include "kernels/common/dropout_math.h"
@@ -80,23 +82,130 @@ TEST(SharedMath, SgdElementMatchesPyTorchsFormula) {
   EXPECT_FLOAT_EQ(sgdDelta(0.1f, d, b, 0.9f, true), -0.1f * (d + 0.9f * b));
 }
 
-TEST(SharedMath, ApplyScaleRuleIsTheGradScalersRule) {
-  for (ScalerKind kind : {ScalerKind::Dynamic, ScalerKind::Static, ScalerKind::None,
-                          ScalerKind::ApexDynamic, ScalerKind::Hysteresis}) {
+namespace {
+// One expected iteration: the step's found_inf, then the scale, tracker, hysteresis budget and
+// event after it, computed by hand from PyTorch's _amp_update_scale_ (and Apex's / Megatron's
+// rules for the variants).
+struct Expected {
+  bool inf;
+  float scale;
+  std::int32_t tracker, hysteresisLeft;
+  std::int32_t event;
+};
+
+// Runs the sequence through the shared rule (what the CUDA kernel runs) and through the host
+// GradScaler's updateScale with the equivalent config; both must give the hand values.
+void expectSequence(const ScalerConfig& c, const std::vector<Expected>& seq, const char* what) {
+  const ScaleRule rule = scaleRuleOf(c);
+  ScaleState host = initialScaleState(c);
+  ScaleCounters shared{host.scale, host.growthTracker, host.hysteresisLeft};
+  for (std::size_t i = 0; i < seq.size(); ++i) {
+    const Expected& x = seq[i];
+    const std::int32_t event = applyScaleRule(rule, shared, x.inf);
+    const ScaleEvent hostEvent = updateScale(c, host, x.inf);
+    EXPECT_EQ(shared.scale, x.scale) << what << " step " << i + 1;
+    EXPECT_EQ(shared.growthTracker, x.tracker) << what << " step " << i + 1;
+    EXPECT_EQ(shared.hysteresisLeft, x.hysteresisLeft) << what << " step " << i + 1;
+    EXPECT_EQ(event, x.event) << what << " step " << i + 1;
+    EXPECT_EQ(host.scale, x.scale) << what << " (host) step " << i + 1;
+    EXPECT_EQ(host.growthTracker, x.tracker) << what << " (host) step " << i + 1;
+    EXPECT_EQ(host.hysteresisLeft, x.hysteresisLeft) << what << " (host) step " << i + 1;
+    EXPECT_EQ(int(hostEvent.kind), x.event) << what << " (host) step " << i + 1;
+  }
+}
+}  // namespace
+
+// PyTorch's rule: growth after growth_interval consecutive clean steps (the incremented tracker
+// equals the interval; the tracker resets), backoff and a tracker reset on inf, no floor.
+TEST(SharedMath, DynamicRuleFollowsPyTorchsSequence) {
+  ScalerConfig c;
+  c.kind = ScalerKind::Dynamic;
+  c.growthInterval = 3;
+  c.initScale = 65536.0;
+  const std::int32_t h = initialScaleState(c).hysteresisLeft;  // Dynamic leaves it alone
+  expectSequence(c,
+                 {{false, 65536.f, 1, h, kScaleNone},
+                  {false, 65536.f, 2, h, kScaleNone},
+                  {false, 131072.f, 0, h, kScaleGrowth},  // third clean step: x2, tracker reset
+                  {true, 65536.f, 0, h, kScaleBackoff},
+                  {false, 65536.f, 1, h, kScaleNone},
+                  {false, 65536.f, 2, h, kScaleNone},
+                  {true, 32768.f, 0, h, kScaleBackoff},    // an inf resets the count
+                  {false, 32768.f, 1, h, kScaleNone},
+                  {false, 32768.f, 2, h, kScaleNone},
+                  {false, 65536.f, 0, h, kScaleGrowth}},
+                 "dynamic");
+  // No floor: the scale falls below 1.
+  c.initScale = 1.0;
+  expectSequence(c, {{true, 0.5f, 0, h, kScaleBackoff}, {true, 0.25f, 0, h, kScaleBackoff}},
+                 "dynamic below 1");
+  // Growth only when the grown scale is finite: 2^127 * 2 overflows fp32, so the scale stays
+  // and the tracker still resets (as _amp_update_scale_ does).
+  c.initScale = std::ldexp(1.0, 127);
+  c.growthInterval = 1;
+  expectSequence(c, {{false, std::ldexp(1.f, 127), 0, h, kScaleGrowthRejected}}, "dynamic at 2^127");
+  // The product is taken in double and narrowed once: float(3 * 1.1) is 3.3f, while fp32
+  // arithmetic (3.f * 1.1f) would give the next float up.
+  c.initScale = 3.0;
+  c.growthFactor = 1.1;
+  expectSequence(c, {{false, 3.3f, 0, h, kScaleGrowth}}, "dynamic x1.1");
+  EXPECT_NE(3.3f, 3.f * 1.1f);  // the case above tells the two apart
+}
+
+TEST(SharedMath, StaticAndNoneNeverMoveTheScale) {
+  for (ScalerKind kind : {ScalerKind::Static, ScalerKind::None}) {
     ScalerConfig c;
     c.kind = kind;
-    c.growthInterval = 3;
-    c.maxScale = 1e6;
-    ScaleState host = initialScaleState(c);
-    ScaleCounters shared{host.scale, host.growthTracker, host.hysteresisLeft};
-    for (int step = 0; step < 40; ++step) {
-      const bool inf = step % 7 == 3 || step % 11 == 0;
-      const ScaleEvent e = updateScale(c, host, inf);
-      const int kindShared = applyScaleRule(scaleRuleOf(c), shared, inf);
-      ASSERT_EQ(host.scale, shared.scale) << scalerKindName(kind) << " step " << step;
-      ASSERT_EQ(host.growthTracker, shared.growthTracker);
-      ASSERT_EQ(host.hysteresisLeft, shared.hysteresisLeft);
-      ASSERT_EQ(int(e.kind), kindShared);
-    }
+    c.growthInterval = 1;
+    c.initScale = 1024.0;
+    const ScaleState start = initialScaleState(c);
+    expectSequence(c,
+                   {{false, start.scale, 0, start.hysteresisLeft, kScaleNone},
+                    {true, start.scale, 0, start.hysteresisLeft, kScaleNone}},
+                   std::string(scalerKindName(kind)).c_str());
   }
+}
+
+// Apex's dynamic scaler: backoff floored at min_loss_scale, growth capped at max_loss_scale;
+// Clamped when the bound changed the result.
+TEST(SharedMath, ApexRuleFloorsAndCaps) {
+  ScalerConfig c;
+  c.kind = ScalerKind::ApexDynamic;
+  c.growthInterval = 2;
+  c.initScale = 2.0;
+  c.minScale = 1.0;
+  c.maxScale = 8.0;
+  const std::int32_t h = initialScaleState(c).hysteresisLeft;
+  expectSequence(c,
+                 {{true, 1.f, 0, h, kScaleBackoff},
+                  {true, 1.f, 0, h, kScaleClamped},  // 0.5 floored to 1
+                  {false, 1.f, 1, h, kScaleNone},
+                  {false, 2.f, 0, h, kScaleGrowth},
+                  {false, 2.f, 1, h, kScaleNone},
+                  {false, 4.f, 0, h, kScaleGrowth},
+                  {false, 4.f, 1, h, kScaleNone},
+                  {false, 8.f, 0, h, kScaleGrowth},
+                  {false, 8.f, 1, h, kScaleNone},
+                  {false, 8.f, 0, h, kScaleClamped}},  // 16 capped to 8
+                 "apex");
+}
+
+// Megatron's hysteresis (2): the first inf is absorbed (budget 2 -> 1, scale kept, tracker
+// reset), the next one backs off; the budget refills only on growth (consecutive off).
+TEST(SharedMath, HysteresisRuleAbsorbsThenBacksOff) {
+  ScalerConfig c;
+  c.kind = ScalerKind::Hysteresis;
+  c.growthInterval = 2;
+  c.initScale = 1024.0;
+  c.hysteresis = 2;
+  ASSERT_EQ(initialScaleState(c).hysteresisLeft, 2);
+  expectSequence(c,
+                 {{false, 1024.f, 1, 2, kScaleNone},
+                  {true, 1024.f, 0, 1, kScaleHysteresisAbsorbed},
+                  {false, 1024.f, 1, 1, kScaleNone},
+                  {true, 512.f, 0, 1, kScaleBackoff},
+                  {false, 512.f, 1, 1, kScaleNone},
+                  {false, 1024.f, 0, 2, kScaleGrowth},  // growth refills the budget
+                  {true, 1024.f, 0, 1, kScaleHysteresisAbsorbed}},
+                 "hysteresis");
 }
