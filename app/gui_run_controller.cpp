@@ -172,8 +172,10 @@ void RunController::startRun(ui::RunData* run, bool paused) {
           });
   connect(worker, &TrainingWorker::metricsReady, this, &RunController::scheduleDrain);
   connect(worker, &TrainingWorker::runStarted, this,
-          [this, worker](qint64 total, const QString& backend, const QString& compute,
-                         const QStringList& model) { onRunStarted(worker, total, backend, compute, model); });
+          [this, worker](qint64 total, const QString& name, const QString& backend,
+                         const QString& compute, const QStringList& model) {
+            onRunStarted(worker, total, name, backend, compute, model);
+          });
   connect(worker, &TrainingWorker::runPaused, this,
           [this, worker](qint64 done) { onRunPaused(worker, done); });
   connect(worker, &TrainingWorker::runEnded, this,
@@ -255,15 +257,18 @@ RunController::Active* RunController::findActive(int runId) {
   return nullptr;
 }
 
-void RunController::onRunStarted(TrainingWorker* w, qint64 total, const QString& backend,
-                                 const QString& compute, const QStringList& model) {
+void RunController::onRunStarted(TrainingWorker* w, qint64 total, const QString& backendName,
+                                 const QString& backend, const QString& compute,
+                                 const QStringList& model) {
   Active* a = findActive(w);
   if (!a) return;
   a->run->totalSteps = total;
+  a->run->backendName = backendName;
   a->run->backendInfo = backend;
   a->run->computePath = compute;
   a->run->modelSummary = model;
-  log(a->run, {tr("started: %1 steps, %2; GEMMs and convolutions in %3")
+  log(a->run, {tr("started on %1: %2 steps, %3; GEMMs and convolutions in %4")
+                   .arg(backendName)
                    .arg(total)
                    .arg(QString::fromStdString(std::string(precisionModeName(a->run->config.mode))))
                    .arg(compute)});

@@ -97,8 +97,8 @@ class RunController : public QObject {
   void drainRun(Active& a, bool& updated);
   Active* findActive(const TrainingWorker* w);
   Active* findActive(int runId);
-  void onRunStarted(TrainingWorker* w, qint64 total, const QString& backend, const QString& compute,
-                    const QStringList& model);
+  void onRunStarted(TrainingWorker* w, qint64 total, const QString& backendName, const QString& backend,
+                    const QString& compute, const QStringList& model);
   void onRunPaused(TrainingWorker* w, qint64 stepsDone);
   void onRunEnded(TrainingWorker* w, int outcome, const QString& message);
   void setStatus(ui::RunData* run, ui::RunStatus s, const QString& detail = {});

@@ -118,7 +118,7 @@ bool TrainingWorker::waitForNextStep(Trainer& trainer, bool& inject, bool& trace
 
 void TrainingWorker::run() {
   std::unique_ptr<Trainer> trainer;
-  QString backendInfo, computePath;
+  QString backendName, backendInfo, computePath;
   try {
     trainer = std::make_unique<Trainer>(m_config);
     if (!m_resumeFrom.isEmpty()) {
@@ -129,6 +129,7 @@ void TrainingWorker::run() {
     // Asking the backend what runs natively creates compute-library primitives: inside the try,
     // so a failure there marks the run failed instead of ending the app.
     const DType compute = m_config.computeDtype();
+    backendName = QString::fromStdString(trainer->backend().name());
     backendInfo = QString::fromStdString(trainer->backend().description());
     computePath = QString::fromStdString(std::string(dtypeName(compute)) + " " +
                                          trainer->backend().computePath(compute));
@@ -138,7 +139,7 @@ void TrainingWorker::run() {
   }
   QStringList summary;
   for (const auto& line : trainer->modelSummary()) summary << QString::fromStdString(line);
-  emit runStarted(trainer->totalSteps(), backendInfo, computePath, summary);
+  emit runStarted(trainer->totalSteps(), backendName, backendInfo, computePath, summary);
   trainer->requestTrace();  // the first step's trace, so the inspector has something to show
 
   std::string divergence;

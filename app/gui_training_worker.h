@@ -51,9 +51,10 @@ class TrainingWorker : public QThread {
   void requestCheckpoint(const QString& zipPath);
 
  signals:
-  // computePath: how this run's GEMMs and convolutions compute here ("bf16 emulated (...)").
-  void runStarted(qint64 totalSteps, const QString& backendInfo, const QString& computePath,
-                  const QStringList& modelSummary);
+  // backendName: "cpu", "cuda:0"; computePath: how this run's GEMMs and convolutions compute
+  // there ("bf16 emulated (...)").
+  void runStarted(qint64 totalSteps, const QString& backendName, const QString& backendInfo,
+                  const QString& computePath, const QStringList& modelSummary);
   void metricsReady();             // the buffer went from empty to non-empty
   void runPaused(qint64 stepsDone);  // the worker is waiting; every step so far is in the buffer
   void runEnded(int outcome, const QString& message);  // outcome: RunOutcome

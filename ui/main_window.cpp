@@ -296,7 +296,8 @@ void MainWindow::showTrace(const RunData* run) {
 
 void MainWindow::showRunStarted(const RunData* run) {
   if (run->computePath.isEmpty()) return;
-  statusBar()->showMessage(tr("%1 started: GEMMs and convolutions in %2").arg(run->name, run->computePath),
+  statusBar()->showMessage(tr("%1 started on %2: GEMMs and convolutions in %3")
+                               .arg(run->name, run->backendName, run->computePath),
                            8000);
 }
 

@@ -45,6 +45,7 @@ struct RunData {
   RunConfig config;
   RunStatus status = RunStatus::Queued;
   QString statusDetail;     // divergence text, failure message
+  QString backendName;      // the backend the run trains on: "cpu", "cuda:0"
   QString backendInfo;      // what runs natively and what is emulated
   QString computePath;      // this run's dtype and how it computes here: "bf16 emulated (...)"
   QStringList modelSummary; // one line per layer, from Trainer::modelSummary()

@@ -106,11 +106,14 @@ QVariant RunsModel::display(const RunData& r, const RunSummary& s, int column) c
   const bool hasSteps = s.steps > 0;
   switch (column) {
     case Name: return r.name;
-    case Mode:
-      // Never pretend: a 16-bit run that is emulated on this CPU says so in its row.
-      return r.computePath.contains(QLatin1String("emulated"))
-                 ? tr("%1 (emulated)").arg(modeText(r.config))
-                 : modeText(r.config);
+    case Mode: {
+      // Never pretend: a 16-bit run that is emulated on this CPU says so in its row, and a run on
+      // a GPU names it.
+      QString text = modeText(r.config);
+      if (r.backendName.startsWith(QLatin1String("cuda"))) text += QStringLiteral(" · %1").arg(r.backendName);
+      if (r.computePath.contains(QLatin1String("emulated"))) text = tr("%1 (emulated)").arg(text);
+      return text;
+    }
     case Settings: return settingsText(r.config);
     case Status: return runStatusName(r.status);
     case Progress: return r.totalSteps > 0 ? QStringLiteral("%1/%2").arg(s.steps).arg(r.totalSteps)

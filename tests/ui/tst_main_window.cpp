@@ -76,6 +76,7 @@ class TestMainWindow : public QObject {
     QVERIFY(!run->histograms.empty());
     QVERIFY(!run->trace.empty());  // the first step is traced for the inspector
     QVERIFY(!run->backendInfo.isEmpty());
+    QCOMPARE(run->backendName, QStringLiteral("cpu"));  // the test environment hides any GPU
     QVERIFY(window()->eventLog()->plainText().contains(QStringLiteral("finished")));
     QCOMPARE(window()->runsModel()->rowCount(), 1);
     QCOMPARE(controller()->activeCount(), 0);
