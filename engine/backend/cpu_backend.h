@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/block_cache.h"
 #include "kernels/cpu/float_io.h"
 
 namespace amp {
@@ -93,12 +94,9 @@ class CpuBackend final : public Backend {
  private:
   MemoryTracker m_memory;
   GemmCounters m_gemm;
-  // Freed blocks kept for reuse by size, as PyTorch's caching allocator does: a training step
-  // allocates the same sizes every time, and fresh multi-MB blocks would be mmap'ed and
-  // page-faulted anew each step. The tracker counts live tensors only (PyTorch's "allocated").
-  std::mutex m_cacheMutex;
-  std::multimap<std::size_t, void*> m_freeBlocks;
-  std::size_t m_cachedBytes = 0;
+  // Freed blocks kept for reuse (fresh multi-MB blocks would be mmap'ed and page-faulted anew
+  // each step), up to 1 GiB.
+  BlockCache m_blocks{std::size_t{1} << 30};
 };
 
 // Shared helpers of the CPU backend's translation units.

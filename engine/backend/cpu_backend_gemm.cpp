@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "engine/backend/backend_checks.h"
 #include "engine/backend/cpu_backend.h"
 #include "kernels/cpu/chunked.h"
 #include "kernels/cpu/onednn_matmul.h"
@@ -14,25 +15,6 @@
 namespace amp {
 
 namespace {
-
-cpu::MatmulShape gemmShape(const Tensor& a, bool transA, const Tensor& b, bool transB,
-                           const Tensor& c) {
-  if (a.rank() != 2 || b.rank() != 2 || c.rank() != 2)
-    throw std::invalid_argument("gemm: operands must be 2-D, got " + shapeString(a.shape()) +
-                                ", " + shapeString(b.shape()) + ", " + shapeString(c.shape()));
-  cpu::MatmulShape s;
-  s.m = transA ? a.dim(1) : a.dim(0);
-  s.k = transA ? a.dim(0) : a.dim(1);
-  const std::int64_t kb = transB ? b.dim(1) : b.dim(0);
-  s.n = transB ? b.dim(0) : b.dim(1);
-  s.transA = transA;
-  s.transB = transB;
-  if (kb != s.k || c.dim(0) != s.m || c.dim(1) != s.n)
-    throw std::invalid_argument("gemm: shapes do not chain: " + shapeString(a.shape()) +
-                                (transA ? "^T" : "") + " x " + shapeString(b.shape()) +
-                                (transB ? "^T" : "") + " -> " + shapeString(c.shape()));
-  return s;
-}
 
 cpu::ElemType elemType(DType d) {
   switch (d) {
@@ -48,13 +30,9 @@ cpu::ElemType elemType(DType d) {
 
 void CpuBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool transB, Tensor& c,
                       const Tensor* bias) {
-  const cpu::MatmulShape s = gemmShape(a, transA, b, transB, c);
+  const checks::GemmDims d = checks::gemm(a, transA, b, transB, c, bias);
+  const cpu::MatmulShape s{d.m, d.n, d.k, transA, transB};
   const DType in = a.dtype();
-  if (b.dtype() != in || (bias && bias->dtype() != in))
-    throw std::invalid_argument("gemm: inputs must share one dtype (autocast casts them first)");
-  if (c.dtype() != in && c.dtype() != DType::F32)
-    throw std::invalid_argument("gemm: output must be fp32 or the input dtype");
-  if (bias && bias->numel() != s.n) throw std::invalid_argument("gemm: bias size mismatch");
 
   const cpu::ElemType inType = elemType(in), outType = elemType(c.dtype());
   const cpu::ScratchAccount scratch(m_memory,

@@ -4,26 +4,17 @@
 #include <stdexcept>
 #include <vector>
 
+#include "engine/backend/backend_checks.h"
 #include "engine/backend/cpu_backend.h"
 #include "kernels/cpu/chunked.h"
 
 namespace amp {
 
-namespace {
-void requireF32(const Tensor& t, const char* what) {
-  if (t.dtype() != DType::F32)
-    throw std::invalid_argument(std::string(what) + " must be fp32 (autocast's fp32 list)");
-}
-void checkLabels(const Tensor& logits, const Tensor& labels) {
-  if (logits.rank() != 2 || labels.dtype() != DType::I32 || labels.numel() != logits.dim(0))
-    throw std::invalid_argument("cross-entropy: logits " + shapeString(logits.shape()) +
-                                " and labels " + shapeString(labels.shape()) + " do not match");
-}
-}  // namespace
+using checks::requireF32;
 
 double CpuBackend::crossEntropyForward(const Tensor& logits, const Tensor& labels,
                                        Tensor& probs) {
-  checkLabels(logits, labels);
+  checks::labelsMatch(logits, labels);
   requireF32(probs, "cross-entropy probabilities");
   const std::int64_t m = logits.dim(0), c = logits.dim(1);
   const std::int32_t* y = labels.data<std::int32_t>();
@@ -108,7 +99,7 @@ void CpuBackend::mseBackward(const Tensor& pred, const Tensor& target, float gra
 }
 
 std::int64_t CpuBackend::countCorrect(const Tensor& logits, const Tensor& labels) {
-  checkLabels(logits, labels);
+  checks::labelsMatch(logits, labels);
   const std::int64_t m = logits.dim(0), c = logits.dim(1);
   const std::int32_t* y = labels.data<std::int32_t>();
   std::int64_t correct = 0;

@@ -24,40 +24,24 @@ void requireSameShape(const Tensor& a, const Tensor& b, const char* op) {
 CpuBackend::CpuBackend() = default;
 
 CpuBackend::~CpuBackend() {
-  for (auto& [bytes, p] : m_freeBlocks) std::free(p);
+  m_blocks.drain([](void* p, std::size_t) { std::free(p); });
 }
 
 namespace {
-constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;
-}
+// 64-byte alignment for AVX-512 loads; at least one line so empty tensors still own memory.
+std::size_t roundedSize(std::size_t bytes) { return std::max<std::size_t>(64, (bytes + 63) / 64 * 64); }
+}  // namespace
 
 void* CpuBackend::allocateBytes(std::size_t bytes) {
-  // 64-byte alignment for AVX-512 loads; at least one line so empty tensors still own memory.
-  const std::size_t rounded = std::max<std::size_t>(64, ((bytes + 63) / 64) * 64);
-  {
-    std::lock_guard lock(m_cacheMutex);
-    auto it = m_freeBlocks.find(rounded);
-    if (it != m_freeBlocks.end()) {
-      void* p = it->second;
-      m_freeBlocks.erase(it);
-      m_cachedBytes -= rounded;
-      return p;
-    }
-  }
+  const std::size_t rounded = roundedSize(bytes);
+  if (void* p = m_blocks.take(rounded)) return p;
   void* p = std::aligned_alloc(64, rounded);
   if (!p) throw std::bad_alloc();
   return p;
 }
 
 void CpuBackend::freeBytes(void* p, std::size_t bytes) {
-  const std::size_t rounded = std::max<std::size_t>(64, ((bytes + 63) / 64) * 64);
-  std::lock_guard lock(m_cacheMutex);
-  if (m_cachedBytes + rounded > kMaxCachedBytes) {
-    std::free(p);
-    return;
-  }
-  m_freeBlocks.emplace(rounded, p);
-  m_cachedBytes += rounded;
+  if (!m_blocks.keep(p, roundedSize(bytes))) std::free(p);
 }
 
 void CpuBackend::uploadFloat(Tensor& dst, std::span<const float> src) {

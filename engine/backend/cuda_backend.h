@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/block_cache.h"
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cuda_kernels.h"
 
@@ -148,9 +149,7 @@ class CudaBackend final : public Backend {
 
   // Caching allocator: freed blocks are kept by rounded size for reuse, as PyTorch's does
   // (cudaFree synchronises the device). Reuse is safe: all work is ordered on one stream.
-  std::mutex m_cacheMutex;
-  std::multimap<std::size_t, void*> m_freeBlocks;
-  std::size_t m_cachedBytes = 0;
+  BlockCache m_blocks;
 
   cuda::DeviceStepStats* m_stepRecord = nullptr;  // this step's stats, on the device
   cuda::DeviceStepStats* m_opRecord = nullptr;    // for the single-tensor AMP ops

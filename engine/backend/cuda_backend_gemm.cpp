@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "engine/backend/backend_checks.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/backend/cuda_error.h"
 
@@ -14,33 +15,19 @@ using cudabk::floatCode;
 void CudaBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool transB, Tensor& c,
                        const Tensor* bias) {
   useDevice();
-  if (a.rank() != 2 || b.rank() != 2 || c.rank() != 2)
-    throw std::invalid_argument("gemm: operands must be 2-D, got " + cudabk::shapes({&a, &b, &c}));
+  const checks::GemmDims d = checks::gemm(a, transA, b, transB, c, bias);
   cuda::GemmShape s;
-  s.m = transA ? a.dim(1) : a.dim(0);
-  s.k = transA ? a.dim(0) : a.dim(1);
-  const std::int64_t kb = transB ? b.dim(1) : b.dim(0);
-  s.n = transB ? b.dim(0) : b.dim(1);
+  s.m = d.m;
+  s.n = d.n;
+  s.k = d.k;
   s.transA = transA;
   s.transB = transB;
-  if (kb != s.k || c.dim(0) != s.m || c.dim(1) != s.n)
-    throw std::invalid_argument("gemm: shapes do not chain: " + cudabk::shapes({&a, &b, &c}));
-  const DType in = a.dtype();
-  if (b.dtype() != in || (bias && bias->dtype() != in))
-    throw std::invalid_argument("gemm: inputs must share one dtype (autocast casts them first)");
-  if (c.dtype() != in && c.dtype() != DType::F32)
-    throw std::invalid_argument("gemm: output must be fp32 or the input dtype");
-  if (bias && bias->numel() != s.n) throw std::invalid_argument("gemm: bias size mismatch");
   s.inCode = floatCode(a, "gemm");
   s.outCode = floatCode(c, "gemm");
   s.tf32 = m_tf32;
   // The epilogue takes a bias of the output's dtype; a 16-bit bias on an fp32 output is added
   // by our kernel afterwards (the same single fp32 add).
   s.withBias = bias && bias->dtype() == c.dtype();
-  // As the CPU backend (oneDNN's matmul refuses them): an empty m, n or k is an error, not a
-  // silent fill that would also drop the bias.
-  if (s.m <= 0 || s.n <= 0 || s.k <= 0)
-    throw std::invalid_argument("gemm: empty shape: " + cudabk::shapes({&a, &b, &c}));
 
   if (m_eventsUsed == m_events.size()) {
     cudaEvent_t start, stop;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "engine/backend/backend_checks.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/backend/cuda_error.h"
 
@@ -11,22 +12,12 @@ namespace amp {
 
 using cudabk::floatCode;
 
-namespace {
-void requireF32(const Tensor& t, const char* what) {
-  if (t.dtype() != DType::F32)
-    throw std::invalid_argument(std::string(what) + " must be fp32 (autocast's fp32 list)");
-}
-void checkLabels(const Tensor& logits, const Tensor& labels) {
-  if (logits.rank() != 2 || labels.dtype() != DType::I32 || labels.numel() != logits.dim(0))
-    throw std::invalid_argument("cross-entropy: logits " + shapeString(logits.shape()) +
-                                " and labels " + shapeString(labels.shape()) + " do not match");
-}
-}  // namespace
+using checks::requireF32;
 
 double CudaBackend::crossEntropyForward(const Tensor& logits, const Tensor& labels,
                                         Tensor& probs) {
   useDevice();
-  checkLabels(logits, labels);
+  checks::labelsMatch(logits, labels);
   requireF32(probs, "cross-entropy probabilities");
   const std::int64_t m = logits.dim(0), c = logits.dim(1);
   // Per-row losses in double (m of them: 2m fp32 slots), summed on the host in row order.
@@ -55,7 +46,7 @@ double CudaBackend::crossEntropyForward(const Tensor& logits, const Tensor& labe
 void CudaBackend::crossEntropyForwardIntoStep(const Tensor& logits, const Tensor& labels,
                                               Tensor& probs) {
   useDevice();
-  checkLabels(logits, labels);
+  checks::labelsMatch(logits, labels);
   requireF32(probs, "cross-entropy probabilities");
   const std::int64_t m = logits.dim(0), c = logits.dim(1);
   // m doubles in 2m fp32 slots; freed on return, reused only by work queued after this.
@@ -115,7 +106,7 @@ void CudaBackend::mseBackward(const Tensor& pred, const Tensor& target, float gr
 
 std::int64_t CudaBackend::countCorrect(const Tensor& logits, const Tensor& labels) {
   useDevice();
-  checkLabels(logits, labels);
+  checks::labelsMatch(logits, labels);
   auto* count = static_cast<unsigned long long*>(scratch(sizeof(unsigned long long)));
   cuda::launchCountCorrect(floatCode(logits, "count correct"), logits.rawData(),
                            labels.data<std::int32_t>(), logits.dim(0), logits.dim(1), count,

@@ -102,7 +102,7 @@ void CudaBackend::release() noexcept {
   if (m_stream) cudaStreamSynchronize(m_stream);
   if (m_gemm) m_memory.onFree(MemCategory::Workspace, static_cast<std::int64_t>(m_gemm->workspaceBytes()));
   m_gemm.reset();
-  for (auto& [bytes, p] : m_freeBlocks) cudaFree(p);
+  m_blocks.drain([](void* p, std::size_t) { cudaFree(p); });
   for (const EventPair& e : m_events) {
     cudaEventDestroy(static_cast<cudaEvent_t>(e.start));
     cudaEventDestroy(static_cast<cudaEvent_t>(e.stop));
@@ -114,7 +114,6 @@ void CudaBackend::release() noexcept {
   cudaFree(m_scratch);
   cudaFree(m_table);
   if (m_stream) cudaStreamDestroy(m_stream);
-  m_freeBlocks.clear();
   m_events.clear();
   m_stepEvents = {nullptr, nullptr};
   m_stepRecord = m_opRecord = nullptr;
@@ -161,30 +160,16 @@ void CudaBackend::synchronize(const char* op) const {
 void* CudaBackend::allocateBytes(std::size_t bytes) {
   useDevice();
   const std::size_t rounded = roundedSize(bytes);
-  {
-    std::lock_guard lock(m_cacheMutex);
-    auto it = m_freeBlocks.find(rounded);
-    if (it != m_freeBlocks.end()) {
-      void* p = it->second;
-      m_freeBlocks.erase(it);
-      m_cachedBytes -= rounded;
-      return p;
-    }
-  }
+  if (void* p = m_blocks.take(rounded)) return p;
   void* p = nullptr;
   cudaError_t e = cudaMalloc(&p, rounded);
   if (e == cudaErrorMemoryAllocation) {
     // Give the cached blocks back and try once more, as PyTorch's allocator does.
     cudaGetLastError();
     synchronize("allocate (waiting to free the cache)");
-    std::lock_guard lock(m_cacheMutex);
-    while (!m_freeBlocks.empty()) {  // one at a time: on a failure the map is still truthful
-      const auto it = m_freeBlocks.begin();
-      void* block = it->second;
-      m_cachedBytes -= it->first;
-      m_freeBlocks.erase(it);
+    m_blocks.drain([this](void* block, std::size_t) {
       checkCuda(cudaFree(block), "allocate (freeing the cache)");
-    }
+    });
     e = cudaMalloc(&p, rounded);
   }
   if (e != cudaSuccess) {
@@ -197,9 +182,7 @@ void* CudaBackend::allocateBytes(std::size_t bytes) {
 
 void CudaBackend::freeBytes(void* p, std::size_t bytes) {
   if (!p) return;
-  std::lock_guard lock(m_cacheMutex);
-  m_freeBlocks.emplace(roundedSize(bytes), p);
-  m_cachedBytes += roundedSize(bytes);
+  m_blocks.keep(p, roundedSize(bytes));  // no cap: cudaFree would synchronise the device
 }
 
 void* CudaBackend::scratch(std::size_t bytes) {

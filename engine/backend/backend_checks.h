@@ -1,0 +1,26 @@
+// Argument checks every backend makes in front of its kernels, written once so that the CPU and
+// the CUDA backend refuse the same inputs with the same one-line messages.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/core/tensor.h"
+
+namespace amp::checks {
+
+struct GemmDims {
+  std::int64_t m = 0, n = 0, k = 0;
+};
+
+// c (M,N) = op(a) (M,K) · op(b) (K,N) [+ bias (N)]: 2-D operands whose shapes chain, inputs (and
+// bias) of one dtype, an output of that dtype or fp32, a bias of N elements. Empty M, N or K are
+// refused here too (oneDNN refuses them, so the GPU does as well). Throws invalid_argument.
+GemmDims gemm(const Tensor& a, bool transA, const Tensor& b, bool transB, const Tensor& c,
+              const Tensor* bias);
+
+// Losses take fp32 targets and write fp32 probabilities (autocast's fp32 list).
+void requireF32(const Tensor& t, const char* what);
+// Logits (M, C) with M int32 labels.
+void labelsMatch(const Tensor& logits, const Tensor& labels);
+
+}  // namespace amp::checks
