@@ -130,6 +130,10 @@ class CudaBackend final : public Backend {
   void init();               // the constructor's work
   void release() noexcept;   // frees whatever exists (destructor, failed constructor)
   // A small persistent device buffer for reduction results, zeroed before use.
+  // Validates and launches the per-row cross-entropy (fp32 probabilities, row losses in double,
+  // an out-of-range label flagged in *badLabel); returns the row losses' buffer.
+  Tensor launchCrossEntropyRows(const Tensor& logits, const Tensor& labels, Tensor& probs,
+                                int* badLabel);
   void* scratch(std::size_t bytes);
   void download(void* host, const void* device, std::size_t bytes, const char* op);
   // Copies a multi-tensor table to the device (stream-ordered, so one buffer serves every

@@ -14,19 +14,28 @@ using cudabk::floatCode;
 
 using checks::requireF32;
 
-double CudaBackend::crossEntropyForward(const Tensor& logits, const Tensor& labels,
-                                        Tensor& probs) {
+Tensor CudaBackend::launchCrossEntropyRows(const Tensor& logits, const Tensor& labels,
+                                           Tensor& probs, int* badLabel) {
   useDevice();
   checks::labelsMatch(logits, labels);
   requireF32(probs, "cross-entropy probabilities");
   const std::int64_t m = logits.dim(0), c = logits.dim(1);
-  // Per-row losses in double (m of them: 2m fp32 slots), summed on the host in row order.
+  // m doubles in 2m fp32 slots; freed when the caller lets go, reused only by work queued later.
   Tensor rows = empty({2 * m}, DType::F32, MemCategory::Workspace);
-  auto* bad = static_cast<int*>(scratch(sizeof(int)));
   cuda::launchCrossEntropyForward(floatCode(logits, "cross-entropy"), logits.rawData(),
                                   labels.data<std::int32_t>(), m, c, probs.data<float>(),
-                                  static_cast<double*>(rows.rawData()), bad, m_stream);
+                                  static_cast<double*>(rows.rawData()), badLabel, m_stream);
   checkLaunch("cross-entropy forward", cudabk::shapes({&logits, &labels}));
+  return rows;
+}
+
+double CudaBackend::crossEntropyForward(const Tensor& logits, const Tensor& labels,
+                                        Tensor& probs) {
+  useDevice();
+  // Per-row losses in double, summed on the host in row order.
+  auto* bad = static_cast<int*>(scratch(sizeof(int)));
+  const Tensor rows = launchCrossEntropyRows(logits, labels, probs, bad);
+  const std::int64_t m = logits.dim(0), c = logits.dim(1);
   std::vector<double> host(static_cast<std::size_t>(m));
   int badRow = 0;
   checkCuda(cudaMemcpyAsync(host.data(), rows.rawData(), host.size() * 8, cudaMemcpyDeviceToHost,
@@ -45,18 +54,9 @@ double CudaBackend::crossEntropyForward(const Tensor& logits, const Tensor& labe
 
 void CudaBackend::crossEntropyForwardIntoStep(const Tensor& logits, const Tensor& labels,
                                               Tensor& probs) {
-  useDevice();
-  checks::labelsMatch(logits, labels);
-  requireF32(probs, "cross-entropy probabilities");
-  const std::int64_t m = logits.dim(0), c = logits.dim(1);
-  // m doubles in 2m fp32 slots; freed on return, reused only by work queued after this.
-  Tensor rows = empty({2 * m}, DType::F32, MemCategory::Workspace);
-  auto* rowLoss = static_cast<double*>(rows.rawData());
-  cuda::launchCrossEntropyForward(floatCode(logits, "cross-entropy"), logits.rawData(),
-                                  labels.data<std::int32_t>(), m, c, probs.data<float>(), rowLoss,
-                                  &m_stepRecord->badLabel, m_stream);
-  checkLaunch("cross-entropy forward", cudabk::shapes({&logits, &labels}));
-  cuda::launchAddRowLossesToStep(rowLoss, m, m_stepRecord, m_stream);
+  const Tensor rows = launchCrossEntropyRows(logits, labels, probs, &m_stepRecord->badLabel);
+  cuda::launchAddRowLossesToStep(static_cast<const double*>(rows.rawData()), logits.dim(0),
+                                 m_stepRecord, m_stream);
   checkLaunch("cross-entropy loss", cudabk::shapes({&logits}));
 }
 

@@ -21,11 +21,7 @@ __global__ void adamStepKernel(const MultiTensorEntry* table, AdamScalars p,
     storeFloat(e.paramCode, e.param, i, next);
     lost += (delta != 0.f && next == w);
   }
-  const double blockSumSq = blockSum(sumSq);
-  const unsigned long long blockLost = blockSumCount(lost);
-  if (threadIdx.x != 0) return;
-  atomicAdd(&stats->stepGradSumOfSquares, blockSumSq);
-  if (blockLost) atomicAdd(&stats->lost, blockLost);
+  addBlockStepStats(stats, sumSq, lost);
 }
 
 void launchAdamStep(const MultiTensorEntry* table, int count, std::int64_t maxN,

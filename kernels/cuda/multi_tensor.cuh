@@ -24,6 +24,18 @@ inline void forEachRowChunk(int count, std::int64_t maxN, Launch&& launch) {
 // The table index of the calling block's tensor.
 __device__ inline int tensorIndex(int rowBase) { return rowBase + static_cast<int>(blockIdx.y); }
 
+// The optimizer kernels' last act: the block's gradient sum of squares and lost-update count
+// reduced across its threads, then added to the step's statistics by thread 0. Every thread of
+// the block must call it (it holds the block reductions).
+__device__ inline void addBlockStepStats(DeviceStepStats* stats, double sumSq,
+                                         unsigned long long lost) {
+  const double blockSumSq = blockSum(sumSq);
+  const unsigned long long blockLost = blockSumCount(lost);
+  if (threadIdx.x != 0) return;
+  atomicAdd(&stats->stepGradSumOfSquares, blockSumSq);
+  if (blockLost) atomicAdd(&stats->lost, blockLost);
+}
+
 #define AMP_FOR_EACH_ELEMENT(i, n)                                                          \
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < (n);      \
        i += std::int64_t(gridDim.x) * blockDim.x)

@@ -27,11 +27,7 @@ __global__ void sgdStepKernel(const MultiTensorEntry* table, SgdScalars p, Devic
     storeFloat(e.paramCode, e.param, i, next);
     lost += (delta != 0.f && next == w);
   }
-  const double blockSumSq = blockSum(sumSq);
-  const unsigned long long blockLost = blockSumCount(lost);
-  if (threadIdx.x != 0) return;
-  atomicAdd(&stats->stepGradSumOfSquares, blockSumSq);
-  if (blockLost) atomicAdd(&stats->lost, blockLost);
+  addBlockStepStats(stats, sumSq, lost);
 }
 
 void launchSgdStep(const MultiTensorEntry* table, int count, std::int64_t maxN,

@@ -19,6 +19,8 @@ namespace amp::gpu_test {
 
 inline constexpr float kInf = std::numeric_limits<float>::infinity();
 inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+inline constexpr DType kFloats[] = {DType::F32, DType::F16, DType::BF16};
+inline std::string name(DType d) { return std::string(dtypeName(d)); }
 
 // |b - a| <= abs + rel * |a| element-wise (a: the CPU's values, the reference). NaN matches only
 // NaN and an infinity only the same infinity; a finite value never matches a non-finite one.

@@ -11,11 +11,6 @@
 using namespace amp;
 using namespace amp::gpu_test;
 
-namespace {
-const DType kFloats[] = {DType::F32, DType::F16, DType::BF16};
-std::string name(DType d) { return std::string(dtypeName(d)); }
-}  // namespace
-
 TEST_F(CpuAndCuda, CastsAndRoundTripsAreBitExact) {
   const auto v = testValues(5000, 1, 30.f);
   for (DType from : kFloats)

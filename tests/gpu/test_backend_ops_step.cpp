@@ -10,11 +10,6 @@
 using namespace amp;
 using namespace amp::gpu_test;
 
-namespace {
-const DType kFloats[] = {DType::F32, DType::F16, DType::BF16};
-std::string name(DType d) { return std::string(dtypeName(d)); }
-}  // namespace
-
 TEST_F(CpuAndCuda, OptimizerStepsAreBitExact) {
   for (DType pd : {DType::F32, DType::F16}) {
     for (int variant = 0; variant < 5; ++variant) {
