@@ -84,6 +84,12 @@ struct Pool2dGeometry {
   std::int64_t outW() const { return (w - kernel) / stride + 1; }
 };
 
+// A device's whole memory and what is free on it now (cudaMemGetInfo).
+struct DeviceMemoryInfo {
+  std::int64_t total = 0;
+  std::int64_t free = 0;
+};
+
 // Work done by GEMMs since the last reset (the benchmark's "GEMM GFLOP/s in the step").
 struct GemmCounters {
   double flops = 0;
@@ -243,6 +249,9 @@ class Backend : public BufferAllocator {
   // device keeps its own clock (CUDA events); nothing on the CPU, where wall time is the truth.
   virtual std::optional<double> deviceStepSeconds() const { return std::nullopt; }
   virtual GemmCounters gemmCounters() const { return {}; }
+  // The device's total and free memory, where the backend has a device of its own (the memory
+  // chart shows them beside this run's bytes); nothing on the CPU.
+  virtual std::optional<DeviceMemoryInfo> deviceMemory() const { return std::nullopt; }
   virtual void resetGemmCounters() {}
 
  protected:

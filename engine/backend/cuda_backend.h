@@ -1,11 +1,12 @@
-// The CUDA backend: cuBLASLt GEMMs (fp32 with TF32 off unless backend.tf32; fp16/bf16 on tensor
-// cores with fp32 accumulation), our kernels (kernels/cuda) for everything else, one stream,
-// one caching device allocator feeding the MemoryTracker, GEMM time from CUDA events, and the
-// multi-tensor AMP step with found_inf and the step's stats on the device. Convolutions, pooling
-// and batch norm come with part 2 (issue 11) and throw until then. Lives on the thread that
-// trains (the CUDA context is made current there in the constructor).
+// The CUDA backend: cuBLASLt GEMMs and cuDNN convolutions (fp32 with TF32 off unless
+// backend.tf32; fp16/bf16 on tensor cores with fp32 accumulation), our kernels (kernels/cuda) for
+// everything else, one stream, one caching device allocator feeding the MemoryTracker, GEMM and
+// convolution time from CUDA events, and the multi-tensor AMP step with found_inf and the step's
+// stats on the device. Lives on the thread that trains (the CUDA context is made current there
+// in the constructor).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/block_cache.h"
 #include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/cudnn_conv.h"
 #include "kernels/cuda/cuda_kernels.h"
 
 namespace amp {
@@ -115,6 +117,7 @@ class CudaBackend final : public Backend {
   std::optional<double> deviceStepSeconds() const override { return m_stepSeconds; }
   GemmCounters gemmCounters() const override;
   void resetGemmCounters() override;
+  std::optional<DeviceMemoryInfo> deviceMemory() const override;
 
   cuda::Stream stream() const { return m_stream; }
   // Makes this backend's device current on the calling thread. Every public entry point that
@@ -140,6 +143,15 @@ class CudaBackend final : public Backend {
   // launch of a step) and returns its device address and largest element count.
   const cuda::MultiTensorEntry* uploadTable(const std::vector<cuda::MultiTensorEntry>& entries,
                                             std::int64_t& maxN);
+  // Convolutions (cuda_backend_conv.cpp). runConv: one pass of `pass` with its bias (forward
+  // only), natively in cuDNN when every operand shares a dtype it runs here, otherwise on fp32
+  // copies of the inputs. runCudnn: one cuDNN call, its workspace from this backend's allocator.
+  // timeInGemmCounters: `work` between an event pair, its flops counted as a GEMM's.
+  void runConv(cuda::ConvPass pass, const Conv2dGeometry& g, const Tensor& in0, const Tensor& in1,
+               Tensor& out, const Tensor* bias);
+  void runCudnn(const cuda::ConvProblem& problem, const Tensor& in0, const Tensor& in1,
+                Tensor& out);
+  void timeInGemmCounters(double flops, const std::function<void()>& work);
   // The step record (m_stepRecord) or a scratch one for the single-tensor AMP ops.
   cuda::DeviceStepStats* stepRecord() { return m_stepRecord; }
 
@@ -150,6 +162,7 @@ class CudaBackend final : public Backend {
   cuda::Stream m_stream = nullptr;
   MemoryTracker m_memory;
   std::unique_ptr<cuda::CublasLtGemm> m_gemm;
+  std::unique_ptr<cuda::CudnnConv> m_conv;  // bound to m_stream
 
   // Caching allocator: freed blocks are kept by rounded size for reuse, as PyTorch's does
   // (cudaFree synchronises the device). Reuse is safe: all work is ordered on one stream.
@@ -163,8 +176,8 @@ class CudaBackend final : public Backend {
   std::size_t m_tableBytes = 0;
   bool m_unscaledThisStep = false;
 
-  // GEMM timing: an event pair around each GEMM, summed when the counters are read (after the
-  // step's synchronisation, so reading them does not stall).
+  // GEMM timing: an event pair around each GEMM and convolution, summed when the counters are
+  // read (after the step's synchronisation, so reading them does not stall).
   struct EventPair { void* start; void* stop; };
   mutable std::vector<EventPair> m_events;
   mutable std::size_t m_eventsUsed = 0;

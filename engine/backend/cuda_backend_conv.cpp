@@ -1,42 +1,191 @@
-// CUDA backend: convolutions, pooling and batch norm arrive with part 2 (issue 11, cuDNN). Until
-// then they refuse with a message the user can act on; the CNN presets are refused up front
-// (engine/backend/backend_registry.cpp) so a run never gets this far.
+// CUDA backend: convolutions (NCHW, groups 1, dilation 1) through cuDNN (kernels/cuda/cudnn_conv),
+// with the CPU backend's contract and refusals (cpu_backend_conv.cpp): inputs of one dtype,
+// outputs of that dtype or fp32, sums in fp32.
+//
+// - Every operand in one dtype cuDNN runs here: one cuDNN call in that dtype (fp32 with TF32
+//   only when backend.tf32 asks for it). The bias is then added by our kernel, as PyTorch adds
+//   it after cuDNN's convolution: for a 16-bit output that is a second rounding (the convolution
+//   is rounded to 16 bits, then the sum with the bias).
+// - Otherwise (an fp32 output from 16-bit inputs, or bf16 on a GPU without bf16 tensor cores):
+//   the 16-bit inputs are widened into fp32 workspace copies (exact) and the convolution runs in
+//   fp32 with CUDNN_FMA_MATH, TF32 off whatever backend.tf32 says. Products of widened 16-bit
+//   values are exact in fp32 (11 + 11 significant bits fit in 24), so this is exactly the
+//   contract "products and sums in fp32, one rounding to the output's dtype", computed as the
+//   CPU's reference computes it (TF32 tensor cores would multiply these values exactly too, but
+//   then the result would hang on how cuDNN converts to TF32). cuDNN has no configuration with
+//   16-bit inputs and an fp32 output, so the copies are the price of one rounding.
+// - The bias gradient is our kernel on the original dy (any dtype in, any dtype out, summed in a
+//   fixed order), so dw and dbias may differ in dtype without a detour.
+// Workspaces (cuDNN's and the fp32 copies) come from this backend's allocator as
+// MemCategory::Workspace tensors freed when the call returns; all work is on one stream, so a
+// freed block reused by the next call is never still in use. Convolution time and flops are
+// counted in the GEMM counters, as the CPU backend counts them.
+#include <cuda_runtime.h>
+
 #include <stdexcept>
+#include <string>
 
 #include "engine/backend/cuda_backend.h"
+#include "engine/backend/cuda_error.h"
+#include "kernels/cuda/channel_bias_kernels.h"
 
 namespace amp {
 
+using cudabk::floatCode;
+
 namespace {
-[[noreturn]] void notYet(const char* op) {
-  throw std::runtime_error(std::string(op) +
-                           " is not supported on the CUDA backend yet (issue 11); use backend=cpu");
+
+// The CPU backend's checks and messages (cpu_backend_conv.cpp), so both refuse alike.
+const Conv2dGeometry& checkedGeometry(const Conv2dGeometry& g) {
+  if (!g.valid()) throw std::invalid_argument("conv2d: invalid geometry");
+  return g;
 }
+
+void requireNumel(const Tensor& t, const Shape& expected, const char* what) {
+  if (!t.defined() || t.numel() != shapeNumel(expected))
+    throw std::invalid_argument(std::string("conv2d: ") + what + " is " +
+                                (t.defined() ? shapeString(t.shape()) : "undefined") +
+                                ", expected " + shapeString(expected));
+}
+
+// Inputs must share one dtype (autocast casts them first); outputs are that dtype or fp32.
+DType convInputDtype(std::initializer_list<const Tensor*> inputs,
+                     std::initializer_list<const Tensor*> outputs) {
+  const DType in = (*inputs.begin())->dtype();
+  if (!(in == DType::F32 || in == DType::F16 || in == DType::BF16))
+    throw std::invalid_argument("conv2d: unsupported dtype " + std::string(dtypeName(in)));
+  for (const Tensor* t : inputs)
+    if (t && t->dtype() != in)
+      throw std::invalid_argument(
+          "conv2d: inputs must share one dtype (autocast casts them first)");
+  for (const Tensor* t : outputs)
+    if (t && t->dtype() != in && t->dtype() != DType::F32)
+      throw std::invalid_argument("conv2d: outputs must be fp32 or the input dtype");
+  return in;
+}
+
+// t itself when it is fp32, else an exact fp32 copy in workspace.
+Tensor widened(CudaBackend& be, const Tensor& t) {
+  if (t.dtype() == DType::F32) return t;
+  Tensor wide = be.empty(t.shape(), DType::F32, MemCategory::Workspace);
+  be.castInto(t, wide);
+  return wide;
+}
+
 }  // namespace
 
-void CudaBackend::conv2dForward(const Tensor&, const Tensor&, const Tensor*, Tensor&,
-                                const Conv2dGeometry&) { notYet("conv2d"); }
-void CudaBackend::conv2dBackwardData(const Tensor&, const Tensor&, Tensor&,
-                                     const Conv2dGeometry&) { notYet("conv2d backward"); }
-void CudaBackend::conv2dBackwardWeights(const Tensor&, const Tensor&, Tensor&, Tensor*,
-                                        const Conv2dGeometry&) { notYet("conv2d backward"); }
-void CudaBackend::maxPool2dForward(const Tensor&, Tensor&, Tensor&, const Pool2dGeometry&) {
-  notYet("max pooling");
+void CudaBackend::timeInGemmCounters(double flops, const std::function<void()>& work) {
+  if (m_eventsUsed == m_events.size()) {
+    cudaEvent_t start, stop;
+    checkCuda(cudaEventCreate(&start), "conv timing event");
+    const cudaError_t made = cudaEventCreate(&stop);
+    if (made != cudaSuccess) cudaEventDestroy(start);
+    checkCuda(made, "conv timing event");
+    m_events.push_back({start, stop});
+  }
+  const EventPair& ev = m_events[m_eventsUsed++];
+  try {
+    checkCuda(cudaEventRecord(static_cast<cudaEvent_t>(ev.start), m_stream), "conv timing");
+    work();
+    checkCuda(cudaEventRecord(static_cast<cudaEvent_t>(ev.stop), m_stream), "conv timing");
+  } catch (...) {
+    --m_eventsUsed;  // a pair without its stop must not be summed
+    throw;
+  }
+  m_gemmCounters.flops += flops;
+  ++m_gemmCounters.calls;
 }
-void CudaBackend::maxPool2dBackward(const Tensor&, const Tensor&, Tensor&, const Pool2dGeometry&) {
-  notYet("max pooling");
+
+void CudaBackend::runCudnn(const cuda::ConvProblem& problem, const Tensor& in0, const Tensor& in1,
+                           Tensor& out) {
+  const std::size_t bytes = m_conv->workspaceBytes(problem);
+  const Tensor workspace =
+      bytes > 0 ? empty({static_cast<std::int64_t>(bytes)}, DType::U8, MemCategory::Workspace)
+                : Tensor();
+  m_conv->run(problem, in0.rawData(), in1.rawData(), out.rawData(), workspace.rawData(), bytes);
 }
-void CudaBackend::batchNormForwardTrain(const Tensor&, const Tensor&, const Tensor&, Tensor&,
-                                        Tensor&, float, float, Tensor&, Tensor&, Tensor&) {
-  notYet("batch norm");
+
+void CudaBackend::runConv(cuda::ConvPass pass, const Conv2dGeometry& g, const Tensor& in0,
+                          const Tensor& in1, Tensor& out, const Tensor* bias) {
+  const DType in = in0.dtype();
+  // cuDNN's bf16 convolutions need bf16 tensor cores (sm_80 and up).
+  const bool runsHere = in != DType::BF16 || m_ccMajor >= 8;
+  cuda::ConvProblem problem;
+  problem.pass = pass;
+  problem.geometry = g;
+  const std::int64_t hw = g.outH() * g.outW();
+  if (out.dtype() == in && runsHere) {
+    problem.code = floatCode(in0, "conv2d");
+    problem.tf32 = m_tf32;
+    runCudnn(problem, in0, in1, out);
+    if (bias) {
+      cuda::launchChannelBiasAdd(floatCode(out, "conv2d"), out.rawData(),
+                                 floatCode(*bias, "conv2d bias"), bias->rawData(), g.n, g.k, hw,
+                                 m_stream);
+      checkLaunch("conv2d bias", cudabk::shapes({bias, &out}));
+    }
+    return;
+  }
+  // fp32 copies, an fp32 result (out itself when it is fp32), the bias added in fp32 and one
+  // rounding into out.
+  const Tensor a = widened(*this, in0), b = widened(*this, in1);
+  Tensor result =
+      out.dtype() == DType::F32 ? out : empty(out.shape(), DType::F32, MemCategory::Workspace);
+  problem.code = 0;
+  problem.tf32 = false;
+  runCudnn(problem, a, b, result);
+  if (bias) {
+    cuda::launchChannelBiasAdd(0, result.rawData(), floatCode(*bias, "conv2d bias"),
+                               bias->rawData(), g.n, g.k, hw, m_stream);
+    checkLaunch("conv2d bias", cudabk::shapes({bias, &result}));
+  }
+  if (result.rawData() != out.rawData()) castInto(result, out);
 }
-void CudaBackend::batchNormForwardEval(const Tensor&, const Tensor&, const Tensor&,
-                                       const Tensor&, const Tensor&, float, Tensor&) {
-  notYet("batch norm");
+
+void CudaBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
+                                const Conv2dGeometry& g) {
+  useDevice();
+  const Conv2dGeometry& s = checkedGeometry(g);
+  requireNumel(x, {s.n, s.c, s.h, s.w}, "input");
+  requireNumel(w, {s.k, s.c, s.r, s.s}, "weight");
+  requireNumel(y, {s.n, s.k, s.outH(), s.outW()}, "output");
+  if (bias) requireNumel(*bias, {s.k}, "bias");
+  convInputDtype({&x, &w, bias}, {&y});
+  timeInGemmCounters(s.flops(), [&] { runConv(cuda::ConvPass::Forward, s, x, w, y, bias); });
 }
-void CudaBackend::batchNormBackward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                                    const Tensor&, Tensor&, Tensor&, Tensor&) {
-  notYet("batch norm");
+
+void CudaBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx,
+                                     const Conv2dGeometry& g) {
+  useDevice();
+  const Conv2dGeometry& s = checkedGeometry(g);
+  requireNumel(dy, {s.n, s.k, s.outH(), s.outW()}, "output gradient");
+  requireNumel(w, {s.k, s.c, s.r, s.s}, "weight");
+  requireNumel(dx, {s.n, s.c, s.h, s.w}, "input gradient");
+  convInputDtype({&dy, &w}, {&dx});
+  timeInGemmCounters(s.flops(), [&] {
+    runConv(cuda::ConvPass::BackwardData, s, dy, w, dx, nullptr);
+  });
+}
+
+void CudaBackend::conv2dBackwardWeights(const Tensor& dy, const Tensor& x, Tensor& dw,
+                                        Tensor* dbias, const Conv2dGeometry& g) {
+  useDevice();
+  const Conv2dGeometry& s = checkedGeometry(g);
+  requireNumel(dy, {s.n, s.k, s.outH(), s.outW()}, "output gradient");
+  requireNumel(x, {s.n, s.c, s.h, s.w}, "input");
+  requireNumel(dw, {s.k, s.c, s.r, s.s}, "weight gradient");
+  if (dbias) requireNumel(*dbias, {s.k}, "bias gradient");
+  convInputDtype({&dy, &x}, {&dw, dbias});
+  timeInGemmCounters(s.flops(), [&] {
+    // cuDNN's backward filter takes x first, dy second (cudnn_conv.h).
+    runConv(cuda::ConvPass::BackwardFilter, s, x, dy, dw, nullptr);
+    if (dbias) {
+      cuda::launchChannelBiasGrad(floatCode(dy, "conv2d"), dy.rawData(), s.n, s.k,
+                                  s.outH() * s.outW(), floatCode(*dbias, "conv2d"),
+                                  dbias->rawData(), m_stream);
+      checkLaunch("conv2d bias gradient", cudabk::shapes({&dy, dbias}));
+    }
+  });
 }
 
 }  // namespace amp

@@ -77,6 +77,8 @@ void CudaBackend::init() {
   // cuBLASLt's workspace is device memory this backend holds: counted as workspace, as PyTorch
   // counts cuBLAS's workspace in memory_allocated.
   m_memory.onAlloc(MemCategory::Workspace, static_cast<std::int64_t>(m_gemm->workspaceBytes()));
+  // cuDNN's handle, bound to the stream; its per-call workspaces come from our allocator.
+  m_conv = std::make_unique<cuda::CudnnConv>(m_stream);
   cudaEvent_t event = nullptr;
   checkCuda(cudaEventCreate(&event), "step timing event");
   m_stepEvents.start = event;
@@ -102,6 +104,7 @@ void CudaBackend::release() noexcept {
   if (m_stream) cudaStreamSynchronize(m_stream);
   if (m_gemm) m_memory.onFree(MemCategory::Workspace, static_cast<std::int64_t>(m_gemm->workspaceBytes()));
   m_gemm.reset();
+  m_conv.reset();
   m_blocks.drain([](void* p, std::size_t) { cudaFree(p); });
   for (const EventPair& e : m_events) {
     cudaEventDestroy(static_cast<cudaEvent_t>(e.start));
@@ -122,9 +125,23 @@ void CudaBackend::release() noexcept {
   cudaGetLastError();
 }
 
+// What nvidia-smi would show for the device: its whole memory and what is free on it now (the
+// caching allocator's spare blocks, other processes and the CUDA context all count as used).
+// A failure is not worth failing a step over: the chart then shows no device figures.
+std::optional<DeviceMemoryInfo> CudaBackend::deviceMemory() const {
+  useDevice();
+  std::size_t freeBytes = 0, totalBytes = 0;
+  if (cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess) {
+    cudaGetLastError();
+    return std::nullopt;
+  }
+  return DeviceMemoryInfo{static_cast<std::int64_t>(totalBytes), static_cast<std::int64_t>(freeBytes)};
+}
+
 std::string CudaBackend::description() const {
   return "CUDA: " + m_deviceName + " (sm_" + std::to_string(m_ccMajor) + std::to_string(m_ccMinor) +
-         "); GEMMs by cuBLASLt: fp32 " + (m_tf32 ? "with TF32 tensor cores (tf32=true)" : "in full fp32 (TF32 off)") +
+         "); GEMMs by cuBLASLt and convolutions by cuDNN " + cuda::CudnnConv::versionText() + ": fp32 " +
+         (m_tf32 ? "with TF32 tensor cores (tf32=true)" : "in full fp32 (TF32 off)") +
          ", fp16/bf16 on tensor cores with fp32 accumulation; AMP kernels on the device";
 }
 
@@ -138,13 +155,14 @@ std::string CudaBackend::computePath(DType dtype) const {
   const std::string sm = "sm_" + std::to_string(m_ccMajor) + std::to_string(m_ccMinor);
   switch (dtype) {
     case DType::F16:
-      return "native (cuBLASLt, tensor cores, fp32 accumulation, " + sm + ")";
+      return "native (cuBLASLt/cuDNN, tensor cores, fp32 accumulation, " + sm + ")";
     case DType::BF16:
       return nativeCompute(dtype)
-                 ? "native (cuBLASLt, tensor cores, fp32 accumulation, " + sm + ")"
-                 : "computed by cuBLASLt without bf16 tensor cores (" + sm + " has none; sm_80 and up do)";
+                 ? "native (cuBLASLt/cuDNN, tensor cores, fp32 accumulation, " + sm + ")"
+                 : "computed without bf16 tensor cores (" + sm +
+                       " has none; sm_80 and up do): GEMMs by cuBLASLt, convolutions in fp32 on exact copies";
     default:
-      return std::string("native (cuBLASLt, ") + (m_tf32 ? "TF32 tensor cores, tf32=true" : "full fp32, TF32 off") +
+      return std::string("native (cuBLASLt/cuDNN, ") + (m_tf32 ? "TF32 tensor cores, tf32=true" : "full fp32, TF32 off") +
              ", " + sm + ")";
   }
 }

@@ -1,0 +1,69 @@
+// Per-channel bias of NCHW convolutions (see channel_bias_kernels.h).
+#include "kernels/cuda/channel_bias_kernels.h"
+#include "kernels/cuda/launch.cuh"
+
+namespace amp::cuda {
+
+namespace {
+
+// Rounds a double once to the dtype `code` and stores it. fp32: the hardware's RNE. 16-bit:
+// going through an RNE float first could round twice (a tie created by the first rounding then
+// breaks to even); rounding to float toward zero and setting the last bit when inexact ("round
+// to odd") keeps the information the second rounding needs, because float has more than two bits
+// beyond fp16's and bf16's precision, so the one RNE step to 16 bits is then exact-rounded.
+__device__ void storeRoundedOnce(int code, void* p, std::int64_t i, double v) {
+  if (code == 0) {
+    static_cast<float*>(p)[i] = static_cast<float>(v);
+    return;
+  }
+  float f = __double2float_rz(v);
+  if (static_cast<double>(f) != v && f == f)
+    f = bitsToFloat(floatBits(f) | 1u);  // inexact (and not NaN): make it odd
+  storeFloat(code, p, i, f);
+}
+
+__global__ void channelBiasAddKernel(int yCode, void* y, int biasCode, const void* bias,
+                                     std::int64_t k, std::int64_t hw, std::int64_t total) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t channel = (i / hw) % k;
+    storeFloat(yCode, y, i, loadFloat(yCode, y, i) + loadFloat(biasCode, bias, channel));
+  }
+}
+
+// One block per channel. Thread t adds, in fp32, the elements t, t + 256, ... of the channel's
+// n * hw values (walking image by image, so a warp reads consecutive addresses); the block then
+// adds its 256 partial sums in double in a fixed tree. Every step's order is fixed by the shape
+// alone, so the result does not depend on scheduling.
+__global__ void channelBiasGradKernel(int dyCode, const void* dy, std::int64_t n, std::int64_t k,
+                                      std::int64_t hw, int dbCode, void* db) {
+  const std::int64_t channel = blockIdx.x;
+  const std::int64_t count = n * hw;
+  float partial = 0.f;
+  for (std::int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+    const std::int64_t image = j / hw, at = j - image * hw;
+    partial += loadFloat(dyCode, dy, (image * k + channel) * hw + at);
+  }
+  const double total = blockSum(static_cast<double>(partial));
+  if (threadIdx.x == 0) storeRoundedOnce(dbCode, db, channel, total);
+}
+
+}  // namespace
+
+void launchChannelBiasAdd(int yCode, void* y, int biasCode, const void* bias, std::int64_t n,
+                          std::int64_t k, std::int64_t hw, Stream s) {
+  const std::int64_t total = n * k * hw;
+  if (total > 0)
+    channelBiasAddKernel<<<gridFor(total), kBlock, 0, s>>>(yCode, y, biasCode, bias, k, hw, total);
+}
+
+void launchChannelBiasGrad(int dyCode, const void* dy, std::int64_t n, std::int64_t k,
+                           std::int64_t hw, int dbCode, void* db, Stream s) {
+  // blockSum assumes kBlock threads. k blocks: grid.x allows 2^31 - 1, far beyond any channel
+  // count a 32-bit cuDNN convolution can have.
+  if (k > 0)
+    channelBiasGradKernel<<<static_cast<unsigned>(k), kBlock, 0, s>>>(dyCode, dy, n, k, hw,
+                                                                      dbCode, db);
+}
+
+}  // namespace amp::cuda

@@ -1,0 +1,74 @@
+// NCHW 2-D convolutions (groups 1, dilation 1) through cuDNN 9's convolution API: one handle per
+// owner, bound to the owner's stream, and one plan per (pass, geometry, dtype, TF32 setting):
+// the tensor, filter and convolution descriptors plus the algorithm cuDNN's heuristics chose and
+// the workspace it needs. Every tensor of one call shares one dtype (fp32, fp16 or bf16, codes
+// as amp::DType); products are summed in fp32 whatever the dtype, and fp32 data never touches
+// TF32 tensor cores unless the plan asks for it. No bias here: the caller adds it (and reduces
+// the bias gradient) with its own kernels. Failures throw std::runtime_error naming the pass,
+// the shapes, the dtype and cuDNN's status string. No cuDNN or CUDA types in this header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "kernels/common/conv_geometry.h"
+#include "kernels/cuda/cuda_kernels.h"
+
+namespace amp::cuda {
+
+enum class ConvPass : std::uint8_t {
+  Forward,         // y (N,K,OH,OW) = x (N,C,H,W) (*) w (K,C,R,S)
+  BackwardData,    // dx (N,C,H,W) from dy (N,K,OH,OW) and w
+  BackwardFilter,  // dw (K,C,R,S) from x and dy
+};
+
+struct ConvProblem {
+  ConvPass pass = ConvPass::Forward;
+  ConvGeometry geometry;
+  int code = 0;       // dtype of every operand: 0 fp32, 1 fp16, 2 bf16
+  bool tf32 = false;  // fp32 operands may run on TF32 tensor cores
+  // "forward x (128, 1, 28, 28) w (32, 1, 3, 3) -> (128, 32, 28, 28), stride 1x1, pad 1x1, fp16"
+  std::string text() const;
+};
+
+class CudnnConv {
+ public:
+  // Creates the handle on the current device and binds it to `stream`: every call of this
+  // object is ordered on that stream, so the caller's stream-ordered workspace reuse is safe.
+  explicit CudnnConv(Stream stream);
+  ~CudnnConv();
+  CudnnConv(const CudnnConv&) = delete;
+  CudnnConv& operator=(const CudnnConv&) = delete;
+
+  // Bytes of device workspace run() needs for this problem (plans it on first use). Throws
+  // std::invalid_argument for a geometry cuDNN's 32-bit sizes cannot describe.
+  std::size_t workspaceBytes(const ConvProblem& problem);
+
+  // Enqueues the pass. Operands, dense NCHW / KCRS in problem.code:
+  //   Forward:        in0 = x,  in1 = w,  out = y
+  //   BackwardData:   in0 = dy, in1 = w,  out = dx
+  //   BackwardFilter: in0 = x,  in1 = dy, out = dw
+  // `out` is overwritten (beta = 0). workspace: at least workspaceBytes(problem) bytes.
+  void run(const ConvProblem& problem, const void* in0, const void* in1, void* out,
+           void* workspace, std::size_t workspaceBytes);
+
+  // The loaded library's version, "9.19.0" (for descriptions and messages).
+  static std::string versionText();
+
+ private:
+  struct Plan;
+  // pass, n, c, h, w, k, r, s, strideH, strideW, padH, padW, code, tf32
+  using Key = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                         std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                         std::int64_t, std::int64_t, int, bool>;
+  Plan& planFor(const ConvProblem& problem);
+
+  void* m_handle = nullptr;  // cudnnHandle_t
+  std::map<Key, std::unique_ptr<Plan>> m_plans;
+};
+
+}  // namespace amp::cuda
