@@ -64,6 +64,10 @@ void RunData::append(const StepMetrics& m) {
     series.memCurrent[i].append(double(m.memory.current[i]));
     series.memPeak[i].append(double(m.memory.peak[i]));
   }
+  if (m.memory.deviceTotal > 0) {
+    series.deviceTotal = double(m.memory.deviceTotal);
+    series.deviceFree = double(m.memory.deviceFree);
+  }
   if (!m.histograms.empty()) histograms.push_back({m.step, m.scale, m.histograms});
   summary.add(m);
   steps.push_back(m);

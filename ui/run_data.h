@@ -29,6 +29,8 @@ struct RunSeries {
   QVector<double> testStep, testLoss, testAcc;
   std::array<QVector<double>, kMemCategoryCount> memCurrent;  // bytes after each step
   std::array<QVector<double>, kMemCategoryCount> memPeak;     // peak bytes within each step
+  // The device's total and free bytes after the latest step (GPU runs; 0 on the CPU).
+  double deviceTotal = 0, deviceFree = 0;
   int size() const { return step.size(); }
 };
 

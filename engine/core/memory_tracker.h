@@ -31,6 +31,12 @@ struct MemorySnapshot {
   std::array<std::int64_t, kMemCategoryCount> peak{};  // peak of each category on its own
   std::int64_t totalCurrent = 0;
   std::int64_t totalPeak = 0;  // peak of the sum, not the sum of peaks
+  // The whole device's memory and how much of it is free now (other programs and the CUDA
+  // context included), as cudaMemGetInfo reports it after the step; 0 where the backend does not
+  // know (the CPU). The categories above are what this run's tensors hold, as
+  // torch.cuda.memory_allocated counts them.
+  std::int64_t deviceTotal = 0;
+  std::int64_t deviceFree = 0;
 };
 
 class MemoryTracker {

@@ -62,6 +62,13 @@ const std::vector<Column>& columns() {
                      return intCell(peak ? m.memory.totalPeak : m.memory.totalCurrent);
                    }});
     }
+    // The GPU's own total and free bytes after the step; empty for CPU runs.
+    c.push_back({"device_total", [](const StepMetrics& m, double) {
+                   return m.memory.deviceTotal > 0 ? intCell(m.memory.deviceTotal) : Cell{};
+                 }});
+    c.push_back({"device_free", [](const StepMetrics& m, double) {
+                   return m.memory.deviceTotal > 0 ? intCell(m.memory.deviceFree) : Cell{};
+                 }});
     return c;
   }();
   return cols;

@@ -32,6 +32,11 @@ QJsonObject memoryToJson(const MemorySnapshot& m, bool peak) {
     o[QString::fromUtf8(memCategoryName(static_cast<MemCategory>(i)).data())] =
         static_cast<double>(peak ? m.peak[i] : m.current[i]);
   o["total"] = static_cast<double>(peak ? m.totalPeak : m.totalCurrent);
+  // The device's own figures belong to "now", not to a peak window.
+  if (!peak && m.deviceTotal > 0) {
+    o["device_total"] = static_cast<double>(m.deviceTotal);
+    o["device_free"] = static_cast<double>(m.deviceFree);
+  }
   return o;
 }
 
@@ -103,6 +108,8 @@ StepMetrics stepMetricsFromJson(const QJsonObject& o) {
   }
   m.memory.totalCurrent = static_cast<std::int64_t>(cur["total"].toDouble());
   m.memory.totalPeak = static_cast<std::int64_t>(peak["total"].toDouble());
+  m.memory.deviceTotal = static_cast<std::int64_t>(cur["device_total"].toDouble());
+  m.memory.deviceFree = static_cast<std::int64_t>(cur["device_free"].toDouble());
   m.firstNonFinite = o["first_nonfinite"].toString().toStdString();
   m.injected = o["injected"].toBool();
   m.postUnscaleOverflow = o["post_unscale_overflow"].toBool();

@@ -43,6 +43,8 @@ void RunSummaryBuilder::add(const StepMetrics& m) {
   m_s.peakMemory.totalPeak = std::max(m_s.peakMemory.totalPeak, m.memory.totalPeak);
   m_s.peakMemory.current = m.memory.current;
   m_s.peakMemory.totalCurrent = m.memory.totalCurrent;
+  m_s.peakMemory.deviceTotal = m.memory.deviceTotal;
+  m_s.peakMemory.deviceFree = m.memory.deviceFree;
   m_lostSum += m.lostUpdateFrac;
   if (m.diverged) {
     m_s.status = "diverged";

@@ -292,6 +292,10 @@ StepMetrics Trainer::step() {
   mt.gemmGflops = gc.seconds > 0 ? gc.flops / gc.seconds / 1e9 : 0.0;
   // Memory and time are the training step's own; evaluation comes after them.
   mt.memory = m_be->memory().snapshot();
+  if (const auto device = m_be->deviceMemory()) {
+    mt.memory.deviceTotal = device->total;
+    mt.memory.deviceFree = device->free;
+  }
   const bool epochDone = m_loader->position() == m_loader->batchesPerEpoch();
   mt.epochEnd = epochDone;
   const bool evalNow = tc.evalEvery > 0 ? mt.step % tc.evalEvery == 0 : epochDone;

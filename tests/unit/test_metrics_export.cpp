@@ -14,6 +14,7 @@
 #include "engine/config/config_schema.h"
 #include "engine/io/config_json.h"
 #include "engine/io/metrics_export.h"
+#include "engine/io/metrics_json.h"
 #include "engine/telemetry/smoothing.h"
 
 namespace amp {
@@ -75,6 +76,8 @@ std::vector<RunRecord> sampleRuns() {
   a.steps[1].skipped = true;
   a.steps[2].testLoss = 0.75;
   a.steps[2].testAcc = 0.5;
+  a.steps[2].memory.deviceTotal = 85899345920LL;  // a GPU run's device figures (80 GiB)
+  a.steps[2].memory.deviceFree = 81604378624LL;
   a.summary = QJsonObject{{"status", "finished"}, {"steps", 3}};
   RunRecord b;
   b.name = "plain";
@@ -116,7 +119,7 @@ TEST(MetricsExport, CsvHasOneRowPerRunPerStepAndReadsBack) {
   const QByteArray csv = metricsToCsv({&runs[0], &runs[1]}, 0.6);
   const auto rows = parseCsv(csv);
   const QStringList cols = metricsExportColumns();
-  ASSERT_EQ(cols.size(), 29);  // 15 scalars + 7 current + 7 peak memory columns
+  ASSERT_EQ(cols.size(), 31);  // 15 scalars + 7 current + 7 peak memory + 2 device columns
   ASSERT_EQ(rows.size(), 1u + 3u + 2u);
   EXPECT_EQ(rows[0].front(), "run");
   for (const auto& r : rows) ASSERT_EQ(r.size(), static_cast<std::size_t>(cols.size() + 1));
@@ -143,6 +146,9 @@ TEST(MetricsExport, CsvHasOneRowPerRunPerStepAndReadsBack) {
   EXPECT_EQ(cell(2, "mem_weights"), "8192");
   EXPECT_EQ(cell(1, "mem_peak_workspace"), "123456789012");
   EXPECT_EQ(cell(2, "mem_peak_total"), QString::number(123456789012LL + 8192));
+  EXPECT_EQ(cell(3, "device_total"), "85899345920");
+  EXPECT_EQ(cell(3, "device_free"), "81604378624");
+  EXPECT_EQ(cell(2, "device_total"), "");  // unknown (a CPU step): empty, not 0
   const auto smooth = smoothTensorBoard({2.5, 1.0 / 3.0, NAN}, 0.6);
   EXPECT_DOUBLE_EQ(cell(1, "loss_smoothed").toDouble(), smooth[0]);
   EXPECT_DOUBLE_EQ(cell(2, "loss_smoothed").toDouble(), smooth[1]);
@@ -169,7 +175,7 @@ TEST(MetricsExport, PythonCsvModuleReadsTheSameTable) {
                         "print(len(rows), len({len(r) for r in rows}), len(rows[0]), rows[1][0], sep='|')\n",
                         f.fileName()});
   if (!py.waitForFinished(30000) || py.exitCode() != 0) GTEST_SKIP() << "python3 not usable here";
-  EXPECT_EQ(QString::fromUtf8(py.readAllStandardOutput()).trimmed(), "6|1|30|fp16, \"dynamic\" scale");
+  EXPECT_EQ(QString::fromUtf8(py.readAllStandardOutput()).trimmed(), "6|1|32|fp16, \"dynamic\" scale");
 }
 
 TEST(MetricsExport, JsonHasNameConfigSummaryAndColumnArrays) {
@@ -200,6 +206,21 @@ TEST(MetricsExport, JsonHasNameConfigSummaryAndColumnArrays) {
   EXPECT_DOUBLE_EQ(m["loss_smoothed"].toArray()[1].toDouble(), smoothTensorBoard({2.5, 1.0 / 3.0}, 0.6)[1]);
   EXPECT_DOUBLE_EQ(m["mem_peak_workspace"].toArray()[0].toDouble(), 123456789012.0);
   EXPECT_EQ(b["metrics"].toObject()["loss"].toArray()[1].toString(), "-inf");
+}
+
+// metrics.jsonl keeps a GPU step's device figures (the memory chart of a reopened run shows them)
+// and writes none for a CPU step.
+TEST(MetricsExport, DeviceMemoryFiguresSurviveMetricsJsonl) {
+  StepMetrics gpu = step(4, 0.5);
+  gpu.memory.deviceTotal = 85899345920LL;
+  gpu.memory.deviceFree = 1234567LL;
+  const StepMetrics back = stepMetricsFromJson(stepMetricsToJson(gpu));
+  EXPECT_EQ(back.memory.deviceTotal, 85899345920LL);
+  EXPECT_EQ(back.memory.deviceFree, 1234567LL);
+  EXPECT_EQ(back.memory.totalPeak, gpu.memory.totalPeak);
+  const QJsonObject cpu = stepMetricsToJson(step(4, 0.5));
+  EXPECT_FALSE(cpu["memory"].toObject().contains("device_total"));
+  EXPECT_EQ(stepMetricsFromJson(cpu).memory.deviceTotal, 0);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <QHorizontalBarSeries>
 #include <QLabel>
 #include <QLineSeries>
+#include <QPen>
 #include <QSignalBlocker>
 #include <QVBoxLayout>
 #include <QValueAxis>
@@ -93,6 +94,11 @@ MemoryChart::MemoryChart(QWidget* parent)
   controls->addWidget(new QLabel(tr("Run"), this));
   controls->addWidget(m_runBox);
   controls->addStretch(1);
+  m_deviceLabel = new QLabel(this);
+  m_deviceLabel->setToolTip(
+      tr("The device's memory as the driver reports it after the latest step: other programs and "
+         "the CUDA context count against it too. The chart counts this run's tensors."));
+  controls->addWidget(m_deviceLabel);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 2);
   layout->setSpacing(2);
@@ -145,6 +151,12 @@ void MemoryChart::rebuildSeries() {
     area->setPen(pen(kCategoryColors[c].darker(130), 0.8));
     m_areas[c] = area;
   }
+  // Drawn over the areas: what stays allocated between steps (weights, masters, gradients,
+  // optimizer state) against the in-step peak that activations add.
+  m_heldLine = new QLineSeries;
+  m_heldLine->setName(tr("held"));
+  m_heldLine->setPen(QPen(QColor(0x20, 0x20, 0x20), 1.4, Qt::DashLine));
+  m_view->addSeries(m_heldLine);
   m_peakSeries = nullptr;
   m_peakView->setVisible(runs.size() >= 2);
   if (runs.size() >= 2) {
@@ -166,6 +178,8 @@ void MemoryChart::updateSeries() {
   const QVector<const RunData*> runs = visibleRuns();
   if (!run) {
     for (QAreaSeries* a : m_areas) a->upperSeries()->clear();
+    if (m_heldLine) m_heldLine->clear();
+    m_deviceLabel->clear();
     m_view->setPlaceholder(tr("no runs to show"));
     return;
   }
@@ -192,8 +206,11 @@ void MemoryChart::updateSeries() {
     m_view->setAxisTitles(tr("step"), unitName);
     for (int c = 0; c < kMemCategoryCount; ++c)
       tagSeries(m_areas[c], run->name, tr("%1 (%2)").arg(categoryLabel(c), unitName));
+    tagSeries(m_heldLine, run->name, tr("held after the step (%1)").arg(unitName));
   }
-  m_view->setTitle(tr("Memory: %1 (peak in each step)").arg(run->name));
+  m_view->setTitle(run->backendName.startsWith(QLatin1String("cuda"))
+                       ? tr("Device memory: %1 (peak in each step)").arg(run->name)
+                       : tr("Memory: %1 (peak in each step)").arg(run->name));
 
   const auto [xMin, xMax] = stepExtent({run});
   const DecimationRange range = m_view->decimationRange(xMin, xMax);
@@ -214,6 +231,23 @@ void MemoryChart::updateSeries() {
     if (QLineSeries* lower = m_areas[c]->lowerSeries()) lower->replace(below);
     m_areas[c]->upperSeries()->replace(points);
     below = std::move(points);
+  }
+  QList<QPointF> held;
+  held.reserve(qsizetype(idx.size()));
+  for (int i : idx) {
+    double sum = 0;
+    for (int c = 0; c < kMemCategoryCount; ++c) sum += s.memCurrent[c].value(i);
+    held.append(QPointF(s.step[i], sum / m_unit));
+  }
+  m_heldLine->replace(held);
+  if (s.deviceTotal > 0) {
+    const double gib = 1024.0 * 1024 * 1024;
+    m_deviceLabel->setText(tr("%1: %2 GiB free of %3 GiB")
+                               .arg(run->backendName)
+                               .arg(s.deviceFree / gib, 0, 'f', 1)
+                               .arg(s.deviceTotal / gib, 0, 'f', 1));
+  } else {
+    m_deviceLabel->setText(run->backendName.isEmpty() ? QString() : tr("%1 memory").arg(run->backendName));
   }
   m_view->setPlaceholder(n == 0 ? tr("no steps yet") : QString());
   m_view->applyAutoRange(xMin, xMax);

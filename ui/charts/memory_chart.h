@@ -1,5 +1,7 @@
 // Memory by category (weights, master weights, gradients, activations, optimizer state,
-// workspace): the selected run's current bytes after each step as stacked areas, and, when
+// workspace): the selected run's peak bytes within each step as stacked areas, the bytes still
+// held after the step as a dashed line, the device's total and free memory for GPU runs (the
+// categories count this run's tensors on the device, as torch.cuda.memory_allocated does), and, when
 // several runs are shown, each run's peak per category as a bar group beside it (horizontal
 // bars: the category names stay readable in a narrow chart).
 #pragma once
@@ -14,6 +16,7 @@ class QAreaSeries;
 class QHorizontalBarSeries;
 class QBarCategoryAxis;
 class QComboBox;
+class QLabel;
 class QLineSeries;
 
 namespace amp::ui {
@@ -45,6 +48,8 @@ class MemoryChart : public ChartPanel {
   QString peakHoverText(const QPointF& value) const;
 
   QComboBox* m_runBox;
+  QLabel* m_deviceLabel;                   // "cuda:0: 77.1 GiB free of 79.2 GiB"
+  QLineSeries* m_heldLine = nullptr;       // all categories' bytes held after each step
   ChartView* m_peakView;
   QHorizontalBarSeries* m_peakSeries = nullptr;
   QBarCategoryAxis* m_peakAxis = nullptr;  // categories, on the left
