@@ -36,20 +36,11 @@ std::string scaleEventText(ScaleEvent::Kind k) {
   }
 }
 
-// The backend config.backend names. "auto" takes the GPU when one is usable, except for models
-// with convolutions or batch norm, which the CUDA backend gets with issue 11: auto then falls
-// back to the CPU, and an explicit "cuda" is refused in one line.
+// The backend config.backend names ("auto" takes the GPU when one is usable); a backend that
+// cannot be made is a configuration error naming why.
 std::unique_ptr<Backend> backendFor(const RunConfig& c) {
-  const bool needsPart2 = c.model.name == "cnn" || c.model.batchnorm;
-  std::string name = c.backend;
-  if (needsPart2 && resolveBackendName(name) == "cuda") {
-    if (name == "auto") name = "cpu";
-    else
-      throw ConfigError("backend: the CUDA backend has no convolutions, pooling or batch norm yet "
-                        "(issue 11); use backend=cpu or auto for this model");
-  }
   try {
-    return makeBackend(name, BackendOptions{c.tf32});
+    return makeBackend(c.backend, BackendOptions{c.tf32});
   } catch (const std::runtime_error& e) {
     throw ConfigError(std::string("backend: ") + e.what());
   }
