@@ -7,9 +7,11 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
+#include "engine/backend/backend_registry.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/config_json.h"
 #include "engine/io/run_record.h"
@@ -71,10 +73,23 @@ std::vector<NamedConfig> buildConfigs(const ExperimentArgs& a) {
     if (auto e = validateRunConfig(c)) throw ConfigError(*e);
     out.push_back({label, std::move(c)});
   };
+  // A GPU lesson without a usable GPU runs in its CPU-sized form, and says so (unless the user
+  // chose a backend: then that choice stands, and backend=cuda is refused with the reason).
+  bool cpuSized = false;
+  if (preset && preset->needsGpu && !gpuInventory().usable()) {
+    const bool backendChosen = std::any_of(a.overrides.begin(), a.overrides.end(), [](const std::string& kv) {
+      return kv.rfind("backend=", 0) == 0;
+    });
+    if (!backendChosen) {
+      cpuSized = true;
+      std::fprintf(stderr, "ampstudio-cli: --preset %s is made for a GPU and none is usable (%s); running its CPU-sized form\n",
+                   preset->name.c_str(), gpuInventory().unavailableReason.c_str());
+    }
+  }
   if (preset && !preset->variants.empty()) {
-    for (const auto& v : preset->variants) finish(presetConfig(*preset, &v), v.label);
+    for (const auto& v : preset->variants) finish(presetConfig(*preset, &v, cpuSized), v.label);
   } else {
-    finish(preset ? presetConfig(*preset) : RunConfig{}, "");
+    finish(preset ? presetConfig(*preset, nullptr, cpuSized) : RunConfig{}, "");
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include <QTextBrowser>
 #include <QVBoxLayout>
 
+#include "engine/backend/backend_registry.h"
 #include "engine/config/presets.h"
 
 namespace amp::ui {
@@ -51,6 +52,8 @@ LessonPanel::LessonPanel(QWidget* parent) : QWidget(parent) {
   m_list->setCurrentRow(0);
 }
 
+bool lessonRunsCpuSized(const Preset& p) { return p.needsGpu && !gpuInventory().usable(); }
+
 QString LessonPanel::currentLesson() const {
   const QListWidgetItem* item = m_list->currentItem();
   return item ? item->data(Qt::UserRole).toString() : QString();
@@ -70,13 +73,25 @@ void LessonPanel::setRunEnabled(bool enabled) { m_run->setEnabled(enabled); }
 void LessonPanel::showLesson() {
   const Preset* p = findPreset(currentLesson().toStdString());
   m_load->setEnabled(p);
+  m_run->setText(tr("Run lesson"));
   if (!p) {
     m_text->clear();
     return;
   }
-  QString html = QStringLiteral("<h3>%1</h3><p>%2</p>")
-                     .arg(QString::fromStdString(p->title).toHtmlEscaped(),
-                          QString::fromStdString(p->explanation).toHtmlEscaped());
+  QString html = QStringLiteral("<h3>%1</h3>").arg(QString::fromStdString(p->title).toHtmlEscaped());
+  if (lessonRunsCpuSized(*p)) {
+    // Said first: the numbers in the explanation are a GPU's, not what this machine will show.
+    QStringList sized;
+    for (const auto& [k, v] : p->cpuSized)
+      sized << QStringLiteral("%1=%2").arg(QString::fromStdString(k), QString::fromStdString(v));
+    html += tr("<p style='background:#fff3cd; padding:4px'><b>No usable GPU here</b> (%1). This "
+               "lesson is made for one; Load and Run use the CPU-sized recipe instead (%2): the "
+               "same three runs side by side, smaller, and the speed-ups a CPU gives.</p>")
+                .arg(QString::fromStdString(gpuInventory().unavailableReason).toHtmlEscaped(),
+                     sized.join(QStringLiteral(", ")).toHtmlEscaped());
+    m_run->setText(tr("Run CPU-sized"));
+  }
+  html += QStringLiteral("<p>%1</p>").arg(QString::fromStdString(p->explanation).toHtmlEscaped());
   if (!p->variants.empty()) {
     html += tr("<p><b>Runs side by side:</b></p><ul>");
     for (const PresetVariant& v : p->variants) {

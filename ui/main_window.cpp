@@ -12,6 +12,7 @@
 #include <QTabWidget>
 #include <QToolBar>
 
+#include "engine/backend/backend_registry.h"
 #include "engine/config/config_schema.h"
 #include "engine/config/presets.h"
 #include "ui/charts/dashboard.h"
@@ -191,11 +192,17 @@ bool MainWindow::loadLesson(const QString& name) {
     return false;
   }
   m_lessons->selectLesson(name);
-  m_experiment->setConfig(presetConfig(*p));
+  const bool cpuSized = lessonRunsCpuSized(*p);
+  m_experiment->setConfig(presetConfig(*p, nullptr, cpuSized));
   m_loadedLesson = name;
   m_lessonDock->raise();  // the explanation is what to read first; the settings are one tab away
   setWindowTitle(tr("AMP Studio — %1").arg(QString::fromStdString(p->title)));
-  statusBar()->showMessage(tr("Lesson '%1' loaded.").arg(QString::fromStdString(p->title)), 5000);
+  statusBar()->showMessage(
+      cpuSized ? tr("Lesson '%1' loaded in its CPU-sized form: no usable GPU (%2).")
+                     .arg(QString::fromStdString(p->title),
+                          QString::fromStdString(gpuInventory().unavailableReason))
+               : tr("Lesson '%1' loaded.").arg(QString::fromStdString(p->title)),
+      cpuSized ? 0 : 5000);
   return true;
 }
 

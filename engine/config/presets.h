@@ -23,12 +23,17 @@ struct Preset {
   std::string explanation;  // a short paragraph for the lesson panel
   Overrides settings;       // on top of the default RunConfig
   std::vector<PresetVariant> variants;  // empty: a single run
+  // A lesson made for a GPU: where none is usable, callers say so and apply `cpuSized` on top of
+  // the settings (the same comparison at a size a CPU finishes in reasonable time).
+  bool needsGpu = false;
+  Overrides cpuSized{};
 };
 
 const std::vector<Preset>& presets();
 const Preset* findPreset(const std::string& name);  // nullptr if unknown
 std::string presetNames();                          // "recipe, underflow, ..."
-// The preset's config (defaults + settings [+ a variant's overrides]).
-RunConfig presetConfig(const Preset& p, const PresetVariant* variant = nullptr);
+// The preset's config (defaults + settings [+ cpuSized] [+ a variant's overrides]).
+RunConfig presetConfig(const Preset& p, const PresetVariant* variant = nullptr,
+                       bool cpuSized = false);
 
 }  // namespace amp

@@ -11,6 +11,7 @@
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTest>
+#include <QTextBrowser>
 
 #include "app/gui_run_controller.h"
 #include "app/gui_session.h"
@@ -18,6 +19,7 @@
 #include "gui_test_util.h"
 #include "ui/event_log_view.h"
 #include "ui/format_inspector_view.h"
+#include "ui/lesson_panel.h"
 #include "ui/main_window.h"
 #include "ui/runs_model.h"
 #include "ui/runs_panel.h"
@@ -206,6 +208,28 @@ class TestMainWindow : public QObject {
       QTRY_COMPARE_WITH_TIMEOUT(r->status, ui::RunStatus::Finished, 30000);
     QCOMPARE(controller()->runs()[1]->name, QStringLiteral("underflow/fp16_noscale"));
     QCOMPARE(controller()->runs()[0]->series.size(), 8);
+  }
+
+  // This suite hides any GPU: the GPU lesson says so, names the reason, and loads and runs its
+  // CPU-sized form (width 1024, batch 256 on the CPU), its three modes side by side.
+  void gpuLessonOffersItsCpuSizedFormWithoutAGpu() {
+    QVERIFY(window()->lessons()->selectLesson(QStringLiteral("tensor-cores")));
+    auto* text = window()->lessons()->findChild<QTextBrowser*>();
+    QVERIFY(text);
+    QVERIFY(text->toPlainText().contains(QStringLiteral("No usable GPU here")));
+    QVERIFY(text->toPlainText().contains(QStringLiteral("CPU-sized")));
+    QVERIFY(window()->loadLesson(QStringLiteral("tensor-cores")));
+    QCOMPARE(panel()->config().model.width, std::int64_t(1024));
+    QCOMPARE(panel()->config().train.batchSize, std::int64_t(256));
+    QCOMPARE(panel()->config().backend, std::string("cpu"));
+    const auto configs = window()->lessonConfigs(QStringLiteral("tensor-cores"));
+    QCOMPARE(configs.size(), 3);
+    QCOMPARE(configs[2].mode, PrecisionMode::AmpBf16);
+    QCOMPARE(configs[2].model.width, std::int64_t(1024));
+    QCOMPARE(configs[2].backend, std::string("cpu"));
+    // Another lesson puts the button back as it was.
+    QVERIFY(window()->lessons()->selectLesson(QStringLiteral("underflow")));
+    QVERIFY(!text->toPlainText().contains(QStringLiteral("No usable GPU")));
   }
 
   void twinRunsShareTheSeed() {

@@ -54,6 +54,38 @@ TEST(Config, EveryPresetAndVariantValidates) {
   }
 }
 
+// The GPU lesson is the recipe as published (the peers' pytorch_recipe_gpu.py): width 4096, batch
+// 512, 3 layers, 50 batches x 3 epochs = 150 steps, on the GPU, in the three modes; its CPU-sized
+// form is the CPU recipe's size on the CPU, with the same three modes.
+TEST(Config, TensorCoreLessonIsThePublishedRecipeWithACpuSizedFallback) {
+  const Preset* p = findPreset("tensor-cores");
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(p->needsGpu);
+  ASSERT_EQ(p->variants.size(), 3u);
+  std::vector<PrecisionMode> modes;
+  for (const auto& v : p->variants) {
+    const RunConfig c = presetConfig(*p, &v);
+    EXPECT_EQ(c.backend, "cuda");
+    EXPECT_EQ(c.model.name, "recipe_mlp");
+    EXPECT_EQ(c.model.width, 4096);
+    EXPECT_EQ(c.model.layers, 3);
+    EXPECT_EQ(c.train.batchSize, 512);
+    EXPECT_EQ(c.data.batches, 50);
+    EXPECT_EQ(c.train.steps, 150);
+    EXPECT_FALSE(c.tf32);
+    modes.push_back(c.mode);
+    const RunConfig cpu = presetConfig(*p, &v, /*cpuSized=*/true);
+    EXPECT_EQ(cpu.backend, "cpu");
+    EXPECT_EQ(cpu.model.width, 1024);
+    EXPECT_EQ(cpu.train.batchSize, 256);
+    EXPECT_EQ(cpu.mode, c.mode);
+    EXPECT_FALSE(validateRunConfig(cpu).has_value());
+  }
+  EXPECT_EQ(modes, (std::vector<PrecisionMode>{PrecisionMode::Fp32, PrecisionMode::AmpFp16,
+                                               PrecisionMode::AmpBf16}));
+  EXPECT_TRUE(findPreset("recipe")->cpuSized.empty());
+}
+
 TEST(Config, JsonFilesRoundTripAndReportTheirErrors) {
   QTemporaryDir dir;
   const std::string path = dir.filePath("c.json").toStdString();
