@@ -49,6 +49,8 @@ class Trainer {
   // The next step records a per-op dtype trace (forward, backward, scaler, optimizer).
   void requestTrace() { m_traceNext = true; }
   const std::vector<OpTraceEntry>& lastTrace() const { return m_lastTrace; }
+  // Wall time of the latest evaluate() (a step that evaluated minus this = its training time).
+  double lastEvaluationSeconds() const { return m_lastEvalSeconds; }
   // Forces a non-finite gradient in the next step ("inject overflow now").
   void injectNonFiniteNextStep() { m_injectNext = true; }
 
@@ -93,6 +95,7 @@ class Trainer {
   std::int64_t m_step = 0, m_schedulerSteps = 0, m_totalSteps = 0;
   bool m_traceNext = false, m_injectNext = false, m_stopped = false;
   std::vector<OpTraceEntry> m_lastTrace;
+  double m_lastEvalSeconds = 0;
 };
 
 }  // namespace amp

@@ -1,4 +1,5 @@
 // Trainer: evaluation on the test set and the diagnosis of a diverged step.
+#include <chrono>
 #include <cmath>
 
 #include "engine/train/trainer.h"
@@ -28,6 +29,12 @@ EvalResult Trainer::evaluate() {
   EvalResult r;
   const Dataset& test = m_data.test;
   if (test.count == 0) return r;
+  const auto started = std::chrono::steady_clock::now();
+  struct Timer {  // records the evaluation's wall time however it ends
+    const std::chrono::steady_clock::time_point& t0;
+    double& out;
+    ~Timer() { out = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+  } timer{started, m_lastEvalSeconds};
   constexpr std::int64_t kEvalBatch = 1000;
   const std::int64_t fs = test.featureSize();
   const bool pure = m_config.mode == PrecisionMode::PureFp16;
