@@ -84,7 +84,7 @@ void LessonPanel::showLesson() {
     QStringList sized;
     for (const auto& [k, v] : p->cpuSized)
       sized << QStringLiteral("%1=%2").arg(QString::fromStdString(k), QString::fromStdString(v));
-    html += tr("<p style='background:#fff3cd; padding:4px'><b>No usable GPU here</b> (%1). This "
+    html += tr("<p style='background:#fff3cd; padding:4px'><b>No usable GPU here:</b> %1. This "
                "lesson is made for one; Load and Run use the CPU-sized recipe instead (%2): the "
                "same three runs side by side, smaller, and the speed-ups a CPU gives.</p>")
                 .arg(QString::fromStdString(gpuInventory().unavailableReason).toHtmlEscaped(),

@@ -8,6 +8,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
+#include <QLabel>
 #include <QLineSeries>
 #include <QMouseEvent>
 #include <QSet>
@@ -22,6 +23,7 @@
 #include "ui/charts/dashboard.h"
 #include "ui/charts/histogram_view.h"
 #include "ui/charts/loss_chart.h"
+#include "ui/charts/memory_chart.h"
 #include "ui/charts/synthetic_runs.h"
 #include "ui/run_data.h"
 
@@ -249,6 +251,44 @@ TEST_F(ChartExport, DashboardScreenshotOnRequest) {
   m_dashboard.refresh();
   QApplication::processEvents();
   m_dashboard.grab().save(dir + QStringLiteral("/dashboard_fresh.png"));
+}
+
+// A GPU run's memory chart: titled as device memory, the device's free and total memory beside
+// the run picker (from the latest step), a dashed line for the bytes held between steps; a CPU
+// run shows no device figures. AMP_CHART_SCREENSHOT also writes the GPU run's chart beside it.
+TEST_F(ChartExport, GpuRunsShowDeviceMemory) {
+  RunData gpu;
+  gpu.id = 11;
+  fillSyntheticRun(gpu, {.name = "recipe on the GPU", .mode = PrecisionMode::AmpFp16, .steps = 200,
+                         .histogramEvery = 0, .evalEvery = 0, .color = QColor(0x1f, 0x77, 0xb4)});
+  gpu.backendName = QStringLiteral("cuda:0");
+  StepMetrics last = gpu.steps.back();
+  last.step += 1;
+  last.memory.deviceTotal = 80LL << 30;
+  last.memory.deviceFree = (80LL << 30) - (5LL << 29);  // 77.5 GiB free
+  gpu.append(last);
+  MemoryChart* chart = m_dashboard.memoryChart();
+  m_dashboard.setRuns({&gpu});
+  m_dashboard.refresh();
+  QApplication::processEvents();
+  EXPECT_TRUE(chart->chartView()->title().startsWith(QStringLiteral("Device memory"))) << chart->chartView()->title().toStdString();
+  bool labelled = false;
+  for (const QLabel* l : chart->findChildren<QLabel*>())
+    labelled |= l->text() == QStringLiteral("cuda:0: 77.5 GiB free of 80.0 GiB");
+  EXPECT_TRUE(labelled);
+  const QString out = qEnvironmentVariable("AMP_CHART_SCREENSHOT");
+  if (!out.isEmpty()) chart->grab().save(QFileInfo(out).path() + QStringLiteral("/memory_gpu.png"));
+
+  RunData cpu;
+  cpu.id = 12;
+  fillSyntheticRun(cpu, {.name = "on the CPU", .steps = 50, .histogramEvery = 0, .evalEvery = 0,
+                         .color = QColor(0xff, 0x7f, 0x0e)});
+  cpu.backendName = QStringLiteral("cpu");
+  m_dashboard.setRuns({&cpu});
+  m_dashboard.refresh();
+  QApplication::processEvents();
+  EXPECT_TRUE(chart->chartView()->title().startsWith(QStringLiteral("Memory:")));
+  for (const QLabel* l : chart->findChildren<QLabel*>()) EXPECT_FALSE(l->text().contains(QStringLiteral("GiB free")));
 }
 
 // The wrapper's interaction, driven with synthetic input events: hover shows the nearest

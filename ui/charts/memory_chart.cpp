@@ -247,7 +247,7 @@ void MemoryChart::updateSeries() {
                                .arg(s.deviceFree / gib, 0, 'f', 1)
                                .arg(s.deviceTotal / gib, 0, 'f', 1));
   } else {
-    m_deviceLabel->setText(run->backendName.isEmpty() ? QString() : tr("%1 memory").arg(run->backendName));
+    m_deviceLabel->clear();  // host memory: the machine's own tools tell it better
   }
   m_view->setPlaceholder(n == 0 ? tr("no steps yet") : QString());
   m_view->applyAutoRange(xMin, xMax);
