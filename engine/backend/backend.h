@@ -161,6 +161,10 @@ class Backend : public BufferAllocator {
                                   const Conv2dGeometry& g) = 0;
   virtual void conv2dBackwardWeights(const Tensor& dy, const Tensor& x, Tensor& dw,
                                      Tensor* dbias, const Conv2dGeometry& g) = 0;
+  // Whether an fp32 output from 16-bit convolution inputs is a native pass here (oneDNN writes
+  // it directly) rather than a widened fp32 convolution off the tensor cores (cuDNN, which has
+  // no such mixed configuration): Conv2d then asks for 16-bit weight gradients instead.
+  virtual bool convWritesFp32FromHalfNatively() const { return true; }
   // argmax (I32) remembers the winning input index per output for the backward pass.
   virtual void maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
                                 const Pool2dGeometry& g) = 0;

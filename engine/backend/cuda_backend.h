@@ -67,6 +67,7 @@ class CudaBackend final : public Backend {
                           const Conv2dGeometry& g) override;
   void conv2dBackwardWeights(const Tensor& dy, const Tensor& x, Tensor& dw, Tensor* dbias,
                              const Conv2dGeometry& g) override;
+  bool convWritesFp32FromHalfNatively() const override { return false; }
   void maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
                         const Pool2dGeometry& g) override;
   void maxPool2dBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx,

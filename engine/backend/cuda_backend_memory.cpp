@@ -129,9 +129,8 @@ void CudaBackend::release() noexcept {
 // caching allocator's spare blocks, other processes and the CUDA context all count as used).
 // A failure is not worth failing a step over: the chart then shows no device figures.
 std::optional<DeviceMemoryInfo> CudaBackend::deviceMemory() const {
-  useDevice();
   std::size_t freeBytes = 0, totalBytes = 0;
-  if (cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess) {
+  if (cudaSetDevice(m_device) != cudaSuccess || cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess) {
     cudaGetLastError();
     return std::nullopt;
   }

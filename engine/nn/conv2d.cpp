@@ -85,9 +85,11 @@ Tensor Conv2d::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
   // cuDNN's is: where small gradients underflow), then handed to the fp32 .grad by the cast's
   // backward. When .grad is still empty oneDNN writes fp32 straight into it and we round
   // through 16 bits in place: the same values, without 16-bit temporaries and casts (as Linear).
+  // On cuDNN, which cannot write fp32 from 16-bit inputs on tensor cores, the 16-bit way is
+  // the fast one.
   const bool dwCast = isLowPrecision(d) && m_weight.value.dtype() == DType::F32;
-  const bool direct =
-      dwCast && !m_weight.grad.defined() && (!m_hasBias || !m_bias.grad.defined());
+  const bool direct = dwCast && be.convWritesFp32FromHalfNatively() && !m_weight.grad.defined() &&
+                      (!m_hasBias || !m_bias.grad.defined());
   const DType gd = direct ? DType::F32 : d;
   Tensor dw = be.empty(m_weight.value.shape(), gd, MemCategory::Gradients);
   Tensor db = m_hasBias ? be.empty({m_out}, gd, MemCategory::Gradients) : Tensor();

@@ -19,10 +19,13 @@ struct ConvGeometry {
     return 2.0 * double(n) * double(k) * double(outH()) * double(outW()) * double(c) * double(r) *
            double(s);
   }
-  // Every size positive, padding non-negative, and an output of at least 1x1.
+  // Every size positive, padding non-negative, the kernel within the padded input (the output
+  // size's division truncates toward zero, so a too-large kernel could still give outH() 1), and
+  // an output of at least 1x1.
   AMP_HD bool valid() const {
     return n > 0 && c > 0 && h > 0 && w > 0 && k > 0 && r > 0 && s > 0 && strideH > 0 &&
-           strideW > 0 && padH >= 0 && padW >= 0 && outH() > 0 && outW() > 0;
+           strideW > 0 && padH >= 0 && padW >= 0 && h + 2 * padH >= r && w + 2 * padW >= s &&
+           outH() > 0 && outW() > 0;
   }
 };
 

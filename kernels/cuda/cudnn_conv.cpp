@@ -114,6 +114,17 @@ std::vector<int> gemmLikeAlgorithms(ConvPass pass) {
   return {};
 }
 
+// Those whose sums come out in the same order on every call (no atomics across blocks): every
+// forward algorithm above, and ALGO_1 of both backward passes.
+bool isDeterministic(ConvPass pass, int algo) {
+  switch (pass) {
+    case ConvPass::Forward: return true;
+    case ConvPass::BackwardData: return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+    case ConvPass::BackwardFilter: return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+  }
+  return false;
+}
+
 bool isGemmLike(ConvPass pass, int algo) {
   for (int a : gemmLikeAlgorithms(pass))
     if (a == algo) return true;
@@ -189,10 +200,17 @@ std::string CudnnConv::versionText() {
          std::to_string(v % 100);
 }
 
+CudnnConv::Key CudnnConv::keyOf(const ConvProblem& p) {
+  const ConvGeometry& g = p.geometry;
+  return Key{static_cast<int>(p.pass), g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.strideH,
+             g.strideW, g.padH, g.padW, p.code, p.code == 0 && p.tf32};
+}
+
+void CudnnConv::forget(const ConvProblem& p) { m_plans.erase(keyOf(p)); }
+
 CudnnConv::Plan& CudnnConv::planFor(const ConvProblem& p) {
   const ConvGeometry& g = p.geometry;
-  const Key key{static_cast<int>(p.pass), g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.strideH,
-                g.strideW, g.padH, g.padW, p.code, p.code == 0 && p.tf32};
+  const Key key = keyOf(p);
   auto it = m_plans.find(key);
   if (it != m_plans.end()) return *it->second;
 
@@ -288,25 +306,25 @@ CudnnConv::Plan& CudnnConv::planFor(const ConvProblem& p) {
     plan->workspace = bytes;
     return true;
   };
-  bool chosen = false;
-  for (bool deterministicOnly : {true, false}) {
+  auto fromHeuristics = [&](bool deterministicOnly) {
     for (const Candidate& c : ranked) {
       if (c.status != CUDNN_STATUS_SUCCESS || !isGemmLike(p.pass, c.algo)) continue;
       if (deterministicOnly && !c.deterministic) continue;
       const std::optional<cudnnMathType_t> math = runMath(p, c.math);
-      if (math && accept(c.algo, *math)) {
-        chosen = true;
-        break;
-      }
+      if (math && accept(c.algo, *math)) return true;
     }
-    if (chosen) break;
-  }
-  if (!chosen)
+    return false;
+  };
+  auto fixedOrder = [&](bool deterministicOnly) {
     for (int algo : gemmLikeAlgorithms(p.pass))
-      if (accept(algo, requestedMath(p))) {
-        chosen = true;
-        break;
-      }
+      if ((!deterministicOnly || isDeterministic(p.pass, algo)) && accept(algo, requestedMath(p)))
+        return true;
+    return false;
+  };
+  // Reproducible first: the same seed must give the same weights, so a deterministic algorithm
+  // the heuristics did not offer beats a non-deterministic one they did.
+  const bool chosen =
+      fromHeuristics(true) || fixedOrder(true) || fromHeuristics(false) || fixedOrder(false);
   if (!chosen)
     throw std::runtime_error("cuDNN " + versionText() +
                              " offers no GEMM-like algorithm with fp32 accumulation for conv2d " +
@@ -350,6 +368,7 @@ void CudnnConv::run(const ConvProblem& p, const void* in0, const void* in1, void
   if (status != CUDNN_STATUS_SUCCESS) {
     const std::string what = "run (algorithm " + std::to_string(plan.algo) + ", math type " +
                              std::to_string(int(plan.math)) + ")";
+    forget(p);  // a later call plans afresh instead of failing the same way forever
     check(status, what.c_str(), p);
   }
 }

@@ -65,7 +65,9 @@ class CudnnConv {
   using Key = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                          std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                          std::int64_t, std::int64_t, int, bool>;
+  static Key keyOf(const ConvProblem& problem);
   Plan& planFor(const ConvProblem& problem);
+  void forget(const ConvProblem& problem);  // drops a plan whose algorithm failed to run
 
   void* m_handle = nullptr;  // cudnnHandle_t
   std::map<Key, std::unique_ptr<Plan>> m_plans;

@@ -59,6 +59,7 @@ const std::vector<ConvCase>& convCases() {
       {"16->24 1x1 on 7x9", geometry(3, 16, 7, 9, 24, 1, 1, 1, 1, 0, 0)},
       {"5->7 1x1 stride 2 on 9x9", geometry(2, 5, 9, 9, 7, 1, 1, 2, 2, 0, 0)},
       {"3->7 3x5 stride 2x1 pad 1x2 on 13x11", geometry(5, 3, 13, 11, 7, 3, 5, 2, 1, 1, 2)},
+      {"4->6 3x3 stride 2 on 8x8 (the last row and column get no gradient)", geometry(2, 4, 8, 8, 6, 3, 3, 2, 2, 0, 0)},
   };
   return cases;
 }

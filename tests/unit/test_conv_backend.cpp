@@ -104,6 +104,24 @@ class ConvBackendTest : public ::testing::Test {
   }
 };
 
+// A kernel larger than the padded input is refused, also where the output size's truncating
+// division would still give 1 (h 2, kernel 3, stride 2: (2 - 3) / 2 + 1 == 1).
+TEST_F(ConvBackendTest, KernelLargerThanThePaddedInputIsRefused) {
+  const Conv2dGeometry g = geom(1, 1, 2, 2, 1, 3, 3, 2, 0);
+  ASSERT_EQ(g.outH(), 1);
+  EXPECT_FALSE(g.valid());
+  EXPECT_TRUE(geom(1, 1, 2, 2, 1, 3, 3, 2, 1).valid());  // padding 1 makes it fit
+  Tensor x = be->zeros({1, 1, 2, 2}, DType::F32, MemCategory::Workspace);
+  Tensor w = be->zeros({1, 1, 3, 3}, DType::F32, MemCategory::Workspace);
+  Tensor y = be->empty({1, 1, 1, 1}, DType::F32, MemCategory::Workspace);
+  try {
+    be->conv2dForward(x, w, nullptr, y, g);
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "conv2d: invalid geometry");
+  }
+}
+
 // The kernels' scratch (fp16 staged as fp32, blocked-layout copies) is workspace while a call
 // runs: the peak shows it, and nothing stays counted afterwards.
 TEST_F(ConvBackendTest, ScratchCountsAsWorkspaceDuringTheCall) {
