@@ -131,6 +131,9 @@ class Backend : public BufferAllocator {
   virtual void castInto(const Tensor& src, Tensor& dst) = 0;
   Tensor cast(const Tensor& src, DType dtype, MemCategory category);
   virtual void copyInto(const Tensor& src, Tensor& dst) = 0;  // same dtype
+  // dst's rows are src's rows at `rows`, in order (same dtype and row shape): a training batch
+  // taken from a data set kept on the device, without a trip through the host.
+  virtual void gatherRows(const Tensor& src, std::span<const std::int64_t> rows, Tensor& dst) = 0;
   // dst += src (src widened/rounded to dst's dtype; fp32 gradient accumulation).
   virtual void accumulate(Tensor& dst, const Tensor& src) = 0;
   virtual void scaleInPlace(Tensor& t, float factor) = 0;

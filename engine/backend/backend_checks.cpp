@@ -1,9 +1,25 @@
 #include "engine/backend/backend_checks.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
 namespace amp::checks {
+
+std::size_t gatherRows(const Tensor& src, std::span<const std::int64_t> rows, const Tensor& dst) {
+  if (src.rank() < 1 || dst.rank() != src.rank() || src.dtype() != dst.dtype() ||
+      dst.dim(0) != static_cast<std::int64_t>(rows.size()) ||
+      !std::equal(src.shape().begin() + 1, src.shape().end(), dst.shape().begin() + 1))
+    throw std::invalid_argument("gatherRows: " + std::to_string(rows.size()) + " rows of " +
+                                shapeString(src.shape()) + " do not fit " + shapeString(dst.shape()) +
+                                " (same dtype and row shape needed)");
+  const std::int64_t count = src.dim(0);
+  for (std::int64_t r : rows)
+    if (r < 0 || r >= count)
+      throw std::invalid_argument("gatherRows: row " + std::to_string(r) + " is outside the " +
+                                  std::to_string(count) + " rows of " + shapeString(src.shape()));
+  return count > 0 ? static_cast<std::size_t>(src.numel() / count) * dtypeSize(src.dtype()) : 0;
+}
 
 GemmDims gemm(const Tensor& a, bool transA, const Tensor& b, bool transB, const Tensor& c,
               const Tensor* bias) {

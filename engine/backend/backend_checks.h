@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "engine/core/tensor.h"
 
@@ -17,6 +18,10 @@ struct GemmDims {
 // refused here too (oneDNN refuses them, so the GPU does as well). Throws invalid_argument.
 GemmDims gemm(const Tensor& a, bool transA, const Tensor& b, bool transB, const Tensor& c,
               const Tensor* bias);
+
+// gatherRows: src and dst of one dtype, dst (rows.size(), src's row shape), every row index in
+// [0, src rows). Returns the bytes of one row.
+std::size_t gatherRows(const Tensor& src, std::span<const std::int64_t> rows, const Tensor& dst);
 
 // Losses take fp32 targets and write fp32 probabilities (autocast's fp32 list).
 void requireF32(const Tensor& t, const char* what);

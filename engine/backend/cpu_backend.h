@@ -36,6 +36,7 @@ class CpuBackend final : public Backend {
   void fill(Tensor& t, float value) override;
   void castInto(const Tensor& src, Tensor& dst) override;
   void copyInto(const Tensor& src, Tensor& dst) override;
+  void gatherRows(const Tensor& src, std::span<const std::int64_t> rows, Tensor& dst) override;
   void accumulate(Tensor& dst, const Tensor& src) override;
   void scaleInPlace(Tensor& t, float factor) override;
   void roundThrough(Tensor& t, DType through) override;

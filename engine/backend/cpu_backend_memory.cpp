@@ -4,6 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "engine/backend/backend_checks.h"
 #include "engine/backend/cpu_backend.h"
 #include "kernels/cpu/chunked.h"
 #include "kernels/cpu/convert.h"
@@ -146,6 +147,14 @@ void CpuBackend::copyInto(const Tensor& src, Tensor& dst) {
   if (src.dtype() != dst.dtype() || src.numel() != dst.numel())
     throw std::invalid_argument("copy: tensors differ in dtype or size");
   std::memcpy(dst.rawData(), src.rawData(), src.bytes());
+}
+
+void CpuBackend::gatherRows(const Tensor& src, std::span<const std::int64_t> rows, Tensor& dst) {
+  const std::size_t rowBytes = checks::gatherRows(src, rows, dst);
+  const auto* in = static_cast<const std::uint8_t*>(src.rawData());
+  auto* out = static_cast<std::uint8_t*>(dst.rawData());
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    std::memcpy(out + i * rowBytes, in + static_cast<std::size_t>(rows[i]) * rowBytes, rowBytes);
 }
 
 void CpuBackend::accumulate(Tensor& dst, const Tensor& src) {

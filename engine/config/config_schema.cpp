@@ -170,6 +170,7 @@ std::vector<ConfigKey> buildKeys() {
   k.push_back(choiceKey("data.name", "synthetic | fmnist | spirals | circles | blobs | csv", {"synthetic", "fmnist", "spirals", "circles", "blobs", "csv"}, [](RunConfig& c) { return &c.data.name; }));
   k.push_back(strKey("data.path", "fmnist folder (default /usr/share/datasets/fashion-mnist) or csv file", [](RunConfig& c) { return &c.data.path; }));
   k.push_back(intKey("data.subset", "use only the first N training samples (0 = all)", [](RunConfig& c) { return &c.data.subset; }));
+  k.push_back(choiceKey("data.device_cache", "keep the training set on the device: auto (GPU, when it fits) | on | off", {"auto", "on", "off"}, [](RunConfig& c) { return &c.data.deviceCache; }));
   k.push_back(choiceKey("data.normalize", "fmnist: unit (x/255) | standard | none", {"unit", "standard", "none"}, [](RunConfig& c) { return &c.data.normalize; }));
   k.push_back(numKey("data.test_fraction", "generated sets and csv: held-out share", [](RunConfig& c) { return &c.data.testFraction; }));
   k.push_back(intKey("data.samples", "generated sets: number of points", [](RunConfig& c) { return &c.data.samples; }));

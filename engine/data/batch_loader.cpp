@@ -60,6 +60,14 @@ bool BatchLoader::next(Batch& out) {
   out.size = n;
   out.xShape.assign(1, n);
   out.xShape.insert(out.xShape.end(), d.sampleShape.begin(), d.sampleShape.end());
+  out.rows.assign(m_order.begin() + begin, m_order.begin() + begin + n);
+  if (!m_opt.copyData) {
+    out.x.clear();
+    out.labels.clear();
+    out.targets.clear();
+    ++m_position;
+    return true;
+  }
   out.x.resize(static_cast<std::size_t>(n) * fs);
   out.labels.resize(hasLabels ? static_cast<std::size_t>(n) : 0);
   out.targets.resize(hasTargets ? static_cast<std::size_t>(n) * td : 0);

@@ -19,6 +19,7 @@ struct Batch {
   std::vector<float> targets;          // size * targetDim (regression), else empty
   std::int64_t size = 0;               // rows in this batch (the last one may be short)
   Shape xShape;                        // {size, sampleShape...}
+  std::vector<std::int64_t> rows;      // the dataset rows it holds, in order
 };
 
 struct BatchLoaderOptions {
@@ -26,6 +27,8 @@ struct BatchLoaderOptions {
   bool shuffle = true;     // false: file/generation order every epoch (the synthetic recipe)
   bool dropLast = false;   // true: skip the final partial batch
   std::uint64_t seed = 0;
+  // false: batches carry only `rows`, `size` and `xShape` (the data already sits on the device).
+  bool copyData = true;
 };
 
 // Everything needed to continue exactly where a run stopped. count and batchSize are kept

@@ -62,6 +62,11 @@ struct DataOptions {
   std::int64_t batches = 50, batchSize = 256, width = 1024, targetWidth = 0;
   // csv: header name, or 0-based column index; empty = last column.
   std::string labelColumn;
+  // Where the training set lives while training (the trainer's business, not the loader's):
+  // "auto" = on the device once for a backend with memory of its own when it fits (as the
+  // PyTorch recipe keeps its batches on the GPU), "on" = there always (also the CPU backend, for
+  // tests), "off" = each batch uploaded from the host every step.
+  std::string deviceCache = "auto";
 };
 
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";

@@ -62,10 +62,12 @@ Trainer::Trainer(RunConfig config, std::unique_ptr<Backend> backend)
   m_data = loadDataset(d);
   if (m_data.train.count == 0) throw DataError("data: the training set is empty");
 
+  const bool cached = keepTrainingSetOnDevice();
   BatchLoaderOptions lo;
   lo.batchSize = m_config.train.batchSize;
   lo.shuffle = m_config.data.name != "synthetic";  // the recipe cycles its batches in order
   lo.seed = m_config.seed;
+  lo.copyData = !cached;
   m_loader = std::make_unique<BatchLoader>(m_data.train, lo);
 
   const bool cls = m_data.train.isClassification();
@@ -80,6 +82,7 @@ Trainer::Trainer(RunConfig config, std::unique_ptr<Backend> backend)
   m_loss = makeLoss(lossName);
 
   const std::int64_t outputs = cls ? m_data.train.numClasses : m_data.train.targetDim;
+  if (cached) uploadTrainingSet();
   m_model = buildModel(m_config.model, m_data.train.sampleShape, outputs);
   const bool pure = m_config.mode == PrecisionMode::PureFp16;
   m_model->initialize(*m_be, m_config.seed, pure ? DType::F16 : DType::F32,
@@ -105,13 +108,57 @@ const Batch& Trainer::nextBatch() {
   return m_batch;
 }
 
-Tensor Trainer::uploadInput(const Batch& b) {
+// The whole training set on the device, once, when data.device_cache asks for it ("auto": a
+// backend with memory of its own, and the set takes at most a quarter of what is free there, up
+// to 4 GiB). PyTorch's recipe keeps its batches on the GPU the same way; uploading each batch
+// instead would put a host-to-device copy, and a wait for it, into every step.
+bool Trainer::keepTrainingSetOnDevice() const {
+  const std::string& mode = m_config.data.deviceCache;
+  if (mode == "off") return false;
+  if (mode == "on") return true;
+  const auto device = m_be->deviceMemory();
+  if (!device) return false;  // host memory: the data is there already
+  const Dataset& t = m_data.train;
+  const double bytes = double(t.features.size()) * 4 + double(t.labels.size()) * 4 +
+                       double(t.targets.size()) * 4;
+  return bytes <= std::min(4.0 * 1024 * 1024 * 1024, 0.25 * double(device->free));
+}
+
+DType Trainer::inputDtype() const {
   // Pure fp16 feeds the model fp16 inputs (model.half(); x.half()); otherwise fp32.
-  const DType dt = m_config.mode == PrecisionMode::PureFp16 ? DType::F16 : DType::F32;
-  return m_be->fromHost(b.x, b.xShape, dt, MemCategory::Workspace);  // data, not activations
+  return m_config.mode == PrecisionMode::PureFp16 ? DType::F16 : DType::F32;
+}
+
+void Trainer::uploadTrainingSet() {
+  // Rounded to the input dtype once, as each batch's upload would round it: the same values.
+  const Dataset& t = m_data.train;
+  Shape xs{t.count};
+  xs.insert(xs.end(), t.sampleShape.begin(), t.sampleShape.end());
+  m_deviceData.x = m_be->fromHost(t.features, xs, inputDtype(), MemCategory::Workspace);
+  if (!t.labels.empty())
+    m_deviceData.labels = m_be->fromHostInt(t.labels, {t.count}, MemCategory::Workspace);
+  if (!t.targets.empty())
+    m_deviceData.targets = m_be->fromHost(t.targets, {t.count, t.targetDim}, DType::F32,
+                                          MemCategory::Workspace);
+}
+
+Tensor Trainer::uploadInput(const Batch& b) {
+  if (m_deviceData.x.defined()) {
+    Tensor x = m_be->empty(b.xShape, inputDtype(), MemCategory::Workspace);
+    m_be->gatherRows(m_deviceData.x, b.rows, x);
+    return x;
+  }
+  return m_be->fromHost(b.x, b.xShape, inputDtype(), MemCategory::Workspace);  // data, not activations
 }
 
 Tensor Trainer::uploadTarget(const Batch& b) {
+  if (m_deviceData.x.defined()) {
+    const bool labels = m_deviceData.labels.defined();
+    Tensor out = labels ? m_be->empty({b.size}, DType::I32, MemCategory::Workspace)
+                        : m_be->empty({b.size, m_data.train.targetDim}, DType::F32, MemCategory::Workspace);
+    m_be->gatherRows(labels ? m_deviceData.labels : m_deviceData.targets, b.rows, out);
+    return out;
+  }
   if (!b.labels.empty()) return m_be->fromHostInt(b.labels, {b.size}, MemCategory::Workspace);
   return m_be->fromHost(b.targets, {b.size, m_data.train.targetDim}, DType::F32,
                         MemCategory::Workspace);

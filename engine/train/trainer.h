@@ -55,6 +55,8 @@ class Trainer {
   void injectNonFiniteNextStep() { m_injectNext = true; }
 
   const RunConfig& config() const { return m_config; }
+  // Whether this run keeps its training set on the device (see data.device_cache).
+  bool trainingSetOnDevice() const { return m_deviceData.x.defined(); }
   Backend& backend() { return *m_be; }
   Sequential& model() { return *m_model; }
   Optimizer& optimizer() { return *m_optimizer; }
@@ -73,6 +75,9 @@ class Trainer {
 
  private:
   const Batch& nextBatch();
+  bool keepTrainingSetOnDevice() const;
+  void uploadTrainingSet();
+  DType inputDtype() const;
   Tensor uploadInput(const Batch& b);
   Tensor uploadTarget(const Batch& b);
   double globalGradNorm();
@@ -96,6 +101,11 @@ class Trainer {
   bool m_traceNext = false, m_injectNext = false, m_stopped = false;
   std::vector<OpTraceEntry> m_lastTrace;
   double m_lastEvalSeconds = 0;
+  // The training set on the device (data.device_cache); undefined tensors when batches are
+  // uploaded from the host instead.
+  struct DeviceData {
+    Tensor x, labels, targets;
+  } m_deviceData;
 };
 
 }  // namespace amp

@@ -38,6 +38,10 @@ void launchDropoutForward(int code, const void* x, std::uint8_t* mask, void* y, 
 void launchDropoutBackward(int code, const void* dy, const std::uint8_t* mask, void* dx,
                            std::int64_t n, float p, Stream s);
 
+// dst row i = src row rows[i] (rowBytes each): a batch from a data set kept on the device.
+void launchGatherRows(const void* src, const std::int32_t* rows, std::int64_t count,
+                      std::int64_t rowBytes, void* dst, Stream s);
+
 // ---- GEMM helpers (the GEMM itself is cuBLASLt, cublaslt_gemm.h) ---------------------------
 // db (n) = column sums of dy (m, n) in fp32, rounded to db's dtype.
 void launchBiasGrad(int dyCode, const void* dy, std::int64_t m, std::int64_t n, int dbCode,

@@ -257,3 +257,31 @@ TEST_F(CpuAndCuda, BadGemmShapesThrowClearly) {
   Pair a = emptyBoth({3, 4}, DType::F32), b = emptyBoth({5, 6}, DType::F32), c = emptyBoth({3, 6}, DType::F32);
   EXPECT_THROW(cuda->gemm(a.g, false, b.g, false, c.g), std::invalid_argument);
 }
+
+// A batch gathered from a data set kept on the device: the same bytes as the CPU's gather, for
+// rows in order (one device copy), shuffled with repeats (the gather kernel) and row sizes that
+// take each word width (16-byte, 4-byte, 2-byte: 4 fp32, 3 fp32, 3 fp16 values per row), and
+// int32 labels.
+TEST_F(CpuAndCuda, GatherRowsIsBitExact) {
+  const std::vector<std::vector<std::int64_t>> orders = {{3, 4, 5, 6}, {9, 0, 4, 4, 1, 7}};
+  for (const auto& [cols, dtype] : {std::pair{4, DType::F32}, std::pair{3, DType::F32},
+                                    std::pair{3, DType::F16}, std::pair{1024, DType::BF16}}) {
+    const Pair src = both(finiteValues(std::size_t(10 * cols), 5), {10, cols}, dtype);
+    for (const auto& rows : orders) {
+      Pair dst = emptyBoth({std::int64_t(rows.size()), cols}, dtype);
+      cpu->gatherRows(src.c, rows, dst.c);
+      cuda->gatherRows(src.g, rows, dst.g);
+      expectSameBits(dst, "gather " + std::to_string(cols) + " " + name(dtype));
+    }
+  }
+  std::vector<std::int32_t> labels(10);
+  for (int i = 0; i < 10; ++i) labels[std::size_t(i)] = 100 + i;
+  Tensor lc = cpu->fromHostInt(labels, {10}, MemCategory::Workspace);
+  Tensor lg = cuda->fromHostInt(labels, {10}, MemCategory::Workspace);
+  Tensor oc = cpu->empty({6}, DType::I32, MemCategory::Workspace);
+  Tensor og = cuda->empty({6}, DType::I32, MemCategory::Workspace);
+  cpu->gatherRows(lc, orders[1], oc);
+  cuda->gatherRows(lg, orders[1], og);
+  EXPECT_EQ(cuda->toHostInt(og), cpu->toHostInt(oc));
+  EXPECT_THROW(cuda->gatherRows(lg, std::vector<std::int64_t>{0, 10, 1, 2, 3, 4}, og), std::invalid_argument);
+}

@@ -186,3 +186,28 @@ TEST(TrainerCuda, StepsReportDeviceMemoryAndAmpShrinksActivations) {
   EXPECT_GT(act[0], 0);
   EXPECT_LE(double(act[1]), 0.65 * double(act[0]));
 }
+
+// The training set kept on the GPU (data.device_cache=auto takes it there when it fits) changes
+// where each batch comes from and nothing else: the same losses (to the last bits of their double
+// sum) and the same scaler decisions as uploading every batch, for the unshuffled recipe (device copies) and the shuffled Fashion-MNIST MLP (gathers).
+TEST(TrainerCuda, TrainingSetOnTheGpuGivesTheSameRun) {
+  AMP_SKIP_WITHOUT_GPU();
+  std::vector<RunConfig> configs = {preset("recipe", "cuda", {{"amp.mode", "fp16"}, {"model.width", "512"}})};
+  const char* dir = std::getenv("AMP_FASHION_MNIST_DIR");
+  const std::string path = dir ? dir : kFashionMnistDir;
+  if (std::filesystem::exists(path)) configs.push_back(preset("fmnist-mlp", "cuda", {{"data.path", path}}));
+  for (RunConfig c : configs) {
+    setConfigValue(c, "data.device_cache", "auto");
+    Trainer cached(c);
+    EXPECT_TRUE(cached.trainingSetOnDevice()) << c.name;
+    setConfigValue(c, "data.device_cache", "off");
+    Trainer uploaded(c);
+    EXPECT_FALSE(uploaded.trainingSetOnDevice());
+    for (int i = 0; i < 60 && !cached.finished(); ++i) {
+      const StepMetrics a = cached.step(), b = uploaded.step();
+      // The loss's double sum is added with atomics (its order varies in the last bits).
+      ASSERT_NEAR(a.loss, b.loss, 1e-12 * std::fabs(b.loss)) << c.name << " step " << i + 1;
+      ASSERT_EQ(a.skipped, b.skipped) << c.name << " step " << i + 1;
+    }
+  }
+}
