@@ -16,15 +16,6 @@
 
 namespace amp::cli {
 
-namespace {
-
-void showProgress(std::int64_t step, std::int64_t total) {
-  std::fprintf(stderr, "\r  step %lld/%lld", static_cast<long long>(step), static_cast<long long>(total));
-  if (step == total) std::fprintf(stderr, "\r%*s\r", 24, "");
-}
-
-}  // namespace
-
 int cmdBench(const Args& args) {
   for (const auto& a : args)
     if (a == "--help" || a == "-h") {
@@ -66,7 +57,7 @@ int cmdBench(const Args& args) {
     for (const char* mode : {"fp32", "fp16", "bf16"}) {
       RunConfig c = base;
       setConfigValue(c, "amp.mode", mode);
-      runs.push_back(benchRun(c, mode, isatty(STDERR_FILENO) ? showProgress : nullptr));
+      runs.push_back(benchRun(c, mode, isatty(STDERR_FILENO) ? benchProgressOnStderr : nullptr));
     }
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "ampstudio-cli bench: %s\n", e.what());

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 
 #include "engine/core/tensor.h"
+#include "kernels/common/conv_geometry.h"
 
 namespace amp::checks {
 
@@ -18,6 +20,14 @@ struct GemmDims {
 // refused here too (oneDNN refuses them, so the GPU does as well). Throws invalid_argument.
 GemmDims gemm(const Tensor& a, bool transA, const Tensor& b, bool transB, const Tensor& c,
               const Tensor* bias);
+
+// Convolutions: a valid geometry ("conv2d: invalid geometry"); a tensor of the expected element
+// count (`what` names it: "input", "weight gradient", ...); inputs of one float dtype and outputs
+// of that dtype or fp32, returning the inputs' dtype. Null entries are skipped.
+const ConvGeometry& checkedGeometry(const ConvGeometry& g);
+void requireNumel(const Tensor& t, const Shape& expected, const char* what);
+DType convInputDtype(std::initializer_list<const Tensor*> inputs,
+                     std::initializer_list<const Tensor*> outputs);
 
 // gatherRows: src and dst of one dtype, dst (rows.size(), src's row shape), every row index in
 // [0, src rows). Returns the bytes of one row.

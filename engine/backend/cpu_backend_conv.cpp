@@ -12,45 +12,22 @@
 #include <stdexcept>
 #include <vector>
 
+#include "engine/backend/backend_checks.h"
 #include "engine/backend/cpu_backend.h"
 #include "kernels/cpu/chunked.h"
 #include "kernels/cpu/onednn_conv.h"
 
 namespace amp {
 
+using checks::checkedGeometry;
+using checks::convInputDtype;
+using checks::requireNumel;
 using cpu::floatCode;
 using cpu::kParallelThreshold;
 using cpu::ScratchAccount;
 
 namespace {
 
-const Conv2dGeometry& checkedGeometry(const Conv2dGeometry& g) {
-  if (!g.valid()) throw std::invalid_argument("conv2d: invalid geometry");
-  return g;
-}
-
-void requireNumel(const Tensor& t, const Shape& expected, const char* what) {
-  if (!t.defined() || t.numel() != shapeNumel(expected))
-    throw std::invalid_argument(std::string("conv2d: ") + what + " is " +
-                                (t.defined() ? shapeString(t.shape()) : "undefined") +
-                                ", expected " + shapeString(expected));
-}
-
-// Inputs must share one dtype (autocast casts them first); outputs are that dtype or fp32.
-DType convInputDtype(std::initializer_list<const Tensor*> inputs,
-                     std::initializer_list<const Tensor*> outputs) {
-  const DType in = (*inputs.begin())->dtype();
-  if (!(in == DType::F32 || in == DType::F16 || in == DType::BF16))
-    throw std::invalid_argument("conv2d: unsupported dtype " + std::string(dtypeName(in)));
-  for (const Tensor* t : inputs)
-    if (t && t->dtype() != in)
-      throw std::invalid_argument(
-          "conv2d: inputs must share one dtype (autocast casts them first)");
-  for (const Tensor* t : outputs)
-    if (t && t->dtype() != in && t->dtype() != DType::F32)
-      throw std::invalid_argument("conv2d: outputs must be fp32 or the input dtype");
-  return in;
-}
 
 cpu::ConvType convType(DType d) {
   if (d == DType::F32) return cpu::ConvType::F32;

@@ -25,44 +25,20 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/backend/backend_checks.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/backend/cuda_error.h"
 #include "kernels/cuda/channel_bias_kernels.h"
 
 namespace amp {
 
+using checks::checkedGeometry;
+using checks::convInputDtype;
+using checks::requireNumel;
 using cudabk::floatCode;
 
 namespace {
 
-// The CPU backend's checks and messages (cpu_backend_conv.cpp), so both refuse alike.
-const Conv2dGeometry& checkedGeometry(const Conv2dGeometry& g) {
-  if (!g.valid()) throw std::invalid_argument("conv2d: invalid geometry");
-  return g;
-}
-
-void requireNumel(const Tensor& t, const Shape& expected, const char* what) {
-  if (!t.defined() || t.numel() != shapeNumel(expected))
-    throw std::invalid_argument(std::string("conv2d: ") + what + " is " +
-                                (t.defined() ? shapeString(t.shape()) : "undefined") +
-                                ", expected " + shapeString(expected));
-}
-
-// Inputs must share one dtype (autocast casts them first); outputs are that dtype or fp32.
-DType convInputDtype(std::initializer_list<const Tensor*> inputs,
-                     std::initializer_list<const Tensor*> outputs) {
-  const DType in = (*inputs.begin())->dtype();
-  if (!(in == DType::F32 || in == DType::F16 || in == DType::BF16))
-    throw std::invalid_argument("conv2d: unsupported dtype " + std::string(dtypeName(in)));
-  for (const Tensor* t : inputs)
-    if (t && t->dtype() != in)
-      throw std::invalid_argument(
-          "conv2d: inputs must share one dtype (autocast casts them first)");
-  for (const Tensor* t : outputs)
-    if (t && t->dtype() != in && t->dtype() != DType::F32)
-      throw std::invalid_argument("conv2d: outputs must be fp32 or the input dtype");
-  return in;
-}
 
 // t itself when it is fp32, else an exact fp32 copy in workspace.
 Tensor widened(CudaBackend& be, const Tensor& t) {

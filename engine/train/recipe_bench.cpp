@@ -93,6 +93,11 @@ BenchRun benchRun(const RunConfig& config, const std::string& label,
   return r;
 }
 
+void benchProgressOnStderr(std::int64_t step, std::int64_t total) {
+  std::fprintf(stderr, "\r  step %lld/%lld", static_cast<long long>(step), static_cast<long long>(total));
+  if (step == total) std::fprintf(stderr, "\r%*s\r", 24, "");
+}
+
 double standaloneGemmTflops(Backend& be, DType dtype, std::int64_t batch, std::int64_t width) {
   // Values that keep every product and sum finite in fp16; the rate does not depend on them.
   Tensor x = be.empty({batch, width}, dtype, MemCategory::Workspace);

@@ -47,6 +47,9 @@ inline constexpr std::int64_t kBenchWarmup = 5;
 BenchRun benchRun(const RunConfig& config, const std::string& label,
                   void (*progress)(std::int64_t, std::int64_t) = nullptr);
 
+// A progress callback for benchRun: "step N/M" rewritten in place on stderr (for terminals).
+void benchProgressOnStderr(std::int64_t step, std::int64_t total);
+
 // TFLOP/s of the recipe MLP's three GEMM shapes (forward x·W^T, backward-data dy·W, backward-
 // weights dy^T·x at batch x width x width) in `dtype` on `backend`, alone: the median of 15
 // timed repetitions each after 3 warm-ups, by the backend's own GEMM clock (CUDA events on a GPU).

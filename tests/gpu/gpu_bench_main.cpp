@@ -84,11 +84,6 @@ RunConfig configFor(const char* preset, const Options& o, const std::string& mod
   return c;
 }
 
-void progress(std::int64_t step, std::int64_t total) {
-  std::fprintf(stderr, "\r  step %lld/%lld", static_cast<long long>(step), static_cast<long long>(total));
-  if (step == total) std::fprintf(stderr, "\r%*s\r", 24, "");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -103,7 +98,7 @@ int main(int argc, char** argv) {
       setConfigValue(c, "train.batch_size", o.batch);
       setConfigValue(c, "model.layers", o.layers);
       setConfigValue(c, "train.steps", o.steps);
-      recipe.push_back(benchRun(c, mode, tty ? progress : nullptr));
+      recipe.push_back(benchRun(c, mode, tty ? benchProgressOnStderr : nullptr));
     }
     std::printf("recipe MLP: width %s, batch %s, %s layers, %lld steps on %s after %lld untimed\n", o.width.c_str(),
                 o.batch.c_str(), o.layers.c_str(), static_cast<long long>(recipe.front().steps),
@@ -119,7 +114,7 @@ int main(int argc, char** argv) {
         RunConfig c = configFor("fmnist-cnn", o, mode);
         setConfigValue(c, "data.path", o.fmnistDir);
         setConfigValue(c, "train.epochs", o.cnnEpochs);
-        cnn.push_back(benchRun(c, mode, tty ? progress : nullptr));
+        cnn.push_back(benchRun(c, mode, tty ? benchProgressOnStderr : nullptr));
       }
       std::printf("\nFashion-MNIST CNN (fmnist-cnn preset, batch 128), %s epochs on %s:\n",
                   o.cnnEpochs.c_str(), cnn.front().backend.c_str());
