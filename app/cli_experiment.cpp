@@ -118,14 +118,6 @@ std::string defaultResumeOutDir(const std::string& checkpoint) {
   return "ampstudio-run";
 }
 
-std::string formatBytes(std::int64_t b) {
-  char buf[32];
-  if (b >= (1 << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / (1 << 20));
-  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", double(b) / 1024);
-  else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
-  return buf;
-}
-
 QJsonObject traceToJson(const std::vector<OpTraceEntry>& trace) {
   QJsonArray rows;
   for (const auto& e : trace) {

@@ -67,6 +67,5 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
                    const std::string& label, const std::string& resumeFrom = "");
 
 QJsonObject traceToJson(const std::vector<OpTraceEntry>& trace);
-std::string formatBytes(std::int64_t bytes);
 
 }  // namespace amp::cli

@@ -1,6 +1,17 @@
 #include "engine/core/memory_tracker.h"
 
+#include <cstdio>
+
 namespace amp {
+
+std::string formatBytes(std::int64_t b) {
+  char buf[32];
+  if (b >= (std::int64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(b) / double(1 << 30));
+  else if (b >= (1 << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / (1 << 20));
+  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", double(b) / 1024);
+  else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
+  return buf;
+}
 namespace {
 void raiseTo(std::atomic<std::int64_t>& peak, std::int64_t value) {
   std::int64_t seen = peak.load(std::memory_order_relaxed);

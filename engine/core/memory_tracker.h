@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace amp {
@@ -25,6 +26,9 @@ constexpr std::string_view memCategoryName(MemCategory c) {
       "weights", "master_weights", "gradients", "activations", "optimizer_state", "workspace"};
   return names[static_cast<int>(c)];
 }
+
+// "812 B", "3.4 KiB", "28.0 MiB", "1.25 GiB" (binary units: allocators count bytes).
+std::string formatBytes(std::int64_t bytes);
 
 struct MemorySnapshot {
   std::array<std::int64_t, kMemCategoryCount> current{};

@@ -29,15 +29,6 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
-std::string bytesText(std::int64_t b) {
-  char buf[32];
-  const double d = double(b);
-  if (d >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", d / (1024.0 * 1024 * 1024));
-  else if (d >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.1f MiB", d / (1024.0 * 1024));
-  else std::snprintf(buf, sizeof buf, "%.1f KiB", d / 1024.0);
-  return buf;
-}
-
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
 }  // namespace
@@ -141,7 +132,7 @@ std::string benchTable(const std::vector<BenchRun>& runs) {
     std::snprintf(line, sizeof line, "%-6s %-9s %10.3f %9.2f %11.2f %11.2f %10.0f%% %12s %12s\n",
                   r.label.c_str(), r.native ? "native" : "emulated", r.medianStepMs,
                   r.totalSeconds, r.gemmTflops, r.standaloneTflops, 100.0 * r.gemmEfficiency(),
-                  bytesText(r.peak.totalPeak).c_str(), bytesText(r.peak.peak[act]).c_str());
+                  formatBytes(r.peak.totalPeak).c_str(), formatBytes(r.peak.peak[act]).c_str());
     out += line;
   }
   if (runs.size() >= 2) {

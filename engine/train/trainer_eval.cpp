@@ -37,7 +37,6 @@ EvalResult Trainer::evaluate() {
   } timer{started, m_lastEvalSeconds};
   constexpr std::int64_t kEvalBatch = 1000;
   const std::int64_t fs = test.featureSize();
-  const bool pure = m_config.mode == PrecisionMode::PureFp16;
   const bool wasTracing = m_autocast.tracing();
   m_autocast.setTracing(false);
   LayerContext ctx{*m_be, m_autocast, /*training=*/false, nullptr, 0};
@@ -48,7 +47,7 @@ EvalResult Trainer::evaluate() {
     Shape xs{n};
     xs.insert(xs.end(), test.sampleShape.begin(), test.sampleShape.end());
     std::span<const float> xv(test.features.data() + start * fs, static_cast<std::size_t>(n * fs));
-    Tensor x = m_be->fromHost(xv, xs, pure ? DType::F16 : DType::F32, MemCategory::Workspace);
+    Tensor x = m_be->fromHost(xv, xs, inputDtype(), MemCategory::Workspace);
     Tensor target;
     if (test.isClassification())
       target = m_be->fromHostInt(std::span<const std::int32_t>(test.labels.data() + start, n), {n},
