@@ -51,6 +51,9 @@ void RunData::append(const StepMetrics& m) {
   series.stepMs.append(m.stepMs);
   series.samplesPerS.append(m.samplesPerS);
   series.lostUpdateFrac.append(m.lostUpdateFrac);
+  series.wallS.append((series.wallS.isEmpty() ? 0.0 : series.wallS.last()) + m.stepMs / 1000.0);
+  // Epochs completed at the end of the step; without the epoch length, whole epochs only.
+  series.epoch.append(batchesPerEpoch > 0 ? s / double(batchesPerEpoch) : m.epoch + (m.epochEnd ? 1.0 : 0.0));
   if (m.skipped) {
     series.skippedStep.append(s);
     series.skippedScale.append(m.scale);

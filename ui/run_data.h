@@ -25,6 +25,9 @@ QString runStatusName(RunStatus s);
 struct RunSeries {
   QVector<double> step, loss, scale, growthTracker, gradNorm, lr, stepMs, samplesPerS,
       lostUpdateFrac;
+  // Alternative x axes: the step's epoch (fractional: epoch + position within it) and the
+  // training time in seconds up to the end of the step (sum of step times, evaluation excluded).
+  QVector<double> epoch, wallS;
   QVector<double> skippedStep, skippedScale;  // steps whose update was skipped, and the scale used
   QVector<double> testStep, testLoss, testAcc;
   std::array<QVector<double>, kMemCategoryCount> memCurrent;  // bytes after each step
@@ -52,7 +55,13 @@ struct RunData {
   QString computePath;      // this run's dtype and how it computes here: "bf16 emulated (...)"
   QStringList modelSummary; // one line per layer, from Trainer::modelSummary()
   std::int64_t totalSteps = 0;
+  std::int64_t batchesPerEpoch = 0;  // known once the run started (0: unknown, loaded runs)
   bool visible = true;      // ticked in the run table: overlaid in the charts
+  // Runs started together (a lesson's variants, twin runs) share a group: the group's fp32
+  // member is their baseline, and the charts and tables can show the group together.
+  QString group;
+  QStringList tags;         // the user's labels, for filtering the runs table
+  QString note;             // the user's free-text note on the run
   RunSeries series;
   std::vector<HistogramFrame> histograms;
   QStringList events;
