@@ -21,6 +21,11 @@ struct HistogramRecord {
   DType dtype = DType::F32;     // dtype the values were stored in
   ExponentHistogram scaled;     // values as stored (gradients still multiplied by the scale)
   ExponentHistogram unscaled;   // values / scale: what they are without loss scaling
+  // What rounding to `dtype` did to the values: how many were non-zero before it and exactly
+  // zero after (flushed), or finite before and inf after. Counted against the same product
+  // computed with fp32 output, for tensors a layer computes in 16 bits; -1: not measured.
+  std::int64_t flushedToZero = -1;
+  std::int64_t roundedToInf = -1;
 };
 
 struct StepMetrics {
