@@ -154,16 +154,19 @@ void GuiFiles::showError(const QString& what, const QString& message) {
 
 int GuiFiles::selectedRunId() const { return m_window->runsPanel()->selectedRunId(); }
 
-void GuiFiles::saveExperimentInteractively() {
+bool GuiFiles::saveExperimentInteractively() {
   QString path = QFileDialog::getSaveFileName(m_window, tr("Save experiment"), QStringLiteral("experiment.ampx"),
                                               tr("AMP Studio experiments (*.ampx)"));
-  if (path.isEmpty()) return;
+  if (path.isEmpty()) return false;
   if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".ampx");
   try {
     saveExperimentFile(path);
     m_window->statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
+    m_window->markRunsSaved();
+    return true;
   } catch (const std::exception& e) {
     showError(tr("Could not save %1").arg(path), QString::fromUtf8(e.what()));
+    return false;
   }
 }
 

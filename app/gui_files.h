@@ -42,7 +42,7 @@ class GuiFiles : public QObject {
   int resumeFromCheckpoint(const QString& path);  // the new run's id
 
   // Interactive: a file dialog, then the above; errors in a message box.
-  void saveExperimentInteractively();
+  bool saveExperimentInteractively();  // true when it saved
   void openRunsInteractively();
   void exportMetricsInteractively();
   void exportRunBundleInteractively();

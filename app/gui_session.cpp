@@ -1,5 +1,10 @@
 #include "app/gui_session.h"
 
+#include <QStatusBar>
+#include <QStandardPaths>
+#include <QFileInfo>
+#include <QFile>
+#include <QDir>
 #include <QApplication>
 #include <QPixmap>
 #include <QTimer>
@@ -36,7 +41,7 @@ QString cudaUnavailableReason() {
 
 GuiSession::GuiSession(bool persistSettings, QObject* parent)
     : QObject(parent), m_controller(std::make_unique<RunController>()),
-      m_window(std::make_unique<ui::MainWindow>(persistSettings)) {
+      m_window(std::make_unique<ui::MainWindow>(persistSettings)), m_persist(persistSettings) {
   ui::MainWindow* w = m_window.get();
   RunController* c = m_controller.get();
   w->setBackendInfo(probeBackendDescription(), cudaUnavailableReason());
@@ -65,6 +70,9 @@ GuiSession::GuiSession(bool persistSettings, QObject* parent)
   connect(c, &RunController::activityChanged, this, &GuiSession::publishState);
   connect(c, &RunController::runStatusChanged, this, &GuiSession::publishState);
   m_files = std::make_unique<GuiFiles>(w, c);
+  w->setExperimentSaver([this] { return m_files->saveExperimentInteractively(); });
+  // Connected after the controller's shutdown: the runs have stopped when this writes them.
+  connect(w, &ui::MainWindow::closing, this, &GuiSession::autosaveSession);
   // The window restored its settings before this wiring existed: hand over the saved value.
   c->setMaxConcurrent(w->runsPanel()->maxConcurrent());
 }
@@ -83,6 +91,40 @@ void GuiSession::publishState() {
   s.anyPaused = m_controller->anyPaused();
   s.current = m_controller->currentRun();
   m_window->setRunState(s);
+}
+
+QString GuiSession::lastSessionPath() {
+  return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/last-session.ampx");
+}
+
+void GuiSession::autosaveSession() {
+  if (!m_persist) return;
+  const QString path = lastSessionPath();
+  if (m_window->lastCloseChoice() == ui::MainWindow::CloseChoice::Discarded || m_controller->runs().isEmpty()) {
+    QFile::remove(path);  // the user chose to lose them, or there is nothing: start fresh next time
+    return;
+  }
+  QDir().mkpath(QFileInfo(path).absolutePath());
+  try {
+    m_files->saveExperimentFile(path);
+  } catch (const std::exception& e) {
+    // The window is closing: stderr is the one place left to say it.
+    std::fprintf(stderr, "ampstudio: could not keep this session in %s: %s\n", qPrintable(path), e.what());
+  }
+}
+
+int GuiSession::restoreLastSession() {
+  const QString path = lastSessionPath();
+  if (!QFileInfo::exists(path)) return 0;
+  try {
+    const int n = m_files->openRuns(path);
+    m_window->statusBar()->showMessage(tr("Reopened the last session: %n run(s).", nullptr, n), 8000);
+    return n;
+  } catch (const std::exception& e) {
+    m_window->statusBar()->showMessage(tr("Could not reopen the last session (%1): %2")
+                                           .arg(path, QString::fromUtf8(e.what())));
+    return 0;
+  }
 }
 
 bool GuiSession::startScreenshot(const QString& lesson, const QString& outPath, qint64 steps) {

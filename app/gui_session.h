@@ -32,17 +32,25 @@ class GuiSession : public QObject {
   // (and emits nothing) if the lesson is unknown or its settings are invalid.
   bool startScreenshot(const QString& lesson, const QString& outPath, qint64 steps = 0);
 
+  // The last session: when the window closes (with persistSettings), its runs, event logs and
+  // settings are written to lastSessionPath(), unless the user chose "Quit without saving"; the
+  // next start reopens them. Returns the number of runs restored (0: none, or none to restore).
+  int restoreLastSession();
+  static QString lastSessionPath();
+
  signals:
   void screenshotSaved(bool ok, const QString& path);
 
  private:
   void publishState();
   void saveScreenshot();
+  void autosaveSession();  // after the controller stopped every run
 
   std::unique_ptr<RunController> m_controller;
   std::unique_ptr<ui::MainWindow> m_window;
   std::unique_ptr<GuiFiles> m_files;
   QString m_screenshotPath;
+  bool m_persist;
 };
 
 // What the CPU backend runs natively and what it emulates (Backend::description()), and why

@@ -2,10 +2,14 @@
 //   --lesson NAME        load a lesson into the experiment panel (see the Lessons panel)
 //   --screenshot OUT.png run the lesson until its runs end, save a PNG of the window, exit
 //   --steps N            override train.steps of the lesson's runs
+//   --size WxH           window size (screenshots at 1024x640, 1280x800, 1920x1080)
+//   --dark               dark palette (screenshots)
+//   --scale F            presentation scale, 1 = normal (as Ctrl+= / Ctrl+- set it)
 //   CONFIG.json          open an experiment file
 // Works under X11/Wayland, Xvfb and QT_QPA_PLATFORM=offscreen.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QAction>
 #include <QIcon>
 #include <QTimer>
 #include <clocale>
@@ -81,7 +85,13 @@ int main(int argc, char** argv) {
                                    QStringLiteral("Screenshot mode: take it after this many seconds even "
                                                   "if runs are still training (default 600)."),
                                    QStringLiteral("S"), QStringLiteral("600"));
-  parser.addOptions({lesson, screenshot, steps, timeout});
+  const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size, e.g. 1024x640."),
+                                QStringLiteral("WxH"));
+  const QCommandLineOption dark(QStringLiteral("dark"), QStringLiteral("Start with the dark palette."));
+  const QCommandLineOption scale(QStringLiteral("scale"),
+                                 QStringLiteral("Presentation scale: 1 is normal, 1.5 for a projector."),
+                                 QStringLiteral("F"));
+  parser.addOptions({lesson, screenshot, steps, timeout, size, dark, scale});
   parser.addPositionalArgument(QStringLiteral("config"), QStringLiteral("An experiment (JSON config file) to open."),
                                QStringLiteral("[CONFIG.json]"));
   parser.process(app);
@@ -91,6 +101,26 @@ int main(int argc, char** argv) {
   if (!ok || stepOverride < 0) {
     std::fprintf(stderr, "ampstudio: --steps expects a positive integer, got '%s'\n", qPrintable(parser.value(steps)));
     return 2;
+  }
+  QSize windowSize;
+  if (parser.isSet(size)) {
+    const QStringList wh = parser.value(size).split(QLatin1Char('x'));
+    bool okW = false, okH = false;
+    if (wh.size() == 2) windowSize = QSize(wh[0].toInt(&okW), wh[1].toInt(&okH));
+    if (!okW || !okH || windowSize.width() < 320 || windowSize.height() < 240) {
+      std::fprintf(stderr, "ampstudio: --size expects WIDTHxHEIGHT of at least 320x240, got '%s'\n",
+                   qPrintable(parser.value(size)));
+      return 2;
+    }
+  }
+  double presentationScale = 0;
+  if (parser.isSet(scale)) {
+    presentationScale = parser.value(scale).toDouble(&ok);
+    if (!ok || presentationScale < 0.5 || presentationScale > 4) {
+      std::fprintf(stderr, "ampstudio: --scale expects a number from 0.5 to 4, got '%s'\n",
+                   qPrintable(parser.value(scale)));
+      return 2;
+    }
   }
   const bool shot = parser.isSet(screenshot);
   if (shot && !parser.isSet(lesson)) {
@@ -107,6 +137,9 @@ int main(int argc, char** argv) {
   // Screenshots start from a clean state: no restored layout, palette or last experiment.
   amp::gui::GuiSession session(/*persistSettings=*/!shot);
   amp::ui::MainWindow* window = session.window();
+  if (windowSize.isValid()) window->resize(windowSize);
+  if (parser.isSet(dark)) window->actions().dark->setChecked(true);
+  if (presentationScale > 0) window->setPresentationScale(presentationScale);
   window->show();
 
   if (shot) {
@@ -130,6 +163,8 @@ int main(int argc, char** argv) {
   } else if (parser.isSet(lesson)) {
     window->loadLesson(parser.value(lesson));
     if (stepOverride > 0) window->experiment()->setFieldValue("train.steps", std::to_string(stepOverride));
+  } else {
+    session.restoreLastSession();  // the runs and event log this app showed when it last closed
   }
   return app.exec();
 }

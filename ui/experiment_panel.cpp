@@ -1,5 +1,7 @@
 #include "ui/experiment_panel.h"
 
+#include <QFileInfo>
+
 #include <QEvent>
 #include <QFormLayout>
 #include <QGroupBox>
@@ -162,6 +164,20 @@ QString ExperimentPanel::setFieldValue(const std::string& key, const std::string
   return f->error();
 }
 
+QString ExperimentPanel::dataPathProblem(const RunConfig& c) {
+  const QString path = QString::fromStdString(c.data.path);
+  if (c.data.name == "csv") {
+    if (path.isEmpty()) return tr("data.path: data.name=csv needs a CSV file");
+    const QFileInfo fi(path);
+    if (!fi.exists()) return tr("data.path: no such file: %1").arg(path);
+    if (fi.isDir()) return tr("data.path: %1 is a folder, not a CSV file").arg(path);
+    if (!fi.isReadable()) return tr("data.path: %1 is not readable").arg(path);
+  } else if (c.data.name == "fmnist" && !path.isEmpty()) {
+    if (!QFileInfo(path).isDir()) return tr("data.path: no Fashion-MNIST folder %1").arg(path);
+  }
+  return {};
+}
+
 void ExperimentPanel::revalidate() {
   if (m_loading) return;
   const bool wasValid = isValid();
@@ -192,6 +208,13 @@ void ExperimentPanel::revalidate() {
       const std::string key = e->substr(0, e->find_first_of(" :"));
       if (ConfigField* f = field(key)) f->setError(problem);
     }
+  }
+  if (problem.isEmpty()) {
+    // Files are checked here, not at Start: a run that fails on its first step has already
+    // taken a row in the runs table and a colour in the charts.
+    problem = dataPathProblem(c);
+    if (!problem.isEmpty())
+      if (ConfigField* f = field("data.path")) f->setError(problem);
   }
   m_config = c;
   m_problem = problem;

@@ -46,6 +46,10 @@ class ExperimentPanel : public QWidget {
   void validityChanged(bool valid);
   void configChanged();
 
+ public:
+  // A data file or folder the config names that cannot be read: "data.path: no such file: …".
+  static QString dataPathProblem(const RunConfig& c);
+
  private:
   QWidget* buildTab(const std::vector<std::pair<QString, std::vector<std::string>>>& groups);
   void revalidate();

@@ -85,7 +85,12 @@ void FormatInspectorView::update() {
     try {
       r = inspectValue(text, f.dtype);
     } catch (const std::exception& e) {
-      for (int c = 0; c < ColumnCount; ++c) m_table->item(row, c)->setText(QString());
+      // Every row: an entry that fails to parse must not leave an earlier value's facts behind.
+      for (int r2 = 0; r2 < 2; ++r2)
+        for (int c = 0; c < ColumnCount; ++c) {
+          m_table->item(r2, c)->setText(QString());
+          m_table->item(r2, c)->setData(Qt::ForegroundRole, QVariant());
+        }
       m_status->setText(text.empty() ? QString() : tr("Not a number: %1").arg(QString::fromUtf8(e.what())));
       return;
     }

@@ -8,13 +8,20 @@
 #include <QStyle>
 #include <QWidget>
 
+#include "ui/theme.h"
+
 namespace amp::ui {
 
 namespace {
+constexpr const char* kIconProperty = "ampStandardIcon";
+
 QAction* make(QWidget* w, const QString& text, QStyle::StandardPixmap icon,
               const QList<QKeySequence>& keys, const QString& tip) {
   auto* a = new QAction(text, w);
-  if (icon != QStyle::SP_CustomBase) a->setIcon(w->style()->standardIcon(icon));
+  if (icon != QStyle::SP_CustomBase) {
+    a->setIcon(themedIcon(w->style(), icon));
+    a->setProperty(kIconProperty, int(icon));  // retintIcons() redraws it for the palette
+  }
   a->setShortcuts(keys);
   // Window-wide: the shortcuts work whichever panel has focus (line edits keep their own keys).
   a->setShortcutContext(Qt::WindowShortcut);
@@ -75,8 +82,28 @@ MainActions MainActions::create(QWidget* w) {
   a.quit = make(w, QObject::tr("&Quit"), QStyle::SP_CustomBase, {QKeySequence(Qt::CTRL | Qt::Key_Q)},
                 QObject::tr("Stop every run and quit"));
   a.light = make(w, QObject::tr("&Light palette"), QStyle::SP_CustomBase, {}, QObject::tr("Light colours"));
-  a.dark = make(w, QObject::tr("&Dark palette"), QStyle::SP_CustomBase,
-                {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D)}, QObject::tr("Dark colours"));
+  a.dark = make(w, QObject::tr("&Dark palette"), QStyle::SP_CustomBase, {}, QObject::tr("Dark colours"));
+  // Not the dark action's own shortcut: in an exclusive group, triggering the checked action
+  // changes nothing, so the key could switch to dark but never back.
+  a.togglePalette = make(w, QObject::tr("&Switch light/dark palette"), QStyle::SP_CustomBase,
+                         {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D)}, QObject::tr("Switch between the light and dark palettes"));
+  a.zoomIn = make(w, QObject::tr("&Larger (presentation)"), QStyle::SP_CustomBase,
+                  {QKeySequence(Qt::CTRL | Qt::Key_Equal), QKeySequence(Qt::CTRL | Qt::Key_Plus)},
+                  QObject::tr("Larger fonts and lines, for a projector"));
+  a.zoomOut = make(w, QObject::tr("S&maller"), QStyle::SP_CustomBase,
+                   {QKeySequence(Qt::CTRL | Qt::Key_Minus)}, QObject::tr("Smaller fonts and lines"));
+  a.zoomReset = make(w, QObject::tr("&Normal size"), QStyle::SP_CustomBase, {QKeySequence(Qt::CTRL | Qt::Key_0)},
+                     QObject::tr("Fonts and lines at their normal size"));
+  a.chartsAuto = make(w, QObject::tr("Charts: &automatic layout"), QStyle::SP_CustomBase, {},
+                      QObject::tr("A grid when the window is large enough, tabs otherwise"));
+  a.chartsGrid = make(w, QObject::tr("Charts: &grid"), QStyle::SP_CustomBase, {}, QObject::tr("All six charts at once"));
+  a.chartsTabs = make(w, QObject::tr("Charts: &tabs"), QStyle::SP_CustomBase, {}, QObject::tr("One chart at a time, full size"));
+  auto* layouts = new QActionGroup(w);
+  for (QAction* t : {a.chartsAuto, a.chartsGrid, a.chartsTabs}) {
+    t->setCheckable(true);
+    layouts->addAction(t);
+  }
+  a.chartsAuto->setChecked(true);
   auto* themes = new QActionGroup(w);
   for (QAction* t : {a.light, a.dark}) {
     t->setCheckable(true);
@@ -115,10 +142,26 @@ void MainActions::populateMenus(QMenuBar* bar) {
   bar->addMenu(view);
   view->addAction(light);
   view->addAction(dark);
+  view->addAction(togglePalette);
+  view->addSeparator();
+  view->addAction(zoomIn);
+  view->addAction(zoomOut);
+  view->addAction(zoomReset);
+  view->addSeparator();
+  view->addAction(chartsAuto);
+  view->addAction(chartsGrid);
+  view->addAction(chartsTabs);
   view->addSeparator();
   QMenu* help = bar->addMenu(QObject::tr("&Help"));
   help->addAction(shortcuts);
   help->addAction(about);
+}
+
+void MainActions::retintIcons(QWidget* window) const {
+  for (QAction* a : window->actions()) {
+    const QVariant icon = a->property(kIconProperty);
+    if (icon.isValid()) a->setIcon(themedIcon(window->style(), QStyle::StandardPixmap(icon.toInt())));
+  }
 }
 
 QString shortcutHelpHtml() {
@@ -133,7 +176,9 @@ QString shortcutHelpHtml() {
       "<tr><td><b>Ctrl+T</b></td><td>trace the next step</td></tr>"
       "<tr><td><b>Ctrl+O</b> / <b>Ctrl+S</b></td><td>open / save a config file</td></tr>"
       "<tr><td><b>Ctrl+E</b></td><td>export the charts (PNG, SVG, PDF)</td></tr>"
-      "<tr><td><b>Ctrl+Shift+D</b></td><td>dark palette</td></tr>"
+      "<tr><td><b>Ctrl+Shift+D</b></td><td>switch light / dark palette</td></tr>"
+      "<tr><td><b>Ctrl+=</b> / <b>Ctrl+-</b> / <b>Ctrl+0</b></td><td>presentation mode: larger / "
+      "smaller / normal fonts and lines</td></tr>"
       "<tr><td><b>Ctrl+Q</b></td><td>quit (stops runs cleanly)</td></tr></table>");
 }
 

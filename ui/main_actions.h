@@ -2,8 +2,10 @@
 // menus, the tool bar and the panels' buttons so each command has one enabled state.
 //   Ctrl+R / F5 start · Space pause/resume · S or Ctrl+. one step · Shift+F5 / Ctrl+Shift+X stop
 //   Ctrl+I inject overflow · Ctrl+T trace next step · Ctrl+Shift+T twin runs
-//   Ctrl+O open config · Ctrl+S save config · Ctrl+E export charts · Ctrl+Shift+D dark palette
-//   Ctrl+Q quit
+//   Ctrl+O open config · Ctrl+S save config · Ctrl+E export charts
+//   Ctrl+Shift+D light/dark palette · Ctrl+= / Ctrl+- / Ctrl+0 presentation scale · Ctrl+Q quit
+// Icons are Qt's standard ones re-tinted for the palette (themedIcon), so they stay visible in
+// the dark palette: call retintIcons() after a palette change.
 #pragma once
 
 #include <QObject>
@@ -38,11 +40,20 @@ struct MainActions {
   QAction* dark = nullptr;
   QAction* shortcuts = nullptr;
   QAction* about = nullptr;
+  QAction* togglePalette = nullptr;  // Ctrl+Shift+D: light <-> dark (either way)
+  QAction* zoomIn = nullptr;         // presentation scale up (Ctrl+=, Ctrl++)
+  QAction* zoomOut = nullptr;        // down (Ctrl+-)
+  QAction* zoomReset = nullptr;      // back to 1 (Ctrl+0)
+  QAction* chartsAuto = nullptr;     // chart layout: automatic / grid / tabs (exclusive)
+  QAction* chartsGrid = nullptr;
+  QAction* chartsTabs = nullptr;
   QMenu* recent = nullptr;
   QMenu* view = nullptr;  // the window adds its docks' toggles here
 
   static MainActions create(QWidget* window);
   void populateMenus(QMenuBar* bar);
+  // Re-tints every action's standard icon for the current palette.
+  void retintIcons(QWidget* window) const;
 };
 
 QString shortcutHelpHtml();

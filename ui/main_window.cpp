@@ -56,6 +56,7 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent)
   connectActions();
   statusBar()->showMessage(tr("Ready. Pick a lesson or set up an experiment, then Start (Ctrl+R)."));
   m_tableRefresh.start();
+  m_baseFont = QApplication::font();
   resize(1280, 800);
   if (m_persist) restoreSettings();
   updateControls();
@@ -155,6 +156,15 @@ void MainWindow::connectActions() {
   connect(m_actions.exportCharts, &QAction::triggered, this, &MainWindow::exportChartsInteractively);
   // Light and dark are an exclusive group: choosing either toggles dark, once.
   connect(m_actions.dark, &QAction::toggled, this, [this](bool on) { setTheme(on); });
+  connect(m_actions.togglePalette, &QAction::triggered, this,
+          [this] { (m_actions.dark->isChecked() ? m_actions.light : m_actions.dark)->trigger(); });
+  // Presentation steps of 1/8: 1.0, 1.125, 1.25 … 2.5 (fonts round to whole points).
+  connect(m_actions.zoomIn, &QAction::triggered, this, [this] { setPresentationScale(m_presentationScale + 0.125); });
+  connect(m_actions.zoomOut, &QAction::triggered, this, [this] { setPresentationScale(m_presentationScale - 0.125); });
+  connect(m_actions.zoomReset, &QAction::triggered, this, [this] { setPresentationScale(1.0); });
+  connect(m_actions.chartsAuto, &QAction::triggered, this, [this] { setChartLayout(ChartLayout::Automatic); });
+  connect(m_actions.chartsGrid, &QAction::triggered, this, [this] { setChartLayout(ChartLayout::Grid); });
+  connect(m_actions.chartsTabs, &QAction::triggered, this, [this] { setChartLayout(ChartLayout::Tabs); });
   connect(m_actions.shortcuts, &QAction::triggered, this, [this] {
     QMessageBox::information(this, tr("Keyboard shortcuts"), shortcutHelpHtml());
   });
@@ -262,6 +272,10 @@ void MainWindow::stepOnce() {
 
 void MainWindow::addRun(RunData* run) {
   m_runs.append(run);
+  // A run read from a file arrives ended, with its event log: show that log as it was. A run
+  // this session trains arrives queued: it is unsaved until an experiment file holds it.
+  if (run->status == RunStatus::Queued) m_unsaved.insert(run->id);
+  else if (!run->events.isEmpty()) m_log->appendLines(run, run->events);
   m_runsModel->addRun(run);
   m_runsPanel->selectRun(run->id);
   chartsChanged();
@@ -270,6 +284,7 @@ void MainWindow::addRun(RunData* run) {
 void MainWindow::removeRun(int runId) {
   m_runs.erase(std::remove_if(m_runs.begin(), m_runs.end(), [runId](const RunData* r) { return r->id == runId; }),
                m_runs.end());
+  m_unsaved.remove(runId);
   if (m_trace->run() && m_trace->run()->id == runId) m_trace->showRun(nullptr);
   m_runsModel->removeRun(runId);
   chartsChanged();
@@ -330,8 +345,8 @@ void MainWindow::updateControls() {
   m_actions.pause->setEnabled(active);
   m_actions.pause->setChecked(active && !m_state.anyRunning);
   m_actions.pause->setText(active && !m_state.anyRunning ? tr("Resume") : tr("Pause"));
-  m_actions.pause->setIcon(style()->standardIcon(active && !m_state.anyRunning ? QStyle::SP_MediaPlay
-                                                                               : QStyle::SP_MediaPause));
+  m_actions.pause->setIcon(themedIcon(style(), active && !m_state.anyRunning ? QStyle::SP_MediaPlay
+                                                                             : QStyle::SP_MediaPause));
   m_actions.step->setEnabled(m_state.anyPaused || (!active && m_state.queued == 0 && valid));
   m_actions.stop->setEnabled(active || m_state.queued > 0);
   m_actions.inject->setEnabled(active);
@@ -372,11 +387,18 @@ void MainWindow::updateProgress() {
 
 void MainWindow::setTheme(bool dark) {
   applyTheme(dark ? Theme::Dark : Theme::Light);
+  m_actions.retintIcons(this);
+  updateControls();  // the pause/resume icon
   m_dashboard->setTheme(dark ? ChartView::Theme::Dark : ChartView::Theme::Light);
   if (m_trace->run()) m_trace->showRun(m_trace->run());  // dtype tints follow the palette
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+  m_lastCloseChoice = confirmClose();
+  if (m_lastCloseChoice == CloseChoice::Cancelled) {
+    event->ignore();
+    return;
+  }
   if (m_persist) saveSettings();
   emit closing();  // the controller cancels every run and waits for its thread
   event->accept();

@@ -6,8 +6,11 @@
 #pragma once
 
 #include <QElapsedTimer>
+#include <QFont>
 #include <QMainWindow>
 #include <QVector>
+#include <QSet>
+#include <functional>
 
 #include "engine/config/run_config.h"
 #include "ui/main_actions.h"
@@ -65,6 +68,28 @@ class MainWindow : public QMainWindow {
   bool saveConfigFile(const QString& path);
   void setBackendInfo(const QString& description, const QString& cudaUnavailableReason);
 
+  // Presentation mode: fonts (and the charts' lines) scaled by f, 1 = normal; Ctrl+= / Ctrl+-
+  // step it, Ctrl+0 resets. Kept across starts.
+  void setPresentationScale(double f);
+  double presentationScale() const { return m_presentationScale; }
+  static constexpr double kMinPresentationScale = 0.8, kMaxPresentationScale = 2.5;
+
+  // Where the charts go: a 3 x 2 grid, one tab each, or whichever fits the window (Automatic:
+  // tabs once a grid cell would be too small for legible tick labels).
+  enum class ChartLayout { Automatic, Grid, Tabs };
+  void setChartLayout(ChartLayout layout);
+  ChartLayout chartLayout() const { return m_chartLayout; }
+
+  // Runs trained in this session and not yet saved in an experiment file: closing asks first.
+  int unsavedRunCount() const { return int(m_unsaved.size()); }
+  void markRunsSaved() { m_unsaved.clear(); }
+  // How "Save" in the close confirmation saves (a file dialog, then the experiment file); true
+  // when it saved. Without one, the confirmation offers no Save.
+  void setExperimentSaver(std::function<bool()> saver) { m_saveExperiment = std::move(saver); }
+  // What the user chose when closing with unsaved runs (tests and the session's autosave read it).
+  enum class CloseChoice { NothingToAsk, Saved, Discarded, Cancelled };
+  CloseChoice lastCloseChoice() const { return m_lastCloseChoice; }
+
  public slots:
   void addRun(amp::ui::RunData* run);
   void removeRun(int runId);
@@ -94,6 +119,7 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void buildDocks();
@@ -102,6 +128,9 @@ class MainWindow : public QMainWindow {
   void updateControls();
   void updateProgress();
   void setTheme(bool dark);
+  void updateChartLayout();  // Automatic: grid or tabs for the dashboard's current size
+  void fitDocksToWindow();   // the bottom row grows with the window (more trace rows)
+  CloseChoice confirmClose();
   void chartsChanged();  // runs added/removed/ticked
   // main_window_files.cpp: config files, recent files, QSettings.
   void openConfigInteractively();
@@ -135,6 +164,13 @@ class MainWindow : public QMainWindow {
   QElapsedTimer m_tableRefresh;
   QStringList m_recentFiles;
   QString m_loadedLesson;  // the lesson the experiment panel was last filled from
+  double m_presentationScale = 1.0;
+  QFont m_baseFont;  // the application font at scale 1
+  ChartLayout m_chartLayout = ChartLayout::Automatic;
+  QSet<int> m_unsaved;  // runs of this session not in a saved experiment file
+  std::function<bool()> m_saveExperiment;
+  CloseChoice m_lastCloseChoice = CloseChoice::NothingToAsk;
+  int m_fittedHeight = 0;  // window height the docks were last sized for
 };
 
 }  // namespace amp::ui

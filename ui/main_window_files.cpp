@@ -106,6 +106,12 @@ void MainWindow::restoreSettings() {
   m_recentFiles = s.value(QStringLiteral("files/recent")).toStringList();
   rebuildRecentMenu();
   m_runsPanel->setMaxConcurrent(s.value(QStringLiteral("runs/maxConcurrent"), 1).toInt());
+  const double scale = s.value(QStringLiteral("view/presentationScale"), 1.0).toDouble();
+  if (scale != 1.0) setPresentationScale(scale);
+  const QString layout = s.value(QStringLiteral("view/charts")).toString();
+  setChartLayout(layout == QLatin1String("grid")   ? ChartLayout::Grid
+                 : layout == QLatin1String("tabs") ? ChartLayout::Tabs
+                                                   : ChartLayout::Automatic);
   const QByteArray last = s.value(QStringLiteral("experiment/last")).toByteArray();
   if (!last.isEmpty()) {
     const QJsonDocument doc = QJsonDocument::fromJson(last);
@@ -126,6 +132,10 @@ void MainWindow::saveSettings() {
   s.setValue(QStringLiteral("view/dark"), currentTheme() == Theme::Dark);
   s.setValue(QStringLiteral("files/recent"), m_recentFiles);
   s.setValue(QStringLiteral("runs/maxConcurrent"), m_runsPanel->maxConcurrent());
+  s.setValue(QStringLiteral("view/presentationScale"), m_presentationScale);
+  s.setValue(QStringLiteral("view/charts"), m_chartLayout == ChartLayout::Grid   ? QStringLiteral("grid")
+                                            : m_chartLayout == ChartLayout::Tabs ? QStringLiteral("tabs")
+                                                                                 : QStringLiteral("auto"));
   s.setValue(QStringLiteral("experiment/last"),
              QJsonDocument(configToJson(m_experiment->config())).toJson(QJsonDocument::Compact));
 }

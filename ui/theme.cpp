@@ -1,6 +1,8 @@
 #include "ui/theme.h"
 
 #include <QApplication>
+#include <QImage>
+#include <QPixmap>
 #include <QPalette>
 #include <QStyle>
 #include <QStyleFactory>
@@ -55,6 +57,32 @@ QColor runColor(int index) {
                                   QColor(0xb07aa1), QColor(0xff9da7), QColor(0x9c755f),
                                   QColor(0xbab0ac)};
   return colors[((index % 10) + 10) % 10];
+}
+
+QIcon themedIcon(QStyle* style, QStyle::StandardPixmap which) {
+  const QIcon standard = style->standardIcon(which);
+  if (g_theme != Theme::Dark) return standard;
+  QIcon out;
+  QList<QSize> sizes = standard.availableSizes();
+  if (sizes.isEmpty()) sizes = {QSize(16, 16), QSize(24, 24), QSize(32, 32)};
+  for (const QSize& size : std::as_const(sizes)) {
+    for (QIcon::Mode mode : {QIcon::Normal, QIcon::Disabled}) {
+      QImage img = standard.pixmap(size, mode).toImage().convertToFormat(QImage::Format_ARGB32);
+      for (int y = 0; y < img.height(); ++y) {
+        auto* row = reinterpret_cast<QRgb*>(img.scanLine(y));
+        for (int x = 0; x < img.width(); ++x) {
+          QColor c = QColor::fromRgba(row[x]);
+          float h, s, l, a;
+          c.getHslF(&h, &s, &l, &a);
+          // Mirror the lightness of dark pixels; disabled icons end up mid-grey, still dimmer.
+          if (l < 0.5f) c.setHslF(h, s, mode == QIcon::Disabled ? 0.45f : 1.0f - l, a);
+          row[x] = c.rgba();
+        }
+      }
+      out.addPixmap(QPixmap::fromImage(img), mode);
+    }
+  }
+  return out;
 }
 
 QColor errorColor() { return g_theme == Theme::Dark ? QColor(255, 110, 100) : QColor(200, 30, 30); }

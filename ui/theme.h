@@ -3,6 +3,8 @@
 #pragma once
 
 #include <QColor>
+#include <QIcon>
+#include <QStyle>
 
 namespace amp::ui {
 
@@ -13,5 +15,9 @@ Theme currentTheme();
 QColor runColor(int index);    // cycles through 10 distinct colours
 QColor errorColor();           // invalid fields, failed runs
 QColor warningColor();         // diverged runs, skipped steps
+
+// A standard icon drawn for the current palette: Fusion's glyphs are dark grey, invisible on the
+// dark palette's tool bar, so there their dark pixels are lightened (hue and alpha kept).
+QIcon themedIcon(QStyle* style, QStyle::StandardPixmap which);
 
 }  // namespace amp::ui

@@ -2,7 +2,11 @@
 // millisecond per step) and a helper that types a value into the experiment panel.
 #pragma once
 
+#include <QAbstractButton>
+#include <QApplication>
 #include <QLineEdit>
+#include <QMessageBox>
+#include <QTimer>
 #include <QTest>
 #include <string>
 #include <utility>
@@ -37,6 +41,26 @@ inline void typeInto(ui::ExperimentPanel* panel, const std::string& key, const Q
   edit->selectAll();
   QTest::keyClick(edit, Qt::Key_Backspace);
   QTest::keyClicks(edit, text);
+}
+
+// Answers the next modal message box as a user would: clicks the button whose text starts with
+// `button` (polling, since the box opens inside a nested event loop). Records the box's text.
+inline void answerNextMessageBox(const QString& button, QString* textSeen = nullptr) {
+  auto* timer = new QTimer;
+  timer->setInterval(10);
+  QObject::connect(timer, &QTimer::timeout, [timer, button, textSeen] {
+    auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+    if (!box) return;
+    for (QAbstractButton* b : box->buttons())
+      if (b->text().remove(QLatin1Char('&')).startsWith(button)) {
+        if (textSeen) *textSeen = box->text();
+        timer->stop();
+        timer->deleteLater();
+        b->click();
+        return;
+      }
+  });
+  timer->start();
 }
 
 }  // namespace amp::test

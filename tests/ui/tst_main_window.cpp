@@ -10,6 +10,7 @@
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QTemporaryDir>
 #include <QTest>
 #include <QTextBrowser>
 
@@ -183,8 +184,16 @@ class TestMainWindow : public QObject {
 
   void dataErrorFailsTheRunWithItsMessage() {
     test::apply(panel(), test::tinySpirals(5));
-    test::apply(panel(), {{"data.name", "csv"}, {"data.path", "/nonexistent/data.csv"}});
-    QVERIFY(panel()->isValid());
+    // A file that exists but cannot be read as data: found only when the run loads it (a
+    // missing file is refused before Start, see tst_demo_window).
+    QTemporaryDir dir;
+    const QString csv = dir.filePath(QStringLiteral("bad.csv"));
+    QFile f(csv);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("x,y,label\n0.5,oops,1\n");
+    f.close();
+    test::apply(panel(), {{"data.name", "csv"}, {"data.path", csv.toStdString()}});
+    QVERIFY2(panel()->isValid(), qPrintable(panel()->problem()));
     window()->actions().start->trigger();
     ui::RunData* run = lastRun();
     QTRY_COMPARE_WITH_TIMEOUT(run->status, ui::RunStatus::Failed, 30000);
@@ -281,6 +290,7 @@ class TestMainWindow : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(run->series.size() > 2, 30000);
     QElapsedTimer t;
     t.start();
+    test::answerNextMessageBox(QStringLiteral("Quit without saving"));  // the run is unsaved
     window()->close();
     QVERIFY(t.elapsed() < 5000);
     QCOMPARE(controller()->activeCount(), 0);

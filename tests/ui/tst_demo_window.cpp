@@ -1,0 +1,233 @@
+// The window as a live demo uses it (issue 12): the palette key both ways with visible icons,
+// presentation scale, a layout that fits 1024x640, the bottom row growing with the window, a
+// missing CSV caught before Start, the number inspector after an invalid entry, the event log of
+// an opened experiment, the confirmation on Quit with unsaved runs and the last session reopened.
+#include <QAction>
+#include <QApplication>
+#include <QDir>
+#include <QFile>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "app/gui_files.h"
+#include "app/gui_run_controller.h"
+#include "app/gui_session.h"
+#include "gui_test_util.h"
+#include "ui/charts/dashboard.h"
+#include "ui/event_log_view.h"
+#include "ui/format_inspector_view.h"
+#include "ui/main_window.h"
+#include "ui/runs_panel.h"
+#include "ui/theme.h"
+
+using namespace amp;
+
+namespace {
+// Mean HSL lightness (0..255) of an icon's visible pixels.
+int iconLightness(const QIcon& icon) {
+  const QImage img = icon.pixmap(QSize(16, 16)).toImage().convertToFormat(QImage::Format_ARGB32);
+  double sum = 0, weight = 0;
+  for (int y = 0; y < img.height(); ++y)
+    for (int x = 0; x < img.width(); ++x) {
+      const QColor c = QColor::fromRgba(img.pixel(x, y));
+      sum += c.lightness() * c.alphaF();
+      weight += c.alphaF();
+    }
+  return weight > 0 ? int(sum / weight) : -1;
+}
+}  // namespace
+
+class TestDemoWindow : public QObject {
+  Q_OBJECT
+
+ private:
+  std::unique_ptr<gui::GuiSession> m_session;
+  ui::MainWindow* window() { return m_session->window(); }
+  ui::ExperimentPanel* panel() { return window()->experiment(); }
+
+  ui::RunData* runToEnd(gui::GuiSession& s, long steps) {
+    test::apply(s.window()->experiment(), test::tinySpirals(steps));
+    s.window()->actions().start->trigger();
+    const auto runs = s.controller()->runs();
+    if (runs.isEmpty()) return nullptr;
+    ui::RunData* run = s.controller()->run(runs.last()->id);
+    if (!QTest::qWaitFor([run] { return run->status == ui::RunStatus::Finished; }, 30000)) return nullptr;
+    return run;
+  }
+
+ private slots:
+  void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+  void init() {
+    m_session = std::make_unique<gui::GuiSession>(/*persistSettings=*/false);
+    window()->show();
+    QVERIFY(QTest::qWaitForWindowExposed(window()));
+  }
+  void cleanup() {
+    if (ui::currentTheme() == ui::Theme::Dark) window()->actions().light->trigger();
+    window()->markRunsSaved();  // no confirmation when the fixture goes
+    m_session.reset();
+  }
+
+  // Ctrl+Shift+D switched to dark but never back (the dark action of an exclusive pair).
+  void paletteKeySwitchesBothWays() {
+    QTest::keyClick(window(), Qt::Key_D, Qt::ControlModifier | Qt::ShiftModifier);
+    QCOMPARE(ui::currentTheme(), ui::Theme::Dark);
+    QVERIFY(window()->actions().dark->isChecked());
+    QTest::keyClick(window(), Qt::Key_D, Qt::ControlModifier | Qt::ShiftModifier);
+    QCOMPARE(ui::currentTheme(), ui::Theme::Light);
+    QVERIFY(window()->actions().light->isChecked());
+  }
+
+  // The dark palette's tool bar showed black glyphs on dark grey.
+  void darkPaletteIconsStayVisible() {
+    const int lightIcon = iconLightness(window()->actions().start->icon());
+    window()->actions().dark->trigger();
+    const QColor bar = QApplication::palette().color(QPalette::Window);
+    for (QAction* a : {window()->actions().start, window()->actions().stop, window()->actions().pause}) {
+      const int l = iconLightness(a->icon());
+      QVERIFY2(l - bar.lightness() > 80, qPrintable(QStringLiteral("%1: icon lightness %2 on %3")
+                                                        .arg(a->text()).arg(l).arg(bar.lightness())));
+    }
+    window()->actions().light->trigger();
+    QCOMPARE(iconLightness(window()->actions().start->icon()), lightIcon);  // light: Qt's own icon
+  }
+
+  void presentationScaleKeys() {
+    const double base = QApplication::font().pointSizeF();
+    QVERIFY(base > 0);
+    QTest::keyClick(window(), Qt::Key_Equal, Qt::ControlModifier);
+    QTest::keyClick(window(), Qt::Key_Equal, Qt::ControlModifier);
+    QCOMPARE(window()->presentationScale(), 1.25);
+    QCOMPARE(QApplication::font().pointSizeF(), base * 1.25);
+    QTest::keyClick(window(), Qt::Key_Minus, Qt::ControlModifier);
+    QCOMPARE(window()->presentationScale(), 1.125);
+    QTest::keyClick(window(), Qt::Key_0, Qt::ControlModifier);
+    QCOMPARE(window()->presentationScale(), 1.0);
+    QCOMPARE(QApplication::font().pointSizeF(), base);
+    for (int i = 0; i < 40; ++i) window()->actions().zoomIn->trigger();  // bounded
+    QCOMPARE(window()->presentationScale(), ui::MainWindow::kMaxPresentationScale);
+    QVERIFY(!window()->actions().zoomIn->isEnabled());
+    window()->setPresentationScale(1.0);
+  }
+
+  // At 1024x640 a 3 x 2 grid left cells of about 230 x 190 px with elided ticks: tabs instead.
+  void chartsMoveToTabsWhenTheWindowIsSmall() {
+    window()->resize(1024, 640);
+    QTRY_COMPARE(window()->dashboard()->layoutMode(), ui::Dashboard::Layout::Tabs);
+    window()->resize(1920, 1080);
+    QTRY_COMPARE(window()->dashboard()->layoutMode(), ui::Dashboard::Layout::Grid);
+    window()->setChartLayout(ui::MainWindow::ChartLayout::Tabs);  // the user's choice wins
+    QCOMPARE(window()->dashboard()->layoutMode(), ui::Dashboard::Layout::Tabs);
+    window()->setChartLayout(ui::MainWindow::ChartLayout::Automatic);
+    QTRY_COMPARE(window()->dashboard()->layoutMode(), ui::Dashboard::Layout::Grid);
+  }
+
+  // The bottom row stayed 185 px tall: four trace rows even at 1920x1080.
+  void bottomRowGrowsWithTheWindow() {
+    window()->resize(1920, 1080);
+    QTRY_VERIFY(window()->runsPanel()->height() >= 250);  // was about 140
+    window()->resize(1024, 640);
+    QTRY_VERIFY(window()->runsPanel()->height() <= 200);
+  }
+
+  // A missing CSV file was accepted until Start, then the run failed.
+  void missingCsvFileBlocksStart() {
+    panel()->setFieldValue("data.name", "csv");
+    panel()->setFieldValue("data.path", "/nonexistent/points.csv");
+    QVERIFY(!panel()->isValid());
+    QVERIFY(!window()->actions().start->isEnabled());
+    QVERIFY2(panel()->problem().contains(QStringLiteral("no such file: /nonexistent/points.csv")),
+             qPrintable(panel()->problem()));
+    QTemporaryDir dir;
+    panel()->setFieldValue("data.path", dir.path().toStdString());
+    QVERIFY(panel()->problem().contains(QStringLiteral("is a folder")));
+    const QString csv = dir.filePath(QStringLiteral("p.csv"));
+    QFile f(csv);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("x,y,label\n0,1,0\n1,0,1\n");
+    f.close();
+    panel()->setFieldValue("data.path", csv.toStdString());
+    QVERIFY2(!panel()->problem().contains(QStringLiteral("data.path")), qPrintable(panel()->problem()));
+  }
+
+  // After "abc", the bf16 row kept the facts of the previous number.
+  void numberInspectorClearsEveryRowOnInvalidEntry() {
+    ui::FormatInspectorView* v = window()->formatInspector();
+    v->inspect(QStringLiteral("1e-8"));
+    QVERIFY(!v->cell(0, 0).isEmpty());
+    QVERIFY(!v->cell(1, 0).isEmpty());
+    v->inspect(QStringLiteral("abc"));
+    for (int row = 0; row < 2; ++row)
+      for (int col = 0; col < 6; ++col) QVERIFY2(v->cell(row, col).isEmpty(), qPrintable(v->cell(row, col)));
+    v->inspect(QStringLiteral("65520"));
+    QVERIFY(!v->cell(0, 0).isEmpty());
+  }
+
+  // An opened experiment brought its runs back but not their event log.
+  void openedExperimentShowsItsEventLog() {
+    ui::RunData* run = runToEnd(*m_session, 20);
+    QVERIFY(run);
+    QVERIFY(!run->events.isEmpty());
+    const QString firstEvent = run->events.first();
+    QTemporaryDir dir;
+    const QString ampx = dir.filePath(QStringLiteral("e.ampx"));
+    m_session->files()->saveExperimentFile(ampx);
+    window()->markRunsSaved();
+    m_session = std::make_unique<gui::GuiSession>(false);
+    QVERIFY(!window()->eventLog()->plainText().contains(firstEvent));
+    QCOMPARE(m_session->files()->openRuns(ampx), 1);
+    QVERIFY2(window()->eventLog()->plainText().contains(firstEvent), qPrintable(window()->eventLog()->plainText()));
+  }
+
+  // Quit discarded unsaved runs without asking.
+  void quitAsksBeforeLosingRuns() {
+    QVERIFY(runToEnd(*m_session, 10));
+    QCOMPARE(window()->unsavedRunCount(), 1);
+    QString text;
+    test::answerNextMessageBox(QStringLiteral("Cancel"), &text);
+    window()->close();
+    QVERIFY(text.contains(QStringLiteral("1 run(s)")));
+    QCOMPARE(window()->lastCloseChoice(), ui::MainWindow::CloseChoice::Cancelled);
+    QVERIFY(window()->isVisible());
+    test::answerNextMessageBox(QStringLiteral("Quit without saving"));
+    window()->close();
+    QCOMPARE(window()->lastCloseChoice(), ui::MainWindow::CloseChoice::Discarded);
+    QVERIFY(!window()->isVisible());
+  }
+
+  // The next start forgot the last experiment: its runs and event log are back now.
+  void lastSessionIsReopened() {
+    m_session.reset();
+    QFile::remove(gui::GuiSession::lastSessionPath());
+    {
+      gui::GuiSession s(/*persistSettings=*/true);
+      s.window()->show();
+      ui::RunData* run = runToEnd(s, 12);
+      QVERIFY(run);
+      s.window()->markRunsSaved();  // as after File > Save experiment: closing asks nothing
+      s.window()->close();
+    }
+    QVERIFY(QFile::exists(gui::GuiSession::lastSessionPath()));
+    {
+      gui::GuiSession s(true);
+      QCOMPARE(s.restoreLastSession(), 1);
+      const ui::RunData* back = s.controller()->runs().first();
+      QCOMPARE(back->series.size(), 12);
+      QVERIFY(!s.window()->eventLog()->plainText().isEmpty());
+      QCOMPARE(s.window()->unsavedRunCount(), 0);
+      // "Quit without saving" means it: nothing comes back the next time.
+      ui::RunData* again = runToEnd(s, 5);
+      QVERIFY(again);
+      test::answerNextMessageBox(QStringLiteral("Quit without saving"));
+      s.window()->close();
+    }
+    QVERIFY(!QFile::exists(gui::GuiSession::lastSessionPath()));
+    QSettings(QStringLiteral("AMP Studio"), QStringLiteral("ampstudio")).clear();
+    m_session = std::make_unique<gui::GuiSession>(false);
+  }
+};
+
+QTEST_MAIN(TestDemoWindow)
+#include "tst_demo_window.moc"

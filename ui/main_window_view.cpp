@@ -1,0 +1,105 @@
+// The main window's view side: presentation scale, where the charts go for the window's size,
+// how tall the bottom row is, and the confirmation before closing with unsaved runs.
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QResizeEvent>
+#include <QStatusBar>
+#include <QToolBar>
+#include <algorithm>
+
+#include "ui/charts/dashboard.h"
+#include "ui/main_window.h"
+
+namespace amp::ui {
+
+namespace {
+// A grid cell smaller than this (at scale 1) elides tick labels and overprints titles: measured
+// on the screenshots at 1280x800, where a cell of 313 x 245 lost its throughput and memory ticks.
+constexpr int kMinGridCellWidth = 400;
+constexpr int kMinGridCellHeight = 260;
+}  // namespace
+
+void MainWindow::setPresentationScale(double f) {
+  f = std::clamp(f, kMinPresentationScale, kMaxPresentationScale);
+  m_presentationScale = f;
+  QFont font = m_baseFont;
+  if (font.pointSizeF() > 0) font.setPointSizeF(m_baseFont.pointSizeF() * f);
+  else font.setPixelSize(std::max(1, int(m_baseFont.pixelSize() * f + 0.5)));
+  QApplication::setFont(font);
+  // (dashboard scale wired after the charts land)
+  m_actions.zoomIn->setEnabled(f < kMaxPresentationScale);
+  m_actions.zoomOut->setEnabled(f > kMinPresentationScale);
+  m_actions.zoomReset->setEnabled(f != 1.0);
+  updateChartLayout();  // larger text needs larger cells
+  if (f != 1.0) statusBar()->showMessage(tr("Presentation scale %1% (Ctrl+0: normal)").arg(qRound(f * 100)), 3000);
+}
+
+void MainWindow::setChartLayout(ChartLayout layout) {
+  m_chartLayout = layout;
+  QAction* a = layout == ChartLayout::Grid ? m_actions.chartsGrid
+               : layout == ChartLayout::Tabs ? m_actions.chartsTabs
+                                             : m_actions.chartsAuto;
+  a->setChecked(true);
+  updateChartLayout();
+}
+
+void MainWindow::updateChartLayout() {
+  Dashboard::Layout want = Dashboard::Layout::Grid;
+  if (m_chartLayout == ChartLayout::Tabs) {
+    want = Dashboard::Layout::Tabs;
+  } else if (m_chartLayout == ChartLayout::Automatic) {
+    // Judge by the space the dashboard has (the docks take the rest), in its own layout's terms.
+    const QSize area = m_dashboard->size();
+    const bool fits = area.width() / 3 >= kMinGridCellWidth * m_presentationScale &&
+                      area.height() / 2 >= kMinGridCellHeight * m_presentationScale;
+    want = fits ? Dashboard::Layout::Grid : Dashboard::Layout::Tabs;
+  }
+  if (m_dashboard->layoutMode() != want) m_dashboard->setLayoutMode(want);
+}
+
+void MainWindow::fitDocksToWindow() {
+  // The bottom row (runs, event log, trace) gets about 30% of the height: a fixed 185 px left the
+  // trace at four rows even on a 1080p screen. The side panel gets about a quarter of the width.
+  const int h = height(), w = width();
+  if (std::abs(h - m_fittedHeight) < 40) return;
+  m_fittedHeight = h;
+  const int bottom = std::clamp(int(h * 0.3), 150, 420);
+  const int side = std::clamp(int(w * 0.26), 270, 420);
+  resizeDocks({m_runsDock}, {bottom}, Qt::Vertical);
+  resizeDocks({m_experimentDock}, {side}, Qt::Horizontal);
+}
+
+void MainWindow::resizeEvent(QResizeEvent* event) {
+  QMainWindow::resizeEvent(event);
+  fitDocksToWindow();
+  // The docks settle after this event: judge the dashboard's size once they have.
+  QMetaObject::invokeMethod(this, &MainWindow::updateChartLayout, Qt::QueuedConnection);
+}
+
+MainWindow::CloseChoice MainWindow::confirmClose() {
+  // Runs still training count too: closing stops them, and what they trained so far is unsaved.
+  if (m_unsaved.isEmpty()) return CloseChoice::NothingToAsk;
+  QMessageBox box(QMessageBox::Question, tr("Quit AMP Studio"),
+                  tr("%n run(s) of this session are not saved in an experiment file.", nullptr, int(m_unsaved.size())),
+                  QMessageBox::NoButton, this);
+  box.setObjectName(QStringLiteral("confirmQuit"));
+  box.setInformativeText(tr("Save them before quitting? Without saving they are lost."));
+  QPushButton* save = m_saveExperiment ? box.addButton(tr("Save…"), QMessageBox::AcceptRole) : nullptr;
+  QPushButton* discard = box.addButton(tr("Quit without saving"), QMessageBox::DestructiveRole);
+  QPushButton* cancel = box.addButton(QMessageBox::Cancel);
+  box.setDefaultButton(save ? save : cancel);
+  box.setEscapeButton(cancel);
+  box.exec();
+  if (box.clickedButton() == discard) return CloseChoice::Discarded;
+  if (save && box.clickedButton() == save) {
+    if (!m_saveExperiment()) return CloseChoice::Cancelled;  // the file dialog was cancelled
+    m_unsaved.clear();
+    return CloseChoice::Saved;
+  }
+  return CloseChoice::Cancelled;
+}
+
+}  // namespace amp::ui
