@@ -52,6 +52,9 @@ RunRecord runRecordFromRunData(const ui::RunData& run) {
   rec.config = run.config;
   rec.name = run.name;
   rec.status = statusText(run.status);
+  rec.group = run.group;
+  rec.tags = run.tags;
+  rec.note = run.note;
   rec.steps = run.steps;
   for (const ui::HistogramFrame& f : run.histograms)
     for (const HistogramRecord& h : f.records) rec.histograms.emplace_back(f.step, h);

@@ -7,6 +7,7 @@
 #include <QDir>
 #include <QApplication>
 #include <QPixmap>
+#include <QSet>
 #include <QTimer>
 #include <algorithm>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "engine/train/trainer.h"
 #include "ui/experiment_panel.h"
 #include "ui/main_window.h"
+#include "ui/run_groups.h"
 #include "ui/runs_panel.h"
 
 namespace amp::gui {
@@ -46,8 +48,17 @@ GuiSession::GuiSession(bool persistSettings, QObject* parent)
   RunController* c = m_controller.get();
   w->setBackendInfo(probeBackendDescription(), cudaUnavailableReason());
 
-  connect(w, &ui::MainWindow::startRequested, c, [c](const QVector<RunConfig>& configs, bool paused) {
-    for (const RunConfig& cfg : configs) c->enqueue(cfg, paused);
+  connect(w, &ui::MainWindow::startRequested, c, [c, w](const QVector<RunConfig>& configs, bool paused) {
+    // Runs started together (a lesson's variants, twin runs) form one group: the group's fp32
+    // run is their baseline, and the runs table selects, hides or clears them as one.
+    QSet<QString> groups;
+    for (const ui::RunData* r : c->runs()) groups.insert(r->group);
+    const QString group = ui::groupNameFor(configs, groups);
+    for (const RunConfig& cfg : configs) {
+      ui::RunData* run = c->enqueue(cfg, paused);
+      run->group = group;
+      if (!group.isEmpty()) w->updateRunStatus(run);  // the table shows the group set after runAdded
+    }
   });
   connect(w, &ui::MainWindow::pauseToggled, c, &RunController::togglePause);
   connect(w, &ui::MainWindow::stepRequested, c, &RunController::stepAll);

@@ -38,6 +38,9 @@ void RunData::loadRecord(const RunRecord& r) {
   }
   events = r.events;
   checkpointPath = r.checkpointPath;
+  group = r.group;
+  tags = r.tags;
+  note = r.note;
 }
 
 void RunData::append(const StepMetrics& m) {

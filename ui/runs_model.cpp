@@ -3,6 +3,8 @@
 #include <QBrush>
 #include <QFont>
 
+#include "ui/config_diff.h"
+#include "ui/run_groups.h"
 #include "ui/theme.h"
 
 namespace amp::ui {
@@ -14,7 +16,7 @@ void RunsModel::addRun(RunData* run) {
   m_runs.append(run);
   m_summaries[run->id] = run->summary.summary();
   endInsertRows();
-  if (m_baselineId == 0 && run->config.mode == PrecisionMode::Fp32) setBaselineId(run->id);
+  baselinesChanged();  // a new fp32 run may be the baseline of others
 }
 
 void RunsModel::removeRun(int id) {
@@ -25,6 +27,7 @@ void RunsModel::removeRun(int id) {
   m_summaries.erase(id);
   endRemoveRows();
   if (m_baselineId == id) setBaselineId(0);
+  else baselinesChanged();
 }
 
 RunData* RunsModel::runAt(int row) const {
@@ -40,13 +43,26 @@ int RunsModel::rowOf(int id) const {
 void RunsModel::setBaselineId(int id) {
   if (id == m_baselineId) return;
   m_baselineId = id;
-  if (!m_runs.isEmpty())
-    emit dataChanged(index(0, SpeedUp), index(m_runs.size() - 1, MemoryRatio));
+  baselinesChanged();
   emit baselineChanged(id);
+}
+
+void RunsModel::baselinesChanged() {
+  m_baselines.clear();
+  if (!m_runs.isEmpty()) emit dataChanged(index(0, SpeedUp), index(m_runs.size() - 1, MemoryRatio));
+}
+
+void RunsModel::setRunVisible(int id, bool visible) {
+  const int row = rowOf(id);
+  if (row < 0 || m_runs[row]->visible == visible) return;
+  m_runs[row]->visible = visible;
+  emit dataChanged(index(row, Name), index(row, Name), {Qt::CheckStateRole});
+  emit visibilityChanged(id, visible);
 }
 
 void RunsModel::refresh() {
   for (const RunData* r : std::as_const(m_runs)) m_summaries[r->id] = r->summary.summary();
+  m_baselines.clear();  // groups may have been set since
   if (!m_runs.isEmpty()) emit dataChanged(index(0, 0), index(m_runs.size() - 1, ColumnCount - 1));
 }
 
@@ -54,10 +70,10 @@ void RunsModel::refreshRun(const RunData* run) {
   const int row = rowOf(run->id);
   if (row < 0) return;
   m_summaries[run->id] = run->summary.summary();
+  m_baselines.clear();
   emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
-  // Every ratio depends on the baseline: its rows change with it.
-  if (run->id == m_baselineId && m_runs.size() > 1)
-    emit dataChanged(index(0, SpeedUp), index(m_runs.size() - 1, MemoryRatio));
+  // Every ratio depends on a baseline, and this run may be one: the ratio columns change with it.
+  if (m_runs.size() > 1) emit dataChanged(index(0, SpeedUp), index(m_runs.size() - 1, MemoryRatio));
 }
 
 int RunsModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : m_runs.size(); }
@@ -97,9 +113,41 @@ QString RunsModel::formatBytes(double bytes) {
   return QStringLiteral("%1 B").arg(bytes, 0, 'f', 0);
 }
 
-const RunSummary* RunsModel::baselineSummary() const {
-  auto it = m_summaries.find(m_baselineId);
+const RunSummary* RunsModel::summaryOf(int runId) const {
+  auto it = m_summaries.find(runId);
   return it == m_summaries.end() || it->second.steps == 0 ? nullptr : &it->second;
+}
+
+RunsModel::Baseline RunsModel::baselineOf(const RunData& run) const {
+  if (auto it = m_baselines.find(run.id); it != m_baselines.end()) return it->second;
+  Baseline b;
+  const RunData* base = nullptr;
+  if (m_baselineId != 0) {
+    const int row = rowOf(m_baselineId);
+    base = row >= 0 ? m_runs[row] : nullptr;
+  } else {
+    base = automaticBaseline(run, m_runs);
+  }
+  if (base) {
+    b.id = base->id;
+    if (base != &run) b.workloadKeys = workloadDifferences(base->config, run.config);
+  }
+  m_baselines[run.id] = b;
+  return b;
+}
+
+QString RunsModel::ratioToolTip(const RunData& r, int column) const {
+  const QString what = column == SpeedUp ? tr("Baseline median ms/step ÷ this run's (higher is faster)")
+                                         : tr("This run's peak memory ÷ the baseline's (lower is leaner)");
+  const Baseline b = baselineOf(r);
+  const int row = rowOf(b.id);
+  if (row < 0) return what + QLatin1Char('\n') + tr("No baseline: no fp32 run in its group or of the same workload.");
+  const QString against = m_runs[row]->name;
+  if (b.id == r.id) return what + QLatin1Char('\n') + tr("This run is the baseline.");
+  if (b.workloadKeys.isEmpty()) return what + QLatin1Char('\n') + tr("Against %1.").arg(against);
+  return tr("⚠ Against %1, which differs in %2: this compares different workloads, not precisions.")
+             .arg(against, b.workloadKeys.join(QStringLiteral(", "))) +
+         QLatin1Char('\n') + what;
 }
 
 QVariant RunsModel::display(const RunData& r, const RunSummary& s, int column) const {
@@ -126,18 +174,27 @@ QVariant RunsModel::display(const RunData& r, const RunSummary& s, int column) c
       return hasSteps ? QStringLiteral("%1%").arg(s.meanLostUpdateFrac * 100, 0, 'f', 1) : QString();
     case MsPerStep: return s.medianStepMs > 0 ? QString::number(s.medianStepMs, 'f', 2) : QString();
     case PeakMemory: return hasSteps ? formatBytes(double(s.peakMemory.totalPeak)) : QString();
-    case SpeedUp: {
-      const RunSummary* b = baselineSummary();
-      if (!b || s.medianStepMs <= 0 || b->medianStepMs <= 0) return {};
-      if (r.id == m_baselineId) return QStringLiteral("baseline");
-      return QStringLiteral("%1×").arg(b->medianStepMs / s.medianStepMs, 0, 'f', 2);
-    }
+    case SpeedUp:
     case MemoryRatio: {
-      const RunSummary* b = baselineSummary();
-      if (!b || !hasSteps || b->peakMemory.totalPeak <= 0) return {};
-      if (r.id == m_baselineId) return QStringLiteral("baseline");
-      return QStringLiteral("%1×").arg(double(s.peakMemory.totalPeak) / double(b->peakMemory.totalPeak), 0, 'f', 2);
+      const Baseline base = baselineOf(r);
+      const RunSummary* b = summaryOf(base.id);
+      if (!b) return {};
+      double ratio = 0;
+      if (column == SpeedUp) {
+        if (s.medianStepMs <= 0 || b->medianStepMs <= 0) return {};
+        ratio = b->medianStepMs / s.medianStepMs;
+      } else {
+        if (!hasSteps || b->peakMemory.totalPeak <= 0) return {};
+        ratio = double(s.peakMemory.totalPeak) / double(b->peakMemory.totalPeak);
+      }
+      if (base.id == r.id) return tr("baseline");
+      const QString text = QStringLiteral("%1×").arg(ratio, 0, 'f', 2);
+      // Another workload: the figure stays visible, but never without the warning sign.
+      return base.workloadKeys.isEmpty() ? text : QStringLiteral("⚠ ") + text;
     }
+    case Group: return r.group;
+    case Tags: return r.tags.join(QStringLiteral(", "));
+    case Note: return r.note.section(QLatin1Char('\n'), 0, 0);  // the first line; the tooltip has all
   }
   return {};
 }
@@ -150,6 +207,10 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
   const RunSummary& s = it == m_summaries.end() ? empty : it->second;
   switch (role) {
     case Qt::DisplayRole: return display(*r, s, index.column());
+    case Qt::EditRole:
+      if (index.column() == Tags) return r->tags.join(QStringLiteral(", "));
+      if (index.column() == Note) return r->note;
+      break;
     case Qt::DecorationRole:
       if (index.column() == Name) return r->color;
       break;
@@ -158,13 +219,15 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
       break;
     case Qt::ForegroundRole:
       if (index.column() == Status) {
-        if (r->status == RunStatus::Failed) return QBrush(errorColor());
-        if (r->status == RunStatus::Diverged) return QBrush(warningColor());
+        // Both ended the run against the user's will: red, the detail in the tooltip.
+        if (r->status == RunStatus::Failed || r->status == RunStatus::Diverged) return QBrush(errorColor());
       }
+      if ((index.column() == SpeedUp || index.column() == MemoryRatio) && !baselineOf(*r).workloadKeys.isEmpty())
+        return QBrush(warningColor());
       if (index.column() == Skipped && s.skippedSteps > 0) return QBrush(warningColor());
       break;
     case Qt::FontRole:
-      if (r->id == m_baselineId && (index.column() == SpeedUp || index.column() == MemoryRatio)) {
+      if (r->id == baselineOf(*r).id && (index.column() == SpeedUp || index.column() == MemoryRatio)) {
         QFont f;
         f.setItalic(true);
         return f;
@@ -186,8 +249,9 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
           tip += QStringLiteral("<pre>%1</pre>").arg(r->modelSummary.join(QLatin1Char('\n')).toHtmlEscaped());
         return tip;
       }
-      if (index.column() == SpeedUp) return tr("Baseline median ms/step ÷ this run's (higher is faster)");
-      if (index.column() == MemoryRatio) return tr("This run's peak memory ÷ the baseline's (lower is leaner)");
+      if (index.column() == SpeedUp || index.column() == MemoryRatio) return ratioToolTip(*r, index.column());
+      if (index.column() == Note && !r->note.isEmpty()) return r->note;
+      if (index.column() == Group && !r->group.isEmpty()) return tr("Started together: %1").arg(r->group);
       break;
   }
   return {};
@@ -195,18 +259,34 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
 
 bool RunsModel::setData(const QModelIndex& index, const QVariant& value, int role) {
   RunData* r = runAt(index.row());
-  if (!r || index.column() != Name || role != Qt::CheckStateRole) return false;
-  r->visible = value.toInt() == Qt::Checked;
-  emit dataChanged(index, index, {Qt::CheckStateRole});
-  emit visibilityChanged(r->id, r->visible);
+  if (!r) return false;
+  if (index.column() == Name && role == Qt::CheckStateRole) {
+    r->visible = value.toInt() == Qt::Checked;
+    emit dataChanged(index, index, {Qt::CheckStateRole});
+    emit visibilityChanged(r->id, r->visible);
+    return true;
+  }
+  if (role != Qt::EditRole) return false;
+  if (index.column() == Tags) {
+    // "demo, keep ," -> {"demo", "keep"}: commas separate, blanks around a tag do not count.
+    QStringList tags;
+    for (const QString& t : value.toString().split(QLatin1Char(',')))
+      if (const QString tag = t.trimmed(); !tag.isEmpty() && !tags.contains(tag)) tags << tag;
+    r->tags = tags;
+  } else if (index.column() == Note) {
+    r->note = value.toString().trimmed();
+  } else {
+    return false;
+  }
+  emit dataChanged(index, index);
   return true;
 }
 
 QVariant RunsModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal) return {};
-  static const char* names[ColumnCount] = {"Run", "Mode", "Status", "Step", "Loss", "Test acc",
+  static const char* names[ColumnCount] = {"Run", "Mode", "Group", "Status", "Step", "Loss", "Test acc",
                                            "Skipped", "Lost upd.", "ms/step", "Peak mem", "Speed-up",
-                                           "Memory", "Settings"};
+                                           "Memory", "Tags", "Note", "Settings"};
   if (role == Qt::DisplayRole) return tr(names[section]);
   if (role == Qt::ToolTipRole) {
     switch (section) {
@@ -219,8 +299,13 @@ QVariant RunsModel::headerData(int section, Qt::Orientation o, int role) const {
                   "weight, so rounding threw them away (mean over the run)");
       case MsPerStep: return tr("Median training step time (after 3 warm-up steps)");
       case PeakMemory: return tr("Peak bytes the backend held (weights, gradients, activations, state)");
-      case SpeedUp: return tr("Baseline median ms/step ÷ this run's (higher is faster)");
+      case SpeedUp:
+        return tr("Baseline median ms/step ÷ this run's (higher is faster). The baseline is the fp32 run "
+                  "of the run's own group unless one is chosen above; ⚠: another model, data set or batch size");
       case MemoryRatio: return tr("This run's peak memory ÷ the baseline's (lower is leaner)");
+      case Group: return tr("Runs started together (a lesson, twin runs); right-click to select the group");
+      case Tags: return tr("Your labels, separated by commas (double-click to edit); the filter finds them");
+      case Note: return tr("Your note on the run (double-click to edit)");
       default: break;
     }
   }
@@ -230,6 +315,7 @@ QVariant RunsModel::headerData(int section, Qt::Orientation o, int role) const {
 Qt::ItemFlags RunsModel::flags(const QModelIndex& index) const {
   Qt::ItemFlags f = Qt::ItemIsEnabled | Qt::ItemIsSelectable;
   if (index.column() == Name) f |= Qt::ItemIsUserCheckable;
+  if (index.column() == Tags || index.column() == Note) f |= Qt::ItemIsEditable;
   return f;
 }
 

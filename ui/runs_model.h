@@ -1,6 +1,9 @@
-// The runs table's model: one row per run of the session with its colour, settings, status and
-// results, and the speed-up and memory ratio against a chosen baseline run. The tick box of a
-// row decides whether the run is overlaid in the charts (RunData::visible).
+// The runs table's model: one row per run of the session with its colour, group, settings,
+// status, results, the user's tags and note, and the speed-up and memory ratio against a
+// baseline: by default each run's own group's fp32 run (runs of one lesson or one twin start),
+// or one run the user forces for every row. A ratio against a run of another model, data set or
+// batch size is shown only with a warning. The tick box of a row decides whether the run is
+// overlaid in the charts (RunData::visible).
 #pragma once
 
 #include <QAbstractTableModel>
@@ -16,8 +19,8 @@ class RunsModel : public QAbstractTableModel {
 
  public:
   // Settings comes last: it stretches into whatever width the figures leave.
-  enum Column { Name, Mode, Status, Progress, FinalLoss, TestAcc, Skipped, LostUpdates, MsPerStep, PeakMemory,
-                SpeedUp, MemoryRatio, Settings, ColumnCount };
+  enum Column { Name, Mode, Group, Status, Progress, FinalLoss, TestAcc, Skipped, LostUpdates, MsPerStep,
+                PeakMemory, SpeedUp, MemoryRatio, Tags, Note, Settings, ColumnCount };
 
   explicit RunsModel(QObject* parent = nullptr);
 
@@ -27,9 +30,16 @@ class RunsModel : public QAbstractTableModel {
   int rowOf(int id) const;
   const QVector<RunData*>& runs() const { return m_runs; }
 
-  // 0 = none. By default the first fp32 run becomes the baseline when it appears.
+  // The baseline the user forced for every row; 0 = automatic: each run's automaticBaseline()
+  // (its group's fp32 run, run_groups.h).
   int baselineId() const { return m_baselineId; }
   void setBaselineId(int id);
+  // The run `run`'s ratios are measured against (0 = none), and the workload keys (model.*,
+  // data.*, train.batch_size) it differs from that run in: non-empty means "compare with care".
+  int baselineIdFor(const RunData& run) const { return baselineOf(run).id; }
+  QStringList baselineWarningFor(const RunData& run) const { return baselineOf(run).workloadKeys; }
+  // Ticks or unticks a run (overlaid in the charts or not); visibilityChanged when it changed.
+  void setRunVisible(int id, bool visible);
   // Re-reads every run's figures (call after new steps; cheap for tens of runs).
   void refresh();
   void refreshRun(const RunData* run);
@@ -50,12 +60,21 @@ class RunsModel : public QAbstractTableModel {
   void baselineChanged(int runId);
 
  private:
+  struct Baseline {
+    int id = 0;
+    QStringList workloadKeys;
+  };
   QVariant display(const RunData& r, const RunSummary& s, int column) const;
-  const RunSummary* baselineSummary() const;
+  QString ratioToolTip(const RunData& r, int column) const;
+  Baseline baselineOf(const RunData& run) const;
+  const RunSummary* summaryOf(int runId) const;  // nullptr without steps
+  void baselinesChanged();
 
   QVector<RunData*> m_runs;
   std::map<int, RunSummary> m_summaries;  // cached per refresh: summary() sorts for medians
   int m_baselineId = 0;
+  // Each run's baseline, found once per change (the workload check compares whole configs).
+  mutable std::map<int, Baseline> m_baselines;
 };
 
 }  // namespace amp::ui

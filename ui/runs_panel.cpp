@@ -1,21 +1,34 @@
 #include "ui/runs_panel.h"
 
+#include <QAction>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenu>
+#include <QMessageBox>
 #include <QSpinBox>
 #include <QTableView>
+#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <algorithm>
 
+#include "ui/config_diff_dialog.h"
+#include "ui/runs_filter_proxy.h"
 #include "ui/runs_model.h"
 
 namespace amp::ui {
 
+namespace {
+
+bool isActive(RunStatus s) { return s == RunStatus::Running || s == RunStatus::Paused || s == RunStatus::Queued; }
+
+}  // namespace
+
 RunsPanel::RunsPanel(RunsModel* model, QAction* twinRuns, QWidget* parent)
-    : QWidget(parent), m_model(model) {
+    : QWidget(parent), m_model(model), m_proxy(new RunsFilterProxy(model, this)) {
   auto* bar = new QHBoxLayout;
   bar->setContentsMargins(4, 2, 4, 0);
   auto* twin = new QToolButton(this);
@@ -27,7 +40,8 @@ RunsPanel::RunsPanel(RunsModel* model, QAction* twinRuns, QWidget* parent)
   m_baseline = new QComboBox(this);
   m_baseline->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   m_baseline->setMinimumContentsLength(16);
-  m_baseline->setToolTip(tr("Speed-up and memory ratio are measured against this run"));
+  m_baseline->setToolTip(tr("Speed-up and memory ratio are measured against this run; automatic: each run "
+                            "against the fp32 run of its own group (a lesson, twin runs)"));
   bar->addWidget(m_baseline);
   bar->addSpacing(12);
   bar->addWidget(new QLabel(tr("Max concurrent:"), this));
@@ -36,12 +50,20 @@ RunsPanel::RunsPanel(RunsModel* model, QAction* twinRuns, QWidget* parent)
   m_maxConcurrent->setToolTip(tr("Runs training at the same time; the rest wait in a queue. "
                                  "1 on a 2-core machine keeps step times honest."));
   bar->addWidget(m_maxConcurrent);
-  bar->addStretch(1);
+  bar->addSpacing(12);
+  m_filter = new QLineEdit(this);
+  m_filter->setObjectName(QStringLiteral("runsFilter"));
+  m_filter->setPlaceholderText(tr("Filter runs…"));
+  m_filter->setToolTip(tr("Shows the runs whose name, mode, group, tags, note or status contain every word typed"));
+  m_filter->setClearButtonEnabled(true);
+  m_filter->setMinimumWidth(120);
+  bar->addWidget(m_filter, 1);
 
   m_view = new QTableView(this);
-  m_view->setModel(model);
+  m_view->setModel(m_proxy);
   m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
-  m_view->setSelectionMode(QAbstractItemView::SingleSelection);
+  m_view->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  m_view->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed);
   m_view->setAlternatingRowColors(true);
   m_view->setContextMenuPolicy(Qt::CustomContextMenu);
   m_view->verticalHeader()->hide();
@@ -51,6 +73,12 @@ RunsPanel::RunsPanel(RunsModel* model, QAction* twinRuns, QWidget* parent)
   m_view->setWordWrap(false);
   m_view->setTextElideMode(Qt::ElideMiddle);
 
+  buildActions();
+  auto* clear = new QToolButton(this);
+  clear->setObjectName(QStringLiteral("clearFinishedButton"));
+  clear->setDefaultAction(m_clearEnded);
+  bar->addWidget(clear);
+
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->setSpacing(2);
@@ -59,26 +87,114 @@ RunsPanel::RunsPanel(RunsModel* model, QAction* twinRuns, QWidget* parent)
 
   connect(m_view->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& cur) {
-            if (RunData* r = m_model->runAt(cur.row())) emit selectedRunChanged(r->id);
+            if (RunData* r = m_model->runAt(sourceRow(cur.row()))) emit selectedRunChanged(r->id);
           });
+  connect(m_view->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RunsPanel::updateActions);
   connect(m_view, &QTableView::customContextMenuRequested, this, &RunsPanel::showContextMenu);
+  connect(m_filter, &QLineEdit::textChanged, m_proxy, &RunsFilterProxy::setSearchText);
   connect(m_maxConcurrent, &QSpinBox::valueChanged, this, &RunsPanel::maxConcurrentChanged);
   connect(m_baseline, &QComboBox::activated, this,
           [this](int i) { m_model->setBaselineId(m_baseline->itemData(i).toInt()); });
   connect(model, &RunsModel::rowsInserted, this, &RunsPanel::updateBaselineChoices);
   connect(model, &RunsModel::rowsRemoved, this, &RunsPanel::updateBaselineChoices);
   connect(model, &RunsModel::baselineChanged, this, &RunsPanel::updateBaselineChoices);
+  connect(model, &RunsModel::dataChanged, this, [this] {
+    updateActions();
+    // Removing rows from within dataChanged would pull them from under the views still handling it.
+    if (!m_removeWhenEnded.isEmpty()) QTimer::singleShot(0, this, &RunsPanel::removeStoppedPendingRuns);
+  });
   updateBaselineChoices();
+  updateActions();
 }
 
+void RunsPanel::buildActions() {
+  auto make = [this](const QString& text, const char* name, void (RunsPanel::*slot)()) {
+    auto* a = new QAction(text, this);
+    a->setObjectName(QString::fromLatin1(name));
+    connect(a, &QAction::triggered, this, slot);
+    return a;
+  };
+  m_delete = make(tr("Remove selected"), "deleteSelectedAction", &RunsPanel::removeSelectedRuns);
+  m_delete->setShortcut(QKeySequence::Delete);
+  m_delete->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  m_view->addAction(m_delete);  // Delete works while the table has the focus
+  m_clearEnded = make(tr("Clear finished"), "clearFinishedAction", &RunsPanel::clearEndedRuns);
+  m_clearEnded->setToolTip(tr("Remove every run that has ended (finished, stopped, diverged or failed)"));
+  m_hide = make(tr("Hide selected from the charts"), "hideSelectedAction", &RunsPanel::hideSelectedRuns);
+  m_showOnly = make(tr("Show only selected in the charts"), "showOnlySelectedAction", &RunsPanel::showOnlySelectedRuns);
+  m_showAll = make(tr("Show all in the charts"), "showAllAction", &RunsPanel::showAllRuns);
+  m_selectGroup = make(tr("Select group"), "selectGroupAction", &RunsPanel::selectCurrentGroup);
+  m_compare = make(tr("Compare settings…"), "compareSettingsAction", &RunsPanel::compareSelectedSettings);
+  m_editTags = new QAction(tr("Edit tags"), this);
+  m_editTags->setObjectName(QStringLiteral("editTagsAction"));
+  m_editNote = new QAction(tr("Edit note"), this);
+  m_editNote->setObjectName(QStringLiteral("editNoteAction"));
+  for (auto [action, column] : {std::pair{m_editTags, int(RunsModel::Tags)}, std::pair{m_editNote, int(RunsModel::Note)}})
+    connect(action, &QAction::triggered, this, [this, column] {
+      const QModelIndex cur = m_view->currentIndex();
+      if (cur.isValid()) m_view->edit(m_proxy->index(cur.row(), column));
+    });
+}
+
+void RunsPanel::updateActions() {
+  const QList<int> ids = selectedRunIds();
+  m_delete->setEnabled(!ids.isEmpty());
+  m_hide->setEnabled(!ids.isEmpty());
+  m_showOnly->setEnabled(!ids.isEmpty());
+  m_compare->setEnabled(ids.size() == 2);
+  const RunData* current = runWithId(selectedRunId());
+  m_editTags->setEnabled(current);
+  m_editNote->setEnabled(current);
+  const bool grouped = current && !current->group.isEmpty();
+  m_selectGroup->setEnabled(grouped);
+  m_selectGroup->setText(grouped ? tr("Select group “%1”").arg(current->group) : tr("Select group"));
+  bool anyEnded = false;
+  for (const RunData* r : m_model->runs()) anyEnded |= !isActive(r->status);
+  m_clearEnded->setEnabled(anyEnded);
+}
+
+int RunsPanel::sourceRow(int viewRow) const {
+  return m_proxy->mapToSource(m_proxy->index(viewRow, 0)).row();
+}
+
+RunData* RunsPanel::runWithId(int id) const { return m_model->runAt(m_model->rowOf(id)); }
+
 int RunsPanel::selectedRunId() const {
-  const RunData* r = m_model->runAt(m_view->currentIndex().row());
+  const QModelIndex cur = m_view->currentIndex();
+  const QItemSelectionModel* sel = m_view->selectionModel();
+  if (cur.isValid() && sel->isRowSelected(cur.row(), {}))
+    if (const RunData* r = m_model->runAt(sourceRow(cur.row()))) return r->id;
+  const QList<int> ids = selectedRunIds();
+  if (!ids.isEmpty()) return ids.first();
+  // Nothing selected: the current row (a run just added is current without a selection).
+  const RunData* r = cur.isValid() ? m_model->runAt(sourceRow(cur.row())) : nullptr;
   return r ? r->id : 0;
 }
 
-void RunsPanel::selectRun(int id) {
-  const int row = m_model->rowOf(id);
-  if (row >= 0) m_view->selectRow(row);
+QList<int> RunsPanel::selectedRunIds() const {
+  QList<int> rows;
+  for (const QModelIndex& i : m_view->selectionModel()->selectedRows()) rows << sourceRow(i.row());
+  std::sort(rows.begin(), rows.end());
+  QList<int> ids;
+  for (int row : rows)
+    if (const RunData* r = m_model->runAt(row)) ids << r->id;
+  return ids;
+}
+
+void RunsPanel::selectRun(int id) { selectRuns({id}); }
+
+void RunsPanel::selectRuns(const QList<int>& ids) {
+  QItemSelection selection;
+  QModelIndex last;
+  for (int id : ids) {
+    const QModelIndex i = m_proxy->mapFromSource(m_model->index(m_model->rowOf(id), 0));
+    if (!i.isValid()) continue;  // filtered out
+    selection.select(i, i);
+    last = i;
+  }
+  if (!last.isValid()) return;
+  m_view->selectionModel()->setCurrentIndex(last, QItemSelectionModel::NoUpdate);
+  m_view->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
 }
 
 void RunsPanel::setMaxConcurrent(int n) { m_maxConcurrent->setValue(n); }
@@ -86,30 +202,120 @@ int RunsPanel::maxConcurrent() const { return m_maxConcurrent->value(); }
 
 void RunsPanel::updateBaselineChoices() {
   m_baseline->clear();
-  m_baseline->addItem(tr("(none)"), 0);
+  m_baseline->addItem(tr("(each group's fp32 run)"), 0);
   for (const RunData* r : m_model->runs())
     m_baseline->addItem(QStringLiteral("%1 (%2)").arg(r->name, RunsModel::modeText(r->config)), r->id);
   m_baseline->setCurrentIndex(std::max(0, m_baseline->findData(m_model->baselineId())));
 }
 
+void RunsPanel::removeSelectedRuns() {
+  QList<int> ended, active;
+  QStringList activeNames;
+  for (int id : selectedRunIds()) {
+    const RunData* r = runWithId(id);
+    if (!r) continue;
+    if (isActive(r->status)) {
+      active << id;
+      activeNames << r->name;
+    } else {
+      ended << id;
+    }
+  }
+  if (!active.isEmpty()) {
+    const auto answer = QMessageBox::question(
+        this, tr("Remove runs"),
+        tr("%n of the selected runs still train(s): %1.\nStop and remove them?", nullptr, int(active.size()))
+            .arg(activeNames.join(QStringLiteral(", "))),
+        QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
+    if (answer != QMessageBox::Yes) return;
+    for (int id : active) {
+      m_removeWhenEnded.insert(id);  // removed once its status says it has stopped
+      emit stopRunRequested(id);
+    }
+  }
+  for (int id : ended) emit removeRunRequested(id);
+}
+
+void RunsPanel::removeStoppedPendingRuns() {
+  for (int id : QList<int>(m_removeWhenEnded.begin(), m_removeWhenEnded.end())) {
+    const RunData* r = runWithId(id);
+    if (r && isActive(r->status)) continue;
+    m_removeWhenEnded.remove(id);
+    if (r) emit removeRunRequested(id);
+  }
+}
+
+void RunsPanel::clearEndedRuns() {
+  QList<int> ended;
+  for (const RunData* r : m_model->runs())
+    if (!isActive(r->status)) ended << r->id;
+  for (int id : ended) emit removeRunRequested(id);
+}
+
+void RunsPanel::hideSelectedRuns() {
+  for (int id : selectedRunIds()) m_model->setRunVisible(id, false);
+}
+
+void RunsPanel::showOnlySelectedRuns() {
+  const QList<int> ids = selectedRunIds();
+  for (const RunData* r : m_model->runs()) m_model->setRunVisible(r->id, ids.contains(r->id));
+}
+
+void RunsPanel::showAllRuns() {
+  for (const RunData* r : m_model->runs()) m_model->setRunVisible(r->id, true);
+}
+
+void RunsPanel::selectCurrentGroup() {
+  const RunData* current = runWithId(selectedRunId());
+  if (!current || current->group.isEmpty()) return;
+  QList<int> ids;
+  for (const RunData* r : m_model->runs())
+    if (r->group == current->group) ids << r->id;
+  selectRuns(ids);
+}
+
+void RunsPanel::compareSelectedSettings() {
+  const QList<int> ids = selectedRunIds();
+  if (ids.size() != 2) return;
+  const RunData* a = runWithId(ids[0]);
+  const RunData* b = runWithId(ids[1]);
+  if (!a || !b) return;
+  auto* dialog = new ConfigDiffDialog(*a, *b, this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  dialog->show();
+}
+
 void RunsPanel::showContextMenu(const QPoint& pos) {
-  RunData* r = m_model->runAt(m_view->indexAt(pos).row());
+  const QModelIndex at = m_view->indexAt(pos);
+  RunData* r = m_model->runAt(sourceRow(at.row()));
   if (!r) return;
+  // Right-clicking outside the selection selects that row; inside, the selection stays.
+  if (!m_view->selectionModel()->isRowSelected(at.row(), {})) selectRun(r->id);
+  m_view->selectionModel()->setCurrentIndex(at, QItemSelectionModel::NoUpdate);
+  updateActions();
   const int id = r->id;
-  const bool active = r->status == RunStatus::Running || r->status == RunStatus::Paused ||
-                      r->status == RunStatus::Queued;
   QMenu menu(this);
-  menu.addAction(tr("Use as baseline"), this, [this, id] { m_model->setBaselineId(id); });
+  menu.addAction(tr("Use as baseline for every run"), this, [this, id] { m_model->setBaselineId(id); });
+  if (m_model->baselineId() != 0)
+    menu.addAction(tr("Baseline: each group's fp32 run"), this, [this] { m_model->setBaselineId(0); });
   menu.addAction(tr("Load its settings into the experiment"), this,
                  [this, r] { emit loadSettingsRequested(r->config); });
+  menu.addAction(m_compare);
   menu.addSeparator();
-  menu.addAction(tr("Stop this run"), this, [this, id] { emit stopRunRequested(id); })->setEnabled(active);
-  menu.addAction(tr("Remove from the session"), this, [this, id] { emit removeRunRequested(id); })
-      ->setEnabled(!active);
+  menu.addAction(m_selectGroup);
+  menu.addAction(m_editTags);
+  menu.addAction(m_editNote);
+  menu.addSeparator();
+  menu.addAction(m_hide);
+  menu.addAction(m_showOnly);
+  menu.addAction(m_showAll);
+  menu.addSeparator();
+  menu.addAction(tr("Stop this run"), this, [this, id] { emit stopRunRequested(id); })->setEnabled(isActive(r->status));
+  menu.addAction(m_delete);
+  menu.addAction(m_clearEnded);
   if (!m_fileActions.isEmpty()) {
-    selectRun(id);  // the file actions act on the selected run
     menu.addSeparator();
-    menu.addActions(m_fileActions);
+    menu.addActions(m_fileActions);  // they act on selectedRunId(): the row clicked is current
   }
   menu.exec(m_view->viewport()->mapToGlobal(pos));
 }

@@ -1,18 +1,26 @@
-// The runs table with its controls: which run is the baseline for speed-up and memory ratios,
-// how many runs may train at once, "twin runs", and per-run actions in a context menu.
+// The runs table with its controls: which run is the baseline for speed-up and memory ratios
+// (by default each run's own group's fp32 run), how many runs may train at once, "twin runs",
+// a search box, and the housekeeping a session of many runs needs: several rows selected at
+// once, Delete, "Clear finished", hiding runs from the charts without removing them, selecting
+// a whole group, tags and a note per run, and comparing two runs' settings. The actions live
+// on the panel (findChild by object name) and in the table's context menu.
 #pragma once
 
+#include <QList>
+#include <QSet>
 #include <QWidget>
 
 #include "ui/run_data.h"
 
+class QAction;
 class QComboBox;
+class QLineEdit;
 class QSpinBox;
 class QTableView;
-class QAction;
 
 namespace amp::ui {
 
+class RunsFilterProxy;
 class RunsModel;
 
 class RunsPanel : public QWidget {
@@ -24,11 +32,22 @@ class RunsPanel : public QWidget {
   // right-clicking a row selects it first).
   void setFileActions(const QList<QAction*>& actions) { m_fileActions = actions; }
 
-  int selectedRunId() const;  // 0 if none
+  int selectedRunId() const;  // the current run when selected, else the first selected; 0 if none
+  QList<int> selectedRunIds() const;  // in table order (of the model, whatever the filter)
   void selectRun(int id);
+  void selectRuns(const QList<int>& ids);
   void setMaxConcurrent(int n);
   int maxConcurrent() const;
   QTableView* view() const { return m_view; }
+
+ public slots:
+  void removeSelectedRuns();  // ended ones at once; asks before stopping the active ones
+  void clearEndedRuns();      // every ended run, selected or not
+  void hideSelectedRuns();
+  void showOnlySelectedRuns();
+  void showAllRuns();
+  void selectCurrentGroup();
+  void compareSelectedSettings();  // exactly two selected
 
  signals:
   void selectedRunChanged(int runId);
@@ -38,14 +57,31 @@ class RunsPanel : public QWidget {
   void loadSettingsRequested(const amp::RunConfig& config);
 
  private:
+  void buildActions();
+  void updateActions();
   void updateBaselineChoices();
   void showContextMenu(const QPoint& pos);
+  void removeStoppedPendingRuns();
+  RunData* runWithId(int id) const;
+  int sourceRow(int viewRow) const;
 
   RunsModel* m_model;
+  RunsFilterProxy* m_proxy = nullptr;
   QTableView* m_view = nullptr;
+  QLineEdit* m_filter = nullptr;
   QComboBox* m_baseline = nullptr;
   QSpinBox* m_maxConcurrent = nullptr;
   QList<QAction*> m_fileActions;
+  QAction* m_delete = nullptr;
+  QAction* m_clearEnded = nullptr;
+  QAction* m_hide = nullptr;
+  QAction* m_showOnly = nullptr;
+  QAction* m_showAll = nullptr;
+  QAction* m_selectGroup = nullptr;
+  QAction* m_compare = nullptr;
+  QAction* m_editTags = nullptr;
+  QAction* m_editNote = nullptr;
+  QSet<int> m_removeWhenEnded;  // active runs the user chose to remove: stopped, then removed
 };
 
 }  // namespace amp::ui

@@ -5,6 +5,7 @@
 //                                  "runs": [{"name", "color": "#rrggbb", "visible", "folder":
 //                                  "runs/0-fp32", "status", "checkpoint": true|false}, ...]}
 //   runs/<i>-<safe name>/config.json, metrics.jsonl, histograms.jsonl, events.log, summary.json
+//                                 (summary.json also holds the run's "group", "tags", "note")
 //   runs/<i>-<safe name>/checkpoint.zip   the run's latest checkpoint, when "checkpoint" is true
 //
 // The run files are exactly a CLI run folder's (run_record.h). The zip is written atomically

@@ -138,6 +138,22 @@ QString latestCheckpoint(const QString& dir) {
   return best;
 }
 
+// summary.json's optional "group", "tags" and "note" into the record.
+void readBookkeeping(RunRecord& r, const QString& file) {
+  const QJsonObject& s = r.summary;
+  if (s.contains("group") && !s["group"].isString()) fail(file + ": \"group\" must be a string");
+  if (s.contains("note") && !s["note"].isString()) fail(file + ": \"note\" must be a string");
+  if (s.contains("tags")) {
+    if (!s["tags"].isArray()) fail(file + ": \"tags\" must be a list of strings");
+    for (const QJsonValue& t : s["tags"].toArray()) {
+      if (!t.isString()) fail(file + ": \"tags\" must be a list of strings");
+      r.tags << t.toString();
+    }
+  }
+  r.group = s["group"].toString();
+  r.note = s["note"].toString();
+}
+
 }  // namespace
 
 QByteArray readFileBytes(const QString& path) {
@@ -184,6 +200,13 @@ std::map<QString, QByteArray> runRecordFiles(const RunRecord& r) {
   QJsonObject summary = r.summary;
   summary["name"] = r.name;
   summary["status"] = r.status;
+  // Only when set: the record's own values win over what a loaded summary said.
+  summary.remove("group");
+  summary.remove("tags");
+  summary.remove("note");
+  if (!r.group.isEmpty()) summary["group"] = r.group;
+  if (!r.tags.isEmpty()) summary["tags"] = QJsonArray::fromStringList(r.tags);
+  if (!r.note.isEmpty()) summary["note"] = r.note;
   files[kRunSummaryFile] = QJsonDocument(summary).toJson();
   return files;
 }
@@ -222,6 +245,7 @@ RunRecord runRecordFromFiles(const std::map<QString, QByteArray>& files, const Q
   }
   r.name = r.summary["name"].toString();
   if (r.name.isEmpty()) r.name = QString::fromStdString(r.config.displayName());
+  readBookkeeping(r, where + kRunSummaryFile);
   return r;
 }
 

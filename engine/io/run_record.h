@@ -37,6 +37,11 @@ struct RunRecord {
   RunConfig config;
   QString name;    // summary.json's "name", else the config's display name
   QString status;  // summary.json's status (running | finished | diverged | stopped | failed)
+  // The user's bookkeeping, in summary.json as "group", "tags" and "note" (written only when set,
+  // so a run without them has the summary it always had): runs started together share a group.
+  QString group;
+  QStringList tags;
+  QString note;
   std::vector<StepMetrics> steps;  // in file order; their `histograms` stay empty (see below)
   std::vector<std::pair<std::int64_t, HistogramRecord>> histograms;  // (step, record), file order
   QStringList events;              // events.log, one sentence a line
@@ -56,7 +61,8 @@ void writeFileAtomically(const QString& path, const QByteArray& bytes);
 HistogramRecord histogramFromJson(const QJsonObject& o);
 
 // The run's files as bytes, keyed by file name (kRun*File). summary.json is the record's summary
-// with "name" and "status" set from the record, so a renamed run keeps its name.
+// with "name" and "status" (and "group", "tags", "note" when set) from the record, so a renamed
+// or re-tagged run keeps its name and tags.
 std::map<QString, QByteArray> runRecordFiles(const RunRecord& r);
 
 // Parses a run's files. config.json and metrics.jsonl are required; histograms.jsonl,

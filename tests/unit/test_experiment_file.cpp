@@ -236,6 +236,42 @@ TEST_F(ExperimentFileTest, ExperimentRoundTripWithColoursVisibilityAndCheckpoint
             std::string::npos);
 }
 
+TEST_F(ExperimentFileTest, GroupTagsAndNoteRoundTripAndStayOutOfSummariesWithout) {
+  const RunRecord folder = loadRunFolder(path("run"));
+  RunRecord tagged = folder;
+  tagged.checkpointPath.clear();
+  tagged.group = "spirals twins #2";
+  tagged.tags = QStringList{"demo", "keep, maybe"};
+  tagged.note = "fp16 without scaling: \"flat\" loss\nsecond line";
+  saveExperiment(path("g.ampx"), {{tagged, "", true, {}}, {folder, "", true, {}}});
+  const auto loaded = loadExperiment(path("g.ampx"));
+  ASSERT_EQ(loaded.size(), 2u);
+  EXPECT_EQ(loaded[0].record.group, tagged.group);
+  EXPECT_EQ(loaded[0].record.tags, tagged.tags);
+  EXPECT_EQ(loaded[0].record.note, tagged.note);
+  // A run without them writes none of the keys: older readers see the summary they expect.
+  EXPECT_TRUE(loaded[1].record.group.isEmpty());
+  EXPECT_TRUE(loaded[1].record.tags.isEmpty());
+  EXPECT_TRUE(loaded[1].record.note.isEmpty());
+  const auto entries = readZipEntries(path("g.ampx"));
+  const QJsonObject plain = QJsonDocument::fromJson(entries.at("runs/1-tiny_spirals_/summary.json")).object();
+  EXPECT_FALSE(plain.contains("group") || plain.contains("tags") || plain.contains("note"));
+  // A run folder (and so a bundle) carries them too.
+  writeRunFolder(tagged, path("tagged"));
+  const RunRecord back = loadRunFolder(path("tagged"));
+  EXPECT_EQ(back.group, tagged.group);
+  EXPECT_EQ(back.tags, tagged.tags);
+  EXPECT_EQ(back.note, tagged.note);
+  // Tags that are not a list of strings are an error naming the file.
+  rewriteZip(path("g.ampx"), path("bad.ampx"), [](auto& e) {
+    QJsonObject s = QJsonDocument::fromJson(e["runs/0-tiny_spirals_/summary.json"]).object();
+    s["tags"] = 3;
+    e["runs/0-tiny_spirals_/summary.json"] = QJsonDocument(s).toJson();
+  });
+  EXPECT_NE(errorOf<ExperimentError>([&] { loadExperiment(path("bad.ampx")); }).find("runs/0-tiny_spirals_/summary.json"),
+            std::string::npos);
+}
+
 TEST_F(ExperimentFileTest, TruncatedLastLineIsAWarningAndAMalformedLineAnError) {
   const QString metrics = path("run/metrics.jsonl");
   const QByteArray good = readAll(metrics);

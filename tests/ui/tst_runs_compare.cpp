@@ -1,0 +1,140 @@
+// Comparisons that mean something: each run's speed-up and memory ratio are against the fp32
+// run of its own group (not the session's first fp32 run, which may train another model), a
+// forced baseline of another model, data set or batch size is shown only with a warning naming
+// the keys, "Compare settings…" lists the keys two runs differ in, and a diverged run's status
+// is red with the step and tensor as its tooltip.
+#include <QApplication>
+#include <QDialog>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTest>
+#include <memory>
+#include <vector>
+
+#include "runs_fakes.h"
+#include "ui/runs_model.h"
+#include "ui/runs_panel.h"
+#include "ui/theme.h"
+
+using namespace amp;
+using test::FakeRun;
+
+class TestRunsCompare : public QObject {
+  Q_OBJECT
+
+ private:
+  std::vector<std::unique_ptr<ui::RunData>> m_runs;
+  std::unique_ptr<ui::RunsModel> m_model;
+  std::unique_ptr<QAction> m_twin;
+  std::unique_ptr<ui::RunsPanel> m_panel;
+
+  ui::RunData* add(const FakeRun& f) {
+    m_runs.push_back(test::makeRun(int(m_runs.size()) + 1, f));
+    m_model->addRun(m_runs.back().get());
+    return m_runs.back().get();
+  }
+  QString cell(int row, int column, int role = Qt::DisplayRole) {
+    return m_model->index(row, column).data(role).toString();
+  }
+
+ private slots:
+  void init() {
+    m_runs.clear();
+    m_model = std::make_unique<ui::RunsModel>();
+    m_twin = std::make_unique<QAction>(QStringLiteral("Twin runs"));
+    m_panel = std::make_unique<ui::RunsPanel>(m_model.get(), m_twin.get());
+    m_panel->resize(1000, 300);
+    m_panel->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_panel.get()));
+    // The underflow lesson (a big recipe MLP), then twin runs of a small fmnist MLP.
+    add({"underflow/fp32", PrecisionMode::Fp32, "underflow", 50, 28000, ui::RunStatus::Finished, "recipe_mlp", "synthetic", 256});
+    add({"underflow/fp16", PrecisionMode::AmpFp16, "underflow", 25, 20000, ui::RunStatus::Finished, "recipe_mlp", "synthetic", 256});
+    add({"fmnist fp32", PrecisionMode::Fp32, "fmnist twins", 4, 1000, ui::RunStatus::Finished, "mlp", "fmnist", 64});
+    add({"fmnist fp16", PrecisionMode::AmpFp16, "fmnist twins", 2, 800, ui::RunStatus::Finished, "mlp", "fmnist", 64});
+    m_model->refresh();
+  }
+  void cleanup() {
+    m_panel.reset();
+    m_model.reset();
+    m_runs.clear();
+  }
+
+  void eachRowIsComparedWithItsGroupsFp32Run() {
+    QCOMPARE(cell(0, ui::RunsModel::SpeedUp), QStringLiteral("baseline"));
+    QCOMPARE(cell(1, ui::RunsModel::SpeedUp), QStringLiteral("2.00×"));
+    QCOMPARE(cell(2, ui::RunsModel::SpeedUp), QStringLiteral("baseline"));
+    QCOMPARE(cell(3, ui::RunsModel::SpeedUp), QStringLiteral("2.00×"));
+    QCOMPARE(cell(3, ui::RunsModel::MemoryRatio), QStringLiteral("0.80×"));
+    QVERIFY(!cell(3, ui::RunsModel::SpeedUp).contains(QChar(0x26A0)));
+  }
+
+  void aRunOfNoGroupUsesAComparableFp32Run() {
+    add({"fmnist fp16 again", PrecisionMode::AmpFp16, "", 1, 500, ui::RunStatus::Finished, "mlp", "fmnist", 64});
+    m_model->refresh();
+    QCOMPARE(cell(4, ui::RunsModel::SpeedUp), QStringLiteral("4.00×"));  // against fmnist fp32
+    add({"cifar fp16", PrecisionMode::AmpFp16, "", 1, 500, ui::RunStatus::Finished, "cnn", "cifar10", 64});
+    m_model->refresh();
+    QCOMPARE(cell(5, ui::RunsModel::SpeedUp), QString());  // nothing it can be compared with
+  }
+
+  void aForcedBaselineOfAnotherModelWarns() {
+    m_model->setBaselineId(1);  // underflow/fp32 for every row
+    QCOMPARE(cell(1, ui::RunsModel::SpeedUp), QStringLiteral("2.00×"));
+    const QString speedUp = cell(3, ui::RunsModel::SpeedUp);
+    QVERIFY2(speedUp.startsWith(QChar(0x26A0)) && speedUp.contains(QStringLiteral("25.00×")), qPrintable(speedUp));
+    const QString memory = cell(3, ui::RunsModel::MemoryRatio);
+    QVERIFY2(memory.startsWith(QChar(0x26A0)), qPrintable(memory));
+    const QString tip = cell(3, ui::RunsModel::SpeedUp, Qt::ToolTipRole);
+    for (const char* key : {"model.name", "data.name", "train.batch_size"})
+      QVERIFY2(tip.contains(QLatin1String(key)), qPrintable(tip));
+    QVERIFY2(tip.contains(QStringLiteral("underflow/fp32")), qPrintable(tip));
+    // Back to automatic: each group's own fp32 run again.
+    m_model->setBaselineId(0);
+    QCOMPARE(cell(3, ui::RunsModel::SpeedUp), QStringLiteral("2.00×"));
+  }
+
+  void compareSettingsListsTheKeysThatDiffer() {
+    test::selectViewRows(m_panel->view(), {0, 3});
+    QAction* compare = test::panelAction(m_panel.get(), "compareSettingsAction");
+    QVERIFY(compare);
+    QVERIFY(compare->isEnabled());
+    compare->trigger();
+    QDialog* dialog = nullptr;
+    QTRY_VERIFY((dialog = m_panel->findChild<QDialog*>(QStringLiteral("configDiffDialog"))) && dialog->isVisible());
+    auto* table = dialog->findChild<QTableWidget*>();
+    QVERIFY(table);
+    QStringList keys;
+    for (int row = 0; row < table->rowCount(); ++row) keys << table->item(row, 0)->text();
+    QVERIFY2(keys.contains(QStringLiteral("amp.mode")), qPrintable(keys.join(u',')));
+    QVERIFY(keys.contains(QStringLiteral("model.name")));
+    QVERIFY(keys.contains(QStringLiteral("train.batch_size")));
+    QVERIFY(!keys.contains(QStringLiteral("seed")));  // equal: not listed
+    const int row = keys.indexOf(QStringLiteral("model.name"));
+    QCOMPARE(table->item(row, 1)->text(), QStringLiteral("recipe_mlp"));
+    QCOMPARE(table->item(row, 2)->text(), QStringLiteral("mlp"));
+    QCOMPARE(table->horizontalHeaderItem(1)->text(), QStringLiteral("underflow/fp32"));
+    QCOMPARE(table->horizontalHeaderItem(2)->text(), QStringLiteral("fmnist fp16"));
+    dialog->close();
+    // One row selected: nothing to compare.
+    test::selectViewRows(m_panel->view(), {0});
+    QVERIFY(!compare->isEnabled());
+  }
+
+  void divergedAndFailedRunsAreRedWithTheirDetail() {
+    m_runs[1]->status = ui::RunStatus::Diverged;
+    m_runs[1]->statusDetail = QStringLiteral("step 2: non-finite loss; first non-finite tensor: 0.weight");
+    m_runs[2]->status = ui::RunStatus::Failed;
+    m_runs[2]->statusDetail = QStringLiteral("std::bad_alloc");
+    m_model->refresh();
+    QCOMPARE(cell(1, ui::RunsModel::Status), QStringLiteral("diverged"));
+    QCOMPARE(m_model->index(1, ui::RunsModel::Status).data(Qt::ForegroundRole).value<QBrush>().color(), ui::errorColor());
+    QCOMPARE(m_model->index(2, ui::RunsModel::Status).data(Qt::ForegroundRole).value<QBrush>().color(), ui::errorColor());
+    const QString tip = cell(1, ui::RunsModel::Status, Qt::ToolTipRole);
+    QVERIFY2(tip.contains(QStringLiteral("step 2")) && tip.contains(QStringLiteral("0.weight")), qPrintable(tip));
+    QVERIFY(cell(2, ui::RunsModel::Status, Qt::ToolTipRole).contains(QStringLiteral("bad_alloc")));
+  }
+};
+
+QTEST_MAIN(TestRunsCompare)
+#include "tst_runs_compare.moc"
