@@ -12,6 +12,7 @@
 #include "ui/experiment_panel.h"
 #include "ui/main_window.h"
 #include "ui/runs_panel.h"
+#include "ui/speed_control.h"
 
 namespace amp::gui {
 
@@ -52,6 +53,7 @@ GuiSession::GuiSession(bool persistSettings, QObject* parent)
   connect(w, &ui::MainWindow::stopRunRequested, c, &RunController::stopRun);
   connect(w, &ui::MainWindow::removeRunRequested, c, &RunController::removeRun);
   connect(w, &ui::MainWindow::maxConcurrentChanged, c, &RunController::setMaxConcurrent);
+  connect(w->speedControl(), &ui::SpeedControl::stepsPerSecondChanged, c, &RunController::setStepsPerSecond);
   connect(w, &ui::MainWindow::closing, c, &RunController::shutdown);
 
   connect(c, &RunController::runAdded, w, &ui::MainWindow::addRun);
@@ -67,6 +69,7 @@ GuiSession::GuiSession(bool persistSettings, QObject* parent)
   m_files = std::make_unique<GuiFiles>(w, c);
   // The window restored its settings before this wiring existed: hand over the saved value.
   c->setMaxConcurrent(w->runsPanel()->maxConcurrent());
+  c->setStepsPerSecond(w->speedControl()->stepsPerSecond());
 }
 
 GuiSession::~GuiSession() {
