@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "app/gui_files.h"
+#include "app/gui_lesson_tracker.h"
 #include "app/gui_run_controller.h"
 #include "engine/train/trainer.h"
 #include "ui/experiment_panel.h"
@@ -67,6 +68,7 @@ GuiSession::GuiSession(bool persistSettings, QObject* parent)
   connect(c, &RunController::activityChanged, this, &GuiSession::publishState);
   connect(c, &RunController::runStatusChanged, this, &GuiSession::publishState);
   m_files = std::make_unique<GuiFiles>(w, c);
+  new LessonTracker(w, c, this);  // a child: lives as long as the session
   // The window restored its settings before this wiring existed: hand over the saved value.
   c->setMaxConcurrent(w->runsPanel()->maxConcurrent());
   c->setStepsPerSecond(w->speedControl()->stepsPerSecond());
