@@ -23,7 +23,7 @@ QString percent(double f) {
 
 QString lossText(const ui::RunData& r) {
   if (r.series.loss.isEmpty()) return tr("no steps");
-  const double loss = r.series.loss.last();
+  const double loss = r.summary.summary().finalLoss;  // as the runs table shows it
   return std::isfinite(loss) ? QString::number(loss, 'g', 4) : tr("non-finite");
 }
 

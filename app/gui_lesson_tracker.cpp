@@ -65,7 +65,9 @@ void LessonTracker::runStatusChanged(ui::RunData* run) {
   for (int i = 0; i < m_lessons.size(); ++i) {
     if (!m_lessons[i].runIds.contains(run->id) || !ended(m_lessons[i])) continue;
     const Lesson lesson = m_lessons.takeAt(i);
-    conclude(lesson);
+    // After the controller's own lines about the run's end ("finished: ..."), which it logs
+    // right after this status change: the conclusion is the lesson's last word.
+    QMetaObject::invokeMethod(this, [this, lesson] { conclude(lesson); }, Qt::QueuedConnection);
     return;
   }
 }
@@ -84,7 +86,9 @@ void LessonTracker::conclude(const Lesson& lesson) {
   if (!p || runs.isEmpty()) return;
   const QStringList lines = lessonConclusion(*p, runs);
   if (lines.isEmpty()) return;
-  ui::RunData* key = m_controller->run(keyRun(lesson)->id);
+  const ui::RunData* keyData = keyRun(lesson);
+  ui::RunData* key = keyData ? m_controller->run(keyData->id) : nullptr;
+  if (!key) return;
   key->events << lines;
   m_window->logEvents(key, lines);
 }

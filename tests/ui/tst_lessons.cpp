@@ -89,6 +89,8 @@ class TestLessons : public QObject {
     QVERIFY2(log.contains(QStringLiteral("fp16_noscale 100%")), qPrintable(log.right(600)));
     QVERIFY2(log.contains(QStringLiteral("fp32 0%")), qPrintable(log.right(600)));
     QVERIFY(noscale->events.last().startsWith(QStringLiteral("Lesson 'Underflow without loss scaling' measured")));
+    // The lesson's last word: after every run's "finished" line.
+    QVERIFY(log.trimmed().split(QLatin1Char('\n')).last().contains(QStringLiteral(" measured: ")));
   }
 
   void pureFp16LessonMeasuresLostUpdates() {
