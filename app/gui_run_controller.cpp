@@ -157,6 +157,7 @@ void RunController::scheduleQueue() {
 
 void RunController::startRun(ui::RunData* run, bool paused) {
   auto* worker = new TrainingWorker(run->config, paused, this);
+  worker->setStepsPerSecond(m_stepsPerSecond);
   worker->setResume(m_resumeFrom.take(run->id));
   if (run->config.checkpoint.every > 0) worker->setCheckpointDir(checkpointDir(*run));
   connect(worker, &TrainingWorker::checkpointWritten, this,
@@ -172,15 +173,15 @@ void RunController::startRun(ui::RunData* run, bool paused) {
           });
   connect(worker, &TrainingWorker::metricsReady, this, &RunController::scheduleDrain);
   connect(worker, &TrainingWorker::runStarted, this,
-          [this, worker](qint64 total, const QString& name, const QString& backend,
-                         const QString& compute, const QStringList& model) {
-            onRunStarted(worker, total, name, backend, compute, model);
+          [this, worker](qint64 total, qint64 batchesPerEpoch, const QString& name,
+                         const QString& backend, const QString& compute, const QStringList& model) {
+            onRunStarted(worker, total, batchesPerEpoch, name, backend, compute, model);
           });
   connect(worker, &TrainingWorker::runPaused, this,
           [this, worker](qint64 done) { onRunPaused(worker, done); });
   connect(worker, &TrainingWorker::runEnded, this,
           [this, worker](int outcome, const QString& msg) { onRunEnded(worker, outcome, msg); });
-  m_active.push_back({run, worker, false});
+  m_active.push_back({run, worker, false, {}});
   setStatus(run, paused ? ui::RunStatus::Paused : ui::RunStatus::Running);
   worker->start();
   emit activityChanged();
@@ -231,7 +232,10 @@ void RunController::drainRun(Active& a, bool& updated) {
   const int growth = run->config.scaler.growthInterval;
   for (const StepMetrics& m : d.steps) {
     run->append(m);
-    for (const std::string& e : describeEvents(m, growth)) lines << QString::fromStdString(e);
+    QStringList stepLines;
+    for (const std::string& e : describeEvents(m, growth)) stepLines << QString::fromStdString(e);
+    if (m.diverged && a.diverged) stepLines.removeAll(QString::fromStdString(m.divergence));  // said once
+    lines << a.skips.add(m, stepLines);
     if (m.diverged && !a.diverged) {
       a.diverged = true;
       run->statusDetail = QString::fromStdString(m.divergence);
@@ -257,12 +261,13 @@ RunController::Active* RunController::findActive(int runId) {
   return nullptr;
 }
 
-void RunController::onRunStarted(TrainingWorker* w, qint64 total, const QString& backendName,
-                                 const QString& backend, const QString& compute,
-                                 const QStringList& model) {
+void RunController::onRunStarted(TrainingWorker* w, qint64 total, qint64 batchesPerEpoch,
+                                 const QString& backendName, const QString& backend,
+                                 const QString& compute, const QStringList& model) {
   Active* a = findActive(w);
   if (!a) return;
   a->run->totalSteps = total;
+  a->run->batchesPerEpoch = batchesPerEpoch;  // queued before the first metrics: set in time
   a->run->backendName = backendName;
   a->run->backendInfo = backend;
   a->run->computePath = compute;
@@ -292,7 +297,8 @@ void RunController::onRunEnded(TrainingWorker* w, int outcome, const QString& me
   if (it == m_active.end()) return;
   bool updated = false;
   drainRun(*it, updated);  // the last steps may still be waiting in the buffer
-  Active a = *it;
+  log(it->run, it->skips.finish());  // a streak of skips still open ends with the run
+  Active a = std::move(*it);
   m_active.erase(it);
   w->wait();
   w->deleteLater();
@@ -395,12 +401,22 @@ void RunController::removeRun(int id) {
   m_runs.erase(it);
 }
 
-void RunController::injectOverflow() {
-  for (auto& a : m_active) a.worker->injectOverflow();
+RunController::Active* RunController::targetOf(int runId) {
+  if (Active* a = findActive(runId)) return a;
+  return m_active.empty() ? nullptr : &m_active.back();
 }
 
-void RunController::traceNextStep() {
-  for (auto& a : m_active) a.worker->requestTrace();
+void RunController::injectOverflow(int runId) {
+  if (Active* a = targetOf(runId)) a->worker->injectOverflow();
+}
+
+void RunController::traceNextStep(int runId) {
+  if (Active* a = targetOf(runId)) a->worker->requestTrace();
+}
+
+void RunController::setStepsPerSecond(double stepsPerSecond) {
+  m_stepsPerSecond = std::max(0.0, stepsPerSecond);
+  for (auto& a : m_active) a.worker->setStepsPerSecond(m_stepsPerSecond);
 }
 
 }  // namespace amp::gui

@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "app/gui_skip_streak.h"
 #include "ui/run_data.h"
 
 namespace amp {
@@ -52,6 +53,7 @@ class RunController : public QObject {
   bool anyPaused() const;
 
   int maxConcurrent() const { return m_maxConcurrent; }
+  double stepsPerSecond() const { return m_stepsPerSecond; }
   void setMaxConcurrent(int n);
 
   // Cancels every run and waits for the threads: what closing the window does.
@@ -67,8 +69,13 @@ class RunController : public QObject {
   void stopAll();        // cancels active runs and the queue
   void stopRun(int id);
   void removeRun(int id);  // forgets an ended run
-  void injectOverflow();   // into every active run's next step
-  void traceNextStep();
+  // An inf into the next step's gradients / the next step's dtype trace, of one run: runId if
+  // it is active, else the current run (a demo with twin runs must keep the others clean).
+  void injectOverflow(int runId);
+  void traceNextStep(int runId);
+  // The pace of every active run and of those started later: at most this many steps a
+  // second; 0 = full speed.
+  void setStepsPerSecond(double stepsPerSecond);
 
  signals:
   void runAdded(amp::ui::RunData* run);
@@ -89,6 +96,7 @@ class RunController : public QObject {
     ui::RunData* run = nullptr;
     TrainingWorker* worker = nullptr;
     bool diverged = false;
+    SkipStreak skips;  // collapses the event lines of repeated skipped steps
   };
 
   void scheduleQueue();
@@ -97,7 +105,9 @@ class RunController : public QObject {
   void drainRun(Active& a, bool& updated);
   Active* findActive(const TrainingWorker* w);
   Active* findActive(int runId);
-  void onRunStarted(TrainingWorker* w, qint64 total, const QString& backendName, const QString& backend,
+  Active* targetOf(int runId);  // runId's entry if active, else the current run's
+  void onRunStarted(TrainingWorker* w, qint64 total, qint64 batchesPerEpoch,
+                    const QString& backendName, const QString& backend,
                     const QString& compute, const QStringList& model);
   void onRunPaused(TrainingWorker* w, qint64 stepsDone);
   void onRunEnded(TrainingWorker* w, int outcome, const QString& message);
@@ -111,6 +121,7 @@ class RunController : public QObject {
   QHash<int, QString> m_resumeFrom;  // run id -> checkpoint its worker loads first
   int m_nextId = 1;
   int m_maxConcurrent = 1;
+  double m_stepsPerSecond = 0;
   QTimer m_drainTimer;
   QElapsedTimer m_sinceDrain;
   QElapsedTimer m_drainCost;  // from a drain's start to the end of the redraw it caused

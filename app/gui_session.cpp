@@ -13,12 +13,14 @@
 #include <cstdio>
 
 #include "app/gui_files.h"
+#include "app/gui_lesson_tracker.h"
 #include "app/gui_run_controller.h"
 #include "engine/train/trainer.h"
 #include "ui/experiment_panel.h"
 #include "ui/main_window.h"
 #include "ui/run_groups.h"
 #include "ui/runs_panel.h"
+#include "ui/speed_control.h"
 
 namespace amp::gui {
 
@@ -68,6 +70,7 @@ GuiSession::GuiSession(bool persistSettings, QObject* parent)
   connect(w, &ui::MainWindow::stopRunRequested, c, &RunController::stopRun);
   connect(w, &ui::MainWindow::removeRunRequested, c, &RunController::removeRun);
   connect(w, &ui::MainWindow::maxConcurrentChanged, c, &RunController::setMaxConcurrent);
+  connect(w->speedControl(), &ui::SpeedControl::stepsPerSecondChanged, c, &RunController::setStepsPerSecond);
   connect(w, &ui::MainWindow::closing, c, &RunController::shutdown);
 
   connect(c, &RunController::runAdded, w, &ui::MainWindow::addRun);
@@ -84,8 +87,10 @@ GuiSession::GuiSession(bool persistSettings, QObject* parent)
   w->setExperimentSaver([this] { return m_files->saveExperimentInteractively(); });
   // Connected after the controller's shutdown: the runs have stopped when this writes them.
   connect(w, &ui::MainWindow::closing, this, &GuiSession::autosaveSession);
+  new LessonTracker(w, c, this);  // a child: lives as long as the session
   // The window restored its settings before this wiring existed: hand over the saved value.
   c->setMaxConcurrent(w->runsPanel()->maxConcurrent());
+  c->setStepsPerSecond(w->speedControl()->stepsPerSecond());
 }
 
 GuiSession::~GuiSession() {

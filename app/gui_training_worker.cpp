@@ -1,5 +1,6 @@
 #include "app/gui_training_worker.h"
 
+#include <algorithm>
 #include <exception>
 
 #include <QDir>
@@ -19,8 +20,11 @@ TrainingWorker::~TrainingWorker() {
 }
 
 void TrainingWorker::pause() {
-  std::lock_guard lock(m_mutex);
-  m_paused = true;
+  {
+    std::lock_guard lock(m_mutex);
+    m_paused = true;
+  }
+  m_wake.notify_all();  // a worker waiting for its pace pauses now, not after the wait
 }
 
 void TrainingWorker::resume() {
@@ -85,6 +89,35 @@ void TrainingWorker::serveCheckpointRequest(Trainer& trainer, std::unique_lock<s
   }
 }
 
+void TrainingWorker::setStepsPerSecond(double stepsPerSecond) {
+  {
+    std::lock_guard lock(m_mutex);
+    m_stepsPerSecond = std::max(0.0, stepsPerSecond);
+  }
+  m_wake.notify_all();
+}
+
+double TrainingWorker::stepsPerSecond() const {
+  std::lock_guard lock(m_mutex);
+  return m_stepsPerSecond;
+}
+
+void TrainingWorker::keepPace(std::chrono::steady_clock::time_point stepStarted) {
+  std::unique_lock lock(m_mutex);
+  for (;;) {
+    // Paused: waitForNextStep waits instead (and a single step must not wait for the pace).
+    if (m_cancel || m_paused || m_stepsPerSecond <= 0) return;
+    const double pace = m_stepsPerSecond;
+    const auto deadline =
+        stepStarted + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          std::chrono::duration<double>(1.0 / pace));
+    if (std::chrono::steady_clock::now() >= deadline) return;
+    // Loop on a new pace: the deadline moves (earlier or later) from the same step start.
+    m_wake.wait_until(lock, deadline,
+                      [&] { return m_cancel || m_paused || m_stepsPerSecond != pace; });
+  }
+}
+
 bool TrainingWorker::pauseRequested() const {
   std::lock_guard lock(m_mutex);
   return m_paused;
@@ -139,7 +172,8 @@ void TrainingWorker::run() {
   }
   QStringList summary;
   for (const auto& line : trainer->modelSummary()) summary << QString::fromStdString(line);
-  emit runStarted(trainer->totalSteps(), backendName, backendInfo, computePath, summary);
+  emit runStarted(trainer->totalSteps(), trainer->batchesPerEpoch(), backendName, backendInfo,
+                  computePath, summary);
   trainer->requestTrace();  // the first step's trace, so the inspector has something to show
 
   std::string divergence;
@@ -153,6 +187,7 @@ void TrainingWorker::run() {
       if (inject) trainer->injectNonFiniteNextStep();
       if (trace) trainer->requestTrace();
       const bool traced = trace || trainer->stepsDone() == 0;
+      const auto stepStarted = std::chrono::steady_clock::now();
       StepMetrics m = trainer->step();
       if (m.diverged && divergence.empty()) divergence = m.divergence;
       m_metricsJsonl += stepMetricsJsonLine(m);  // metrics.jsonl holds no histograms
@@ -164,6 +199,7 @@ void TrainingWorker::run() {
       if (traced) signal |= m_buffer.pushTrace(trainer->stepsDone(), trainer->lastTrace());
       signal |= m_buffer.push(std::move(m));
       if (signal) emit metricsReady();
+      if (!trainer->finished()) keepPace(stepStarted);
     }
   } catch (const std::exception& e) {
     emit runEnded(int(RunOutcome::Failed), QString::fromStdString(e.what()));

@@ -3,12 +3,15 @@
 // steps, through a mutex and a condition variable (pause, single step, stop) and flags the worker
 // applies itself (inject an overflow, trace the next step), so the Trainer is never touched from
 // two threads. Metrics go through a MetricsBuffer; rare events are queued signals. Checkpoints
-// are written by the worker too, between steps, for the same reason.
+// are written by the worker too, between steps, for the same reason. A pace (steps per second)
+// makes a demo watchable: the worker waits between steps on the same condition variable, so
+// pause, stop and a new pace still take effect at once.
 #pragma once
 
 #include <QByteArray>
 #include <QStringList>
 #include <QThread>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <vector>
@@ -46,6 +49,10 @@ class TrainingWorker : public QThread {
   void injectOverflow();
   void requestTrace();
   bool pauseRequested() const;
+  // At most this many steps a second (the time between step starts); 0: as fast as it can.
+  // Takes effect during the wait that is under way, so a faster pace ends it at once.
+  void setStepsPerSecond(double stepsPerSecond);
+  double stepsPerSecond() const;
   // Writes a checkpoint to zipPath before the next step (also while paused); answered by
   // checkpointWritten. A request still pending when the run ends is served before the thread exits.
   void requestCheckpoint(const QString& zipPath);
@@ -53,8 +60,10 @@ class TrainingWorker : public QThread {
  signals:
   // backendName: "cpu", "cuda:0"; computePath: how this run's GEMMs and convolutions compute
   // there ("bf16 emulated (...)").
-  void runStarted(qint64 totalSteps, const QString& backendName, const QString& backendInfo,
-                  const QString& computePath, const QStringList& modelSummary);
+  // batchesPerEpoch: the data loader's, for the charts' epoch axis (queued before any metrics).
+  void runStarted(qint64 totalSteps, qint64 batchesPerEpoch, const QString& backendName,
+                  const QString& backendInfo, const QString& computePath,
+                  const QStringList& modelSummary);
   void metricsReady();             // the buffer went from empty to non-empty
   void runPaused(qint64 stepsDone);  // the worker is waiting; every step so far is in the buffer
   void runEnded(int outcome, const QString& message);  // outcome: RunOutcome
@@ -71,6 +80,8 @@ class TrainingWorker : public QThread {
   bool waitForNextStep(Trainer& trainer, bool& inject, bool& trace);
   void serveCheckpointRequest(Trainer& trainer, std::unique_lock<std::mutex>& lock);
   void writeCheckpoint(Trainer& trainer, const QString& path, bool periodic);
+  // Waits until 1/pace after `stepStarted`, or until cancelled, paused or the pace changes.
+  void keepPace(std::chrono::steady_clock::time_point stepStarted);
 
   const RunConfig m_config;
   MetricsBuffer m_buffer;
@@ -81,6 +92,7 @@ class TrainingWorker : public QThread {
   int m_stepBudget = 0;  // single steps granted while paused
   bool m_inject = false;
   bool m_trace = false;
+  double m_stepsPerSecond = 0;  // 0: full speed
   QString m_checkpointRequest;  // pending "save now" path
   QString m_resumeFrom;
   QString m_checkpointDir;

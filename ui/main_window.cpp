@@ -22,6 +22,7 @@
 #include "ui/lesson_panel.h"
 #include "ui/runs_model.h"
 #include "ui/runs_panel.h"
+#include "ui/speed_control.h"
 #include "ui/theme.h"
 #include "ui/trace_view.h"
 
@@ -116,6 +117,9 @@ void MainWindow::buildToolBar() {
   bar->addSeparator();
   for (QAction* a : {m_actions.twin, m_actions.inject}) bar->addAction(a);
   bar->addSeparator();
+  m_speed = new SpeedControl(this);
+  bar->addWidget(m_speed);
+  bar->addSeparator();
   m_progress = new QProgressBar(this);
   m_progress->setRange(0, 1000);
   m_progress->setValue(0);
@@ -141,11 +145,15 @@ void MainWindow::connectActions() {
   });
   connect(m_actions.stop, &QAction::triggered, this, &MainWindow::stopRequested);
   connect(m_actions.inject, &QAction::triggered, this, [this] {
-    emit injectRequested();
-    statusBar()->showMessage(tr("An inf goes into a gradient of the next step."), 4000);
+    const RunData* target = targetRun();
+    if (!target) return;
+    emit injectRequested(target->id);
+    statusBar()->showMessage(tr("An inf goes into a gradient of %1's next step.").arg(target->name), 4000);
   });
   connect(m_actions.trace, &QAction::triggered, this, [this] {
-    emit traceRequested();
+    const RunData* target = targetRun();
+    if (!target) return;
+    emit traceRequested(target->id);
     m_inspectorDock->raise();
     m_inspectorTabs->setCurrentWidget(m_trace);
   });
@@ -238,7 +246,9 @@ bool MainWindow::runLesson(const QString& name) {
     m_experimentDock->raise();
     return false;
   }
-  emit startRequested(lessonConfigs(name), false);
+  const QVector<RunConfig> configs = lessonConfigs(name);
+  emit lessonStarted(name, configs.size());
+  emit startRequested(configs, false);
   return true;
 }
 
@@ -297,6 +307,13 @@ void MainWindow::updateRunStatus(RunData* run) {
 
 void MainWindow::chartsChanged() {
   m_dashboard->setRuns(m_runs);  // each panel refreshes itself (or on show, when hidden)
+}
+
+const RunData* MainWindow::targetRun() const {
+  const int selected = m_runsPanel->selectedRunId();
+  for (const RunData* r : m_runs)
+    if (r->id == selected && (r->status == RunStatus::Running || r->status == RunStatus::Paused)) return r;
+  return m_state.current;
 }
 
 void MainWindow::refreshRuns() {

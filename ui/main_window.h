@@ -30,6 +30,7 @@ class FormatInspectorView;
 class LessonPanel;
 class RunsModel;
 class RunsPanel;
+class SpeedControl;
 class TraceView;
 
 // What the controller reports about the session's runs (for the controls and progress bar).
@@ -58,6 +59,7 @@ class MainWindow : public QMainWindow {
   TraceView* traceView() const { return m_trace; }
   FormatInspectorView* formatInspector() const { return m_format; }
   Dashboard* dashboard() const { return m_dashboard; }
+  SpeedControl* speedControl() const { return m_speed; }
   const MainActions& actions() const { return m_actions; }
 
   bool loadLesson(const QString& name);  // fills the experiment panel; false if unknown
@@ -110,8 +112,11 @@ class MainWindow : public QMainWindow {
   void pauseToggled();
   void stepRequested();
   void stopRequested();
-  void injectRequested();
-  void traceRequested();
+  // runId: the selected run when it is active, else the current run (0: none).
+  void injectRequested(int runId);
+  void traceRequested(int runId);
+  // Emitted just before a lesson's startRequested: its runs are the next runCount runs added.
+  void lessonStarted(const QString& name, int runCount);
   void stopRunRequested(int runId);
   void removeRunRequested(int runId);
   void maxConcurrentChanged(int n);
@@ -132,6 +137,8 @@ class MainWindow : public QMainWindow {
   void fitDocksToWindow();   // the bottom row grows with the window (more trace rows)
   CloseChoice confirmClose();
   void chartsChanged();  // runs added/removed/ticked
+  // What inject and trace act on: the selected run if it is training, else the current run.
+  const RunData* targetRun() const;
   // main_window_files.cpp: config files, recent files, QSettings.
   void openConfigInteractively();
   void saveConfigInteractively();
@@ -159,6 +166,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* m_inspectorDock = nullptr;
   QProgressBar* m_progress = nullptr;
   QLabel* m_progressLabel = nullptr;
+  SpeedControl* m_speed = nullptr;
   QVector<const RunData*> m_runs;
   RunState m_state;
   QElapsedTimer m_tableRefresh;

@@ -28,7 +28,11 @@ std::vector<Preset> build() {
                "on Gaussian data. Run it in fp32, fp16 and bf16 to compare step time and memory: "
                "activations and weights in 16 bits halve their bytes, and bf16 GEMMs run natively "
                "on CPUs with AVX512-BF16 or AMX, while fp16 is emulated exactly on the CPU.",
-               [] { auto o = kRecipe; o.push_back({"amp.mode", "fp16"}); return o; }(), {}});
+               [] { auto o = kRecipe; o.push_back({"amp.mode", "fp16"}); return o; }(),
+               {{"fp32", {{"amp.mode", "fp32"}}},
+                {"fp16", {{"amp.mode", "fp16"}}},
+                {"bf16", {{"amp.mode", "bf16"}}}},
+               false, {}, "activation|0", "fp16"});
   // The recipe exactly as published (width 4096, batch 512, 50 batches x 3 epochs), where tensor
   // cores make mixed precision pay most.
   {
@@ -50,6 +54,8 @@ std::vector<Preset> build() {
                {"fp16", {{"amp.mode", "fp16"}}},
                {"bf16", {{"amp.mode", "bf16"}}}}};
     tc.needsGpu = true;
+    tc.focus = "activation|0";
+    tc.focusVariant = "fp16";
     tc.cpuSized = {{"model.width", "1024"}, {"train.batch_size", "256"}, {"backend", "cpu"},
                    {"train.histogram_every", "25"}};
     v.push_back(std::move(tc));
@@ -63,7 +69,8 @@ std::vector<Preset> build() {
                kUnderflow,
                {{"fp32", {{"amp.mode", "fp32"}}},
                 {"fp16_noscale", {{"amp.mode", "fp16"}, {"scaler.kind", "none"}}},
-                {"fp16_dynamic", {{"amp.mode", "fp16"}, {"scaler.kind", "dynamic"}}}}});
+                {"fp16_dynamic", {{"amp.mode", "fp16"}, {"scaler.kind", "dynamic"}}}},
+               false, {}, "weight_grad|0.weight", "fp16_noscale"});
   v.push_back({"overflow", "Overflow and backoff",
                "Non-finite gradients are injected at steps 30, 31 and 90. Each time the dynamic "
                "scaler skips the optimizer step and halves the scale; after growth_interval (40) "
@@ -76,24 +83,30 @@ std::vector<Preset> build() {
                                     {"train.inject_nonfinite", "30,31,90"}});
                  return o;
                }(),
-               {}});
+               {}, false, {}, "weight_grad|4.weight", ""});
   v.push_back({"bf16-no-scaler", "bf16 needs no loss scaler",
                "bf16 has fp32's 8 exponent bits: the same tiny gradients that vanish in fp16 "
                "survive in bf16 without any scaling (with 3 fewer mantissa bits than fp16).",
                kUnderflow,
                {{"fp16_noscale", {{"amp.mode", "fp16"}, {"scaler.kind", "none"}}},
-                {"bf16_noscale", {{"amp.mode", "bf16"}, {"scaler.enabled", "false"}}}}});
+                {"bf16_noscale", {{"amp.mode", "bf16"}, {"scaler.enabled", "false"}}}},
+               false, {}, "weight_grad|0.weight", "fp16_noscale"});
+  // A small data set the MLP can fit, and an lr where AMP's updates (kept in fp32 masters) move
+  // the loss while most of pure fp16's round away: the loss curves part, not only the meter.
   v.push_back({"pure-fp16", "Pure fp16 loses updates",
                "Without fp32 master weights, an update smaller than half the spacing of fp16 "
-               "numbers around a weight is rounded away. With SGD at lr 1e-3 most updates of the "
-               "recipe MLP are lost (see the lost-update meter); AMP keeps fp32 masters and "
-               "applies them.",
+               "numbers around a weight is rounded away. With SGD at lr 0.01 most updates of the "
+               "recipe MLP are lost in pure fp16 (see the lost-update meter) and its loss falls "
+               "more slowly; AMP keeps fp32 masters and applies them. The event log ends with "
+               "both runs' lost updates and losses, measured.",
                [] {
                  auto o = kRecipe;
-                 o.insert(o.end(), {{"model.width", "256"}, {"train.steps", "150"}});
+                 o.insert(o.end(), {{"model.width", "256"}, {"data.batches", "4"},
+                                    {"optimizer.lr", "0.01"}, {"train.steps", "300"}});
                  return o;
                }(),
-               {{"pure_fp16", {{"amp.mode", "pure_fp16"}}}, {"amp_fp16", {{"amp.mode", "fp16"}}}}});
+               {{"pure_fp16", {{"amp.mode", "pure_fp16"}}}, {"amp_fp16", {{"amp.mode", "fp16"}}}},
+               false, {}, "weight_grad|2.weight", "pure_fp16"});
   v.push_back({"fmnist-mlp", "Fashion-MNIST MLP",
                "784-256-256-10 with ReLU, Adam 1e-3, batch 128, 5 epochs: the same recipe as "
                "the PyTorch reference script; compare fp32, fp16 and bf16 accuracy and speed.",
@@ -101,7 +114,10 @@ std::vector<Preset> build() {
                 {"optimizer.name", "adam"}, {"optimizer.lr", "0.001"}, {"train.batch_size", "128"},
                 {"train.steps", "0"}, {"train.epochs", "5"}, {"train.histogram_every", "100"},
                 {"amp.mode", "fp16"}},
-               {}});
+               {{"fp32", {{"amp.mode", "fp32"}}},
+                {"fp16", {{"amp.mode", "fp16"}}},
+                {"bf16", {{"amp.mode", "bf16"}}}},
+               false, {}, "weight_grad|0.weight", "fp16"});
   v.push_back({"fmnist-cnn", "Fashion-MNIST CNN",
                "Two 3x3 conv blocks (32 and 64 channels, ReLU, 2x2 max-pool), fc 128, fc 10; "
                "Adam 1e-3, batch 128, 3 epochs.",
@@ -109,15 +125,16 @@ std::vector<Preset> build() {
                 {"model.cnn", "conv:32,pool,conv:64,pool,fc:128"}, {"optimizer.name", "adam"},
                 {"optimizer.lr", "0.001"}, {"train.batch_size", "128"}, {"train.steps", "0"},
                 {"train.epochs", "3"}, {"train.histogram_every", "100"}, {"amp.mode", "fp16"}},
-               {}});
+               {}, false, {}, "weight_grad|0.weight", ""});
   v.push_back({"spirals", "Two spirals",
                "A small MLP learns two interleaved spirals: quick to train, good for trying "
                "every setting live.",
-               {{"data.name", "spirals"}, {"model.name", "mlp"}, {"model.hidden", "64,64"},
-                {"model.activation", "tanh"}, {"optimizer.name", "adam"}, {"optimizer.lr", "0.01"},
-                {"train.batch_size", "100"}, {"train.steps", "1000"}, {"train.eval_every", "50"},
-                {"train.histogram_every", "20"}, {"amp.mode", "fp16"}},
-               {}});
+               // data.samples written out: 0 means "the default 1000", and the panel showed 0.
+               {{"data.name", "spirals"}, {"data.samples", "1000"}, {"model.name", "mlp"},
+                {"model.hidden", "64,64"}, {"model.activation", "tanh"}, {"optimizer.name", "adam"},
+                {"optimizer.lr", "0.01"}, {"train.batch_size", "100"}, {"train.steps", "1000"},
+                {"train.eval_every", "50"}, {"train.histogram_every", "20"}, {"amp.mode", "fp16"}},
+               {}, false, {}, "weight_grad|0.weight", ""});
   return v;
 }
 

@@ -27,6 +27,11 @@ struct Preset {
   // the settings (the same comparison at a size a CPU finishes in reasonable time).
   bool needsGpu = false;
   Overrides cpuSized{};
+  // What the explanation talks about: the histogram tensor ("<kind>|<tensor>", the keys of the
+  // histogram view, e.g. "weight_grad|0.weight") and the variant whose run shows it best
+  // ("" = the first run). The app opens the histogram there when the lesson starts.
+  std::string focus{};
+  std::string focusVariant{};
 };
 
 const std::vector<Preset>& presets();

@@ -103,6 +103,52 @@ class TestTrainingWorker : public QObject {
     QVERIFY(w.wait(5000));
   }
 
+  // A demo's pace: the worker waits between steps, and a new pace or a pause acts at once.
+  void paceSlowsStepsAndChangesLive() {
+    TrainingWorker w(tinyConfig(30));
+    w.setStepsPerSecond(20);
+    QSignalSpy ended(&w, &TrainingWorker::runEnded);
+    QElapsedTimer t;
+    t.start();
+    w.start();
+    auto first = collect(w, 10);
+    QCOMPARE(first.size(), std::size_t(10));
+    QVERIFY2(t.elapsed() >= 400, qPrintable(QString::number(t.elapsed())));  // 10 steps at 20/s
+    w.setStepsPerSecond(0);  // full speed: the other 20 steps take a blink
+    QElapsedTimer rest;
+    rest.start();
+    QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 10000);
+    QVERIFY2(rest.elapsed() < 700, qPrintable(QString::number(rest.elapsed())));
+    QCOMPARE(ended[0][0].toInt(), int(RunOutcome::Finished));
+  }
+
+  void pauseAndCancelDoNotWaitForThePace() {
+    TrainingWorker w(tinyConfig(1000));
+    w.setStepsPerSecond(0.2);  // one step every 5 s
+    QSignalSpy paused(&w, &TrainingWorker::runPaused);
+    QSignalSpy ended(&w, &TrainingWorker::runEnded);
+    w.start();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.buffer().empty(), 20000);  // the first step, then the wait
+    QElapsedTimer t;
+    t.start();
+    w.pause();
+    QTRY_COMPARE_WITH_TIMEOUT(paused.size(), 1, 4000);
+    w.cancel();
+    QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 4000);
+    QVERIFY2(t.elapsed() < 2000, qPrintable(QString::number(t.elapsed())));
+    QCOMPARE(w.buffer().drain().steps.size(), std::size_t(1));
+  }
+
+  void runStartedCarriesBatchesPerEpoch() {
+    TrainingWorker w(tinyConfig(3));
+    QSignalSpy started(&w, &TrainingWorker::runStarted);
+    QSignalSpy ended(&w, &TrainingWorker::runEnded);
+    w.start();
+    QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 10000);
+    QCOMPARE(started.size(), 1);
+    QVERIFY(started[0][1].toLongLong() > 0);
+  }
+
   void constructionErrorsFailTheRun() {
     RunConfig c = tinyConfig(5);
     c.backend = "cuda";

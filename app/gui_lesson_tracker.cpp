@@ -1,0 +1,96 @@
+#include "app/gui_lesson_tracker.h"
+
+#include "app/gui_lesson_conclusion.h"
+#include "app/gui_run_controller.h"
+#include "engine/config/presets.h"
+#include "ui/charts/dashboard.h"
+#include "ui/charts/histogram_view.h"
+#include "ui/main_window.h"
+
+namespace amp::gui {
+
+LessonTracker::LessonTracker(ui::MainWindow* window, RunController* controller, QObject* parent)
+    : QObject(parent), m_window(window), m_controller(controller) {
+  connect(window, &ui::MainWindow::lessonStarted, this, &LessonTracker::lessonStarted);
+  connect(controller, &RunController::runAdded, this, &LessonTracker::runAdded);
+  connect(controller, &RunController::runStatusChanged, this, &LessonTracker::runStatusChanged);
+  connect(controller, &RunController::runRemoved, this, &LessonTracker::runRemoved);
+}
+
+void LessonTracker::lessonStarted(const QString& name, int runCount) {
+  if (!findPreset(name.toStdString()) || runCount <= 0) return;
+  m_lessons.append({name, runCount, {}});
+}
+
+void LessonTracker::runAdded(ui::RunData* run) {
+  // The window emits lessonStarted right before it asks for the runs, which are added at once:
+  // the next runs added belong to the newest lesson still short of its runs.
+  if (m_lessons.isEmpty() || m_lessons.last().runIds.size() >= m_lessons.last().expected) return;
+  Lesson& lesson = m_lessons.last();
+  lesson.runIds.append(run->id);
+  if (lesson.runIds.size() == lesson.expected) focusHistogram(lesson);
+}
+
+const ui::RunData* LessonTracker::keyRun(const Lesson& lesson) const {
+  const Preset* p = findPreset(lesson.name.toStdString());
+  if (!p || lesson.runIds.isEmpty()) return nullptr;
+  const QString label = QString::fromStdString(p->focusVariant);
+  for (int id : lesson.runIds)
+    if (const ui::RunData* r = m_controller->run(id); r && !label.isEmpty() && variantLabel(*r) == label)
+      return r;
+  return m_controller->run(lesson.runIds.first());
+}
+
+void LessonTracker::focusHistogram(const Lesson& lesson) {
+  const Preset* p = findPreset(lesson.name.toStdString());
+  const ui::RunData* key = keyRun(lesson);
+  if (!p || !key || p->focus.empty()) return;
+  ui::HistogramView* view = m_window->dashboard()->histogramView();
+  view->setSelectedRun(key->id);
+  view->setSelectedTensor(QString::fromStdString(p->focus));
+}
+
+bool LessonTracker::ended(const Lesson& lesson) const {
+  if (lesson.runIds.size() < lesson.expected) return false;
+  for (int id : lesson.runIds) {
+    const ui::RunData* r = m_controller->run(id);
+    if (r && (r->status == ui::RunStatus::Queued || r->status == ui::RunStatus::Running ||
+              r->status == ui::RunStatus::Paused))
+      return false;
+  }
+  return true;
+}
+
+void LessonTracker::runStatusChanged(ui::RunData* run) {
+  for (int i = 0; i < m_lessons.size(); ++i) {
+    if (!m_lessons[i].runIds.contains(run->id) || !ended(m_lessons[i])) continue;
+    const Lesson lesson = m_lessons.takeAt(i);
+    // After the controller's own lines about the run's end ("finished: ..."), which it logs
+    // right after this status change: the conclusion is the lesson's last word.
+    QMetaObject::invokeMethod(this, [this, lesson] { conclude(lesson); }, Qt::QueuedConnection);
+    return;
+  }
+}
+
+void LessonTracker::runRemoved(int runId) {
+  for (Lesson& l : m_lessons) {
+    if (l.runIds.removeOne(runId)) --l.expected;
+  }
+}
+
+void LessonTracker::conclude(const Lesson& lesson) {
+  const Preset* p = findPreset(lesson.name.toStdString());
+  QVector<const ui::RunData*> runs;
+  for (int id : lesson.runIds)
+    if (const ui::RunData* r = m_controller->run(id)) runs.append(r);
+  if (!p || runs.isEmpty()) return;
+  const QStringList lines = lessonConclusion(*p, runs);
+  if (lines.isEmpty()) return;
+  const ui::RunData* keyData = keyRun(lesson);
+  ui::RunData* key = keyData ? m_controller->run(keyData->id) : nullptr;
+  if (!key) return;
+  key->events << lines;
+  m_window->logEvents(key, lines);
+}
+
+}  // namespace amp::gui

@@ -1,0 +1,173 @@
+// The run controls as a demo uses them, through the window: inject and trace act on the
+// selected run only (twin runs stay comparable), a diverging run's repeated skips are one event
+// line, and a run knows its batches per epoch before its first step arrives.
+#include <QAction>
+#include <QElapsedTimer>
+#include <QSlider>
+#include <QRegularExpression>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTest>
+
+#include "app/gui_run_controller.h"
+#include "app/gui_session.h"
+#include "gui_test_util.h"
+#include "ui/event_log_view.h"
+#include "ui/main_window.h"
+#include "ui/runs_panel.h"
+#include "ui/speed_control.h"
+
+using namespace amp;
+
+namespace {
+bool anyInjected(const ui::RunData* run) {
+  return std::any_of(run->steps.begin(), run->steps.end(), [](const StepMetrics& m) { return m.injected; });
+}
+}  // namespace
+
+class TestController : public QObject {
+  Q_OBJECT
+
+ private:
+  std::unique_ptr<gui::GuiSession> m_session;
+  ui::MainWindow* window() { return m_session->window(); }
+  ui::ExperimentPanel* panel() { return window()->experiment(); }
+  gui::RunController* controller() { return m_session->controller(); }
+  ui::RunData* runNamed(const QString& suffix) {
+    for (const ui::RunData* r : controller()->runs())
+      if (r->name.endsWith(suffix)) return controller()->run(r->id);
+    return nullptr;
+  }
+  // Twin runs (fp32, fp16, bf16) of a long experiment, all three training at once.
+  void startTwins() {
+    window()->runsPanel()->setMaxConcurrent(3);
+    test::apply(panel(), test::tinySpirals(1000000));
+    window()->actions().twin->trigger();
+    QCOMPARE(controller()->activeCount(), 3);
+    for (const ui::RunData* r : controller()->runs())
+      QTRY_VERIFY_WITH_TIMEOUT(r->series.size() >= 3, 30000);
+  }
+
+ private slots:
+  void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+  void init() {
+    m_session = std::make_unique<gui::GuiSession>(/*persistSettings=*/false);
+    window()->show();
+    QVERIFY(QTest::qWaitForWindowExposed(window()));
+  }
+  void cleanup() { m_session.reset(); }
+
+  // Issue item 4: Ctrl+I with twin runs going put an inf into the fp32 twin as well.
+  void injectGoesIntoTheSelectedRunOnly() {
+    startTwins();
+    ui::RunData* fp32 = runNamed(QStringLiteral(" fp32"));
+    ui::RunData* fp16 = runNamed(QStringLiteral(" fp16"));
+    ui::RunData* bf16 = runNamed(QStringLiteral(" bf16"));
+    QVERIFY(fp32 && fp16 && bf16);
+    window()->runsPanel()->selectRun(fp16->id);
+    window()->actions().inject->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(anyInjected(fp16), 10000);
+    // The others have taken several steps since: an inject meant for them would show by now.
+    const int fp32At = fp32->series.size(), bf16At = bf16->series.size();
+    QTRY_VERIFY_WITH_TIMEOUT(fp32->series.size() > fp32At + 5 && bf16->series.size() > bf16At + 5, 10000);
+    QVERIFY(!anyInjected(fp32));
+    QVERIFY(!anyInjected(bf16));
+    QVERIFY(fp32->status == ui::RunStatus::Running);
+  }
+
+  void traceGoesToTheSelectedRunOnly() {
+    startTwins();
+    ui::RunData* fp32 = runNamed(QStringLiteral(" fp32"));
+    ui::RunData* bf16 = runNamed(QStringLiteral(" bf16"));
+    window()->runsPanel()->selectRun(bf16->id);
+    QCOMPARE(fp32->traceStep, 1);  // every run traces its first step for the inspector
+    window()->actions().trace->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(bf16->traceStep > 1, 10000);
+    const int fp32At = fp32->series.size();
+    QTRY_VERIFY_WITH_TIMEOUT(fp32->series.size() > fp32At + 5, 10000);
+    QCOMPARE(fp32->traceStep, 1);
+  }
+
+  // A selected run that has ended cannot take it: the current (most recently started) run does.
+  void injectWithAnEndedRunSelectedGoesIntoTheCurrentRun() {
+    test::apply(panel(), test::tinySpirals(5));
+    window()->actions().start->trigger();
+    ui::RunData* ended = controller()->run(controller()->runs().last()->id);
+    QTRY_COMPARE_WITH_TIMEOUT(ended->status, ui::RunStatus::Finished, 30000);
+    test::apply(panel(), test::tinySpirals(1000000));
+    window()->actions().start->trigger();
+    ui::RunData* run = controller()->run(controller()->runs().last()->id);
+    QTRY_VERIFY_WITH_TIMEOUT(run->series.size() >= 3, 30000);
+    window()->runsPanel()->selectRun(ended->id);
+    QCOMPARE(window()->runsPanel()->selectedRunId(), ended->id);
+    window()->actions().inject->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(anyInjected(run), 10000);
+    QVERIFY(!anyInjected(ended));
+  }
+
+  // Issue item 10: lr=1e9 skipped 149 of 150 steps and logged a line for each.
+  void repeatedSkipsAreOneEventLine() {
+    test::apply(panel(), test::tinySpirals(150));
+    test::apply(panel(), {{"optimizer.name", "sgd"}, {"optimizer.lr", "1e9"}, {"model.activation", "relu"},
+                          {"train.on_divergence", "continue"}});
+    QVERIFY2(panel()->isValid(), qPrintable(panel()->problem()));
+    window()->actions().start->trigger();
+    ui::RunData* run = controller()->run(controller()->runs().last()->id);
+    QTRY_VERIFY_WITH_TIMEOUT(run->status != ui::RunStatus::Running && run->status != ui::RunStatus::Queued, 30000);
+    QCOMPARE(run->series.size(), 150);
+    const int skipped = int(run->series.skippedStep.size());
+    QVERIFY2(skipped > 100, qPrintable(QString::number(skipped)));
+    const QStringList skipLines = run->events.filter(QStringLiteral("skipped"));
+    QVERIFY2(skipLines.size() <= 3, qPrintable(run->events.join(QLatin1Char('\n'))));
+    // The streak is one line that names its steps, up to the last one.
+    static const QRegularExpression streak(QStringLiteral("^steps \\d+–150 skipped: "));
+    QVERIFY2(!skipLines.filter(streak).isEmpty(), qPrintable(skipLines.join(QLatin1Char('\n'))));
+    QVERIFY(run->events.size() < 12);
+    // The window's log shows the same lines as the record.
+    QVERIFY(window()->eventLog()->plainText().contains(skipLines.last()));
+  }
+
+  // Issue item 5: a 30-step spirals run ended before Pause could be pressed. At 20 steps/s it
+  // takes 1.5 s; moving the slider to full speed mid-run finishes it at once.
+  void speedControlPacesTheRunsLive() {
+    ui::SpeedControl* speed = window()->speedControl();
+    QVERIFY(speed);
+    QCOMPARE(speed->stepsPerSecond(), 0.0);  // full speed by default
+    speed->setStepsPerSecond(20);
+    QCOMPARE(speed->stepsPerSecond(), 20.0);
+    QCOMPARE(controller()->stepsPerSecond(), 20.0);
+    test::apply(panel(), test::tinySpirals(30));
+    QElapsedTimer t;
+    t.start();
+    window()->actions().start->trigger();
+    ui::RunData* run = controller()->run(controller()->runs().last()->id);
+    QTRY_COMPARE_WITH_TIMEOUT(run->status, ui::RunStatus::Finished, 30000);
+    QVERIFY2(t.elapsed() >= 1400, qPrintable(QString::number(t.elapsed())));
+
+    test::apply(panel(), test::tinySpirals(400));  // 20 s at 20 steps/s
+    window()->actions().start->trigger();
+    run = controller()->run(controller()->runs().last()->id);
+    QTRY_VERIFY_WITH_TIMEOUT(run->series.size() >= 2, 30000);
+    speed->slider()->setValue(speed->slider()->maximum());  // the user drags it to the end
+    QCOMPARE(controller()->stepsPerSecond(), 0.0);
+    QTRY_COMPARE_WITH_TIMEOUT(run->status, ui::RunStatus::Finished, 5000);
+  }
+
+  // The charts' epoch axis needs it from the first step on.
+  void batchesPerEpochIsKnownBeforeTheFirstStep() {
+    test::apply(panel(), test::tinySpirals(20));
+    bool missing = false;
+    connect(controller(), &gui::RunController::runsUpdated, this, [&] {
+      for (const ui::RunData* r : controller()->runs())
+        if (r->series.size() > 0 && r->batchesPerEpoch <= 0) missing = true;
+    });
+    window()->actions().start->trigger();
+    ui::RunData* run = controller()->run(controller()->runs().last()->id);
+    QTRY_COMPARE_WITH_TIMEOUT(run->status, ui::RunStatus::Finished, 30000);
+    QVERIFY(!missing);
+    QVERIFY(run->batchesPerEpoch > 0);
+  }
+};
+
+QTEST_MAIN(TestController)
+#include "tst_controller.moc"

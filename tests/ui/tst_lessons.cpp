@@ -1,0 +1,124 @@
+// Lessons that teach: each runs every variant its text promises, opens the histogram on the
+// tensor its text talks about, and ends with a measured conclusion in the event log.
+#include <QRegularExpression>
+#include <QStandardPaths>
+#include <QTest>
+
+#include "app/gui_run_controller.h"
+#include "app/gui_session.h"
+#include "engine/config/presets.h"
+#include "gui_test_util.h"
+#include "ui/charts/dashboard.h"
+#include "ui/charts/histogram_view.h"
+#include "ui/event_log_view.h"
+#include "ui/main_window.h"
+
+using namespace amp;
+
+class TestLessons : public QObject {
+  Q_OBJECT
+
+ private:
+  std::unique_ptr<gui::GuiSession> m_session;
+  ui::MainWindow* window() { return m_session->window(); }
+  ui::ExperimentPanel* panel() { return window()->experiment(); }
+  gui::RunController* controller() { return m_session->controller(); }
+  ui::RunData* runNamed(const QString& suffix) {
+    for (const ui::RunData* r : controller()->runs())
+      if (QString::fromStdString(r->config.name).endsWith(suffix)) return controller()->run(r->id);
+    return nullptr;
+  }
+  // Runs the lesson with fewer steps (and its other settings as published); waits for its end.
+  void runShort(const QString& lesson, const QVector<std::pair<std::string, std::string>>& edits) {
+    QVERIFY(window()->loadLesson(lesson));
+    for (const auto& [k, v] : edits) QVERIFY(panel()->setFieldValue(k, v).isEmpty());
+    QVERIFY(window()->runLesson(lesson));
+    for (const ui::RunData* r : controller()->runs())
+      QTRY_VERIFY_WITH_TIMEOUT(r->status != ui::RunStatus::Queued && r->status != ui::RunStatus::Running, 60000);
+    // The conclusion comes once the last run has ended: it is the log's last line.
+    QTRY_VERIFY_WITH_TIMEOUT(window()->eventLog()->plainText().contains(QStringLiteral(" measured: ")), 5000);
+    const QStringList lines = window()->eventLog()->plainText().split(QLatin1Char('\n'));
+    qInfo("%s", qPrintable(lines.filter(QStringLiteral(" measured: ")).join(QLatin1Char('\n'))));
+  }
+  QVector<PrecisionMode> modes(const QString& lesson) {
+    QVector<PrecisionMode> out;
+    for (const RunConfig& c : window()->lessonConfigs(lesson)) out << c.mode;
+    return out;
+  }
+
+ private slots:
+  void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+  void init() {
+    m_session = std::make_unique<gui::GuiSession>(/*persistSettings=*/false);
+    window()->show();
+    QVERIFY(QTest::qWaitForWindowExposed(window()));
+  }
+  void cleanup() { m_session.reset(); }
+
+  // Issue item 6: "run it in fp32, fp16 and bf16" started one fp16 run; "compare..." one run.
+  void lessonsRunEveryVariantTheirTextPromises() {
+    const QVector<PrecisionMode> three = {PrecisionMode::Fp32, PrecisionMode::AmpFp16, PrecisionMode::AmpBf16};
+    QVERIFY(window()->loadLesson(QStringLiteral("recipe")));
+    QCOMPARE(modes(QStringLiteral("recipe")), three);
+    QVERIFY(window()->loadLesson(QStringLiteral("fmnist-mlp")));
+    QCOMPARE(modes(QStringLiteral("fmnist-mlp")), three);
+    // Any lesson whose text names fp32, fp16 and bf16 runs all three.
+    for (const Preset& p : presets())
+      if (p.explanation.find("fp32, fp16 and bf16") != std::string::npos ||
+          p.explanation.find("fp32, AMP fp16 and AMP bf16") != std::string::npos)
+        QVERIFY2(p.variants.size() == 3, p.name.c_str());
+    // Every lesson names the histogram its text talks about.
+    for (const Preset& p : presets()) QVERIFY2(!p.focus.empty(), p.name.c_str());
+  }
+
+  void spiralsLessonShowsItsSampleCount() {
+    QVERIFY(window()->loadLesson(QStringLiteral("spirals")));
+    QVERIFY(panel()->config().data.samples > 0);
+  }
+
+  // The histogram opened on "0 · activation" of the first run; the lesson is about fp16_noscale's
+  // gradients. It ends with how many of them were zero, per run.
+  void underflowLessonShowsAndMeasuresTheFlushedGradients() {
+    runShort(QStringLiteral("underflow"), {{"train.steps", "41"}, {"train.threads", "1"}});
+    ui::RunData* noscale = runNamed(QStringLiteral("/fp16_noscale"));
+    QVERIFY(noscale);
+    ui::HistogramView* hist = window()->dashboard()->histogramView();
+    QCOMPARE(hist->selectedRun(), noscale->id);
+    QCOMPARE(hist->selectedTensor(), QStringLiteral("weight_grad|0.weight"));
+    const QString log = window()->eventLog()->plainText();
+    QVERIFY2(log.contains(QStringLiteral("fp16_noscale 100%")), qPrintable(log.right(600)));
+    QVERIFY2(log.contains(QStringLiteral("fp32 0%")), qPrintable(log.right(600)));
+    QVERIFY(noscale->events.last().startsWith(QStringLiteral("Lesson 'Underflow without loss scaling' measured")));
+    // The lesson's last word: after every run's "finished" line.
+    QVERIFY(log.trimmed().split(QLatin1Char('\n')).last().contains(QStringLiteral(" measured: ")));
+  }
+
+  void pureFp16LessonMeasuresLostUpdates() {
+    runShort(QStringLiteral("pure-fp16"), {{"train.steps", "20"}, {"model.width", "64"}});
+    ui::RunData* pure = runNamed(QStringLiteral("/pure_fp16"));
+    QVERIFY(pure);
+    const QString log = window()->eventLog()->plainText();
+    static const QRegularExpression lost(QStringLiteral("pure_fp16 lost (\\d+(\\.\\d+)?)% of its updates.*amp_fp16 lost (\\d+(\\.\\d+)?)%"));
+    const auto m = lost.match(log);
+    QVERIFY2(m.hasMatch(), qPrintable(log.right(600)));
+    QVERIFY(m.captured(1).toDouble() > 10 * m.captured(3).toDouble());
+  }
+
+  void recipeLessonComparesTheThreeModes() {
+    runShort(QStringLiteral("recipe"), {{"train.steps", "4"}, {"model.width", "64"}});
+    QCOMPARE(controller()->runs().size(), 3);
+    const QString log = window()->eventLog()->plainText();
+    for (const char* label : {"fp32 reached loss", "fp16 reached loss", "bf16 reached loss", "x fp32's speed"})
+      QVERIFY2(log.contains(QLatin1String(label)), qPrintable(log.right(600)));
+    QCOMPARE(window()->dashboard()->histogramView()->selectedTensor(), QStringLiteral("activation|0"));
+  }
+
+  void overflowLessonCountsItsSkips() {
+    runShort(QStringLiteral("overflow"), {{"train.steps", "35"}, {"model.width", "32"}});
+    const QString log = window()->eventLog()->plainText();
+    QVERIFY2(log.contains(QStringLiteral("2 steps skipped (30, 31)")), qPrintable(log.right(600)));
+  }
+};
+
+QTEST_MAIN(TestLessons)
+#include "tst_lessons.moc"
