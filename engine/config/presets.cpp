@@ -95,14 +95,18 @@ std::vector<Preset> build() {
   // the loss while most of pure fp16's round away: the loss curves part, not only the meter.
   v.push_back({"pure-fp16", "Pure fp16 loses updates",
                "Without fp32 master weights, an update smaller than half the spacing of fp16 "
-               "numbers around a weight is rounded away. With SGD at lr 0.01 most updates of the "
-               "recipe MLP are lost in pure fp16 (see the lost-update meter) and its loss falls "
-               "more slowly; AMP keeps fp32 masters and applies them. The event log ends with "
-               "both runs' lost updates and losses, measured.",
+               "numbers around a weight is rounded away. Here SGD at lr 0.01 fits one fixed "
+               "batch: in pure fp16 about nine in ten updates are lost (see the lost-update "
+               "meter) and its loss falls about a third as fast as with AMP, which keeps fp32 "
+               "masters and applies every update. The event log ends with both runs' lost "
+               "updates and losses, measured.",
                [] {
                  auto o = kRecipe;
-                 o.insert(o.end(), {{"model.width", "256"}, {"data.batches", "4"},
-                                    {"optimizer.lr", "0.01"}, {"train.steps", "300"}});
+                 // One batch of 64 and width 128: the loss can only fall by many small steps,
+                 // so the curves part (measured: 1.004 -> 0.954 with AMP, -> 0.987 pure fp16).
+                 o.insert(o.end(), {{"model.width", "128"}, {"train.batch_size", "64"},
+                                    {"data.batches", "1"}, {"optimizer.lr", "0.01"},
+                                    {"train.steps", "1000"}});
                  return o;
                }(),
                {{"pure_fp16", {{"amp.mode", "pure_fp16"}}}, {"amp_fp16", {{"amp.mode", "fp16"}}}},
