@@ -10,6 +10,7 @@
 #include "engine/amp/autocast.h"
 #include "engine/backend/backend.h"
 #include "engine/nn/parameter.h"
+#include "engine/nn/rounding_check.h"
 
 namespace amp {
 
@@ -19,6 +20,11 @@ class TensorObserver {
   virtual ~TensorObserver() = default;
   virtual void activation(const std::string& layer, const Tensor& y) = 0;
   virtual void activationGrad(const std::string& layer, const Tensor& dy) = 0;
+  // What rounding to 16 bits did to a gradient a layer computed in 16 bits (Linear, Conv2d):
+  // a parameter's gradient, and the input gradient the layer is about to return (which the
+  // next activationGrad call receives). Reported only while an observer is set.
+  virtual void weightGradRounding(const std::string& param, const RoundingCounts& c) {}
+  virtual void inputGradRounding(const RoundingCounts& c) {}
 };
 
 struct LayerContext {

@@ -1,7 +1,10 @@
 // Collects exponent histograms of activations and activation gradients as they flow through
-// the model (a TensorObserver), and of weight gradients before unscaling.
+// the model (a TensorObserver), and of weight gradients before unscaling; with them, what
+// rounding to 16 bits did to the gradients the layers computed (flushed to zero, made inf).
 #pragma once
 
+#include <map>
+#include <optional>
 #include <vector>
 
 #include "engine/nn/layer.h"
@@ -14,6 +17,8 @@ class HistogramRecorder final : public TensorObserver {
   HistogramRecorder(Backend& be, float scale) : m_be(be), m_invScale(1.0 / double(scale)) {}
   void activation(const std::string& layer, const Tensor& y) override;
   void activationGrad(const std::string& layer, const Tensor& dy) override;
+  void weightGradRounding(const std::string& param, const RoundingCounts& c) override;
+  void inputGradRounding(const RoundingCounts& c) override;
   void weightGrad(const std::string& name, const Tensor& g);
   std::vector<HistogramRecord> take() { return std::move(m_records); }
 
@@ -23,6 +28,11 @@ class HistogramRecorder final : public TensorObserver {
   Backend& m_be;
   double m_invScale;
   std::vector<HistogramRecord> m_records;
+  // Weight-gradient counts arrive during backward, before weightGrad() records the gradient
+  // (summed over micro-batches); an input gradient's counts wait for the activationGrad call
+  // that receives that gradient, which comes next.
+  std::map<std::string, RoundingCounts> m_weightRounding;
+  std::optional<RoundingCounts> m_pendingInputRounding;
 };
 
 }  // namespace amp

@@ -192,7 +192,7 @@ bool Trainer::weightsNonFinite() {
 StepMetrics Trainer::step() {
   if (finished()) throw std::logic_error("step(): the run has finished");
   if (m_config.train.threads > 0) omp_set_num_threads(m_config.train.threads);
-  const auto t0 = std::chrono::steady_clock::now();
+  auto t0 = std::chrono::steady_clock::now();
   m_be->resetGemmCounters();
   m_be->memory().resetPeaks();
 
@@ -215,10 +215,19 @@ StepMetrics Trainer::step() {
   m_scaled->beginStep(mt.lr, tc.postUnscaleCheck == "skip" && mt.scale < 1.f);
   m_model->zeroGrad();
   std::int64_t samples = 0;
+  std::optional<Fp32Replay> replay;
   for (int micro = 0; micro < tc.accumulation; ++micro) {
     const Batch& b = nextBatch();
     Tensor x = uploadInput(b);
     Tensor target = uploadTarget(b);
+    if (recordHist && micro == 0 && replaysInFp32()) {
+      replay = replayInFp32(x, target, seed, ctx.stepSeed);
+      // The replay is telemetry, not training: the step's time, GEMM rate and memory peaks
+      // start after it (its tensors are freed; the batch's stay counted).
+      m_be->resetGemmCounters();
+      m_be->memory().resetPeaks();
+      t0 = std::chrono::steady_clock::now();
+    }
     {
       AutocastRegion region(m_autocast, m_config.usesAutocast(), m_config.lowDtype());
       Tensor out = m_model->forward(ctx, x);
@@ -288,6 +297,7 @@ StepMetrics Trainer::step() {
   const OptimizerStepStats& os = m_scaled->optimizerStats();
   mt.lostUpdateFrac = os.updated ? double(os.lost) / double(os.updated) : 0.0;
   if (recordHist) mt.histograms = recorder.take();
+  if (replay) applyFp32Replay(*replay, mt.histograms);
 
   if (m_traceNext) {
     const char* masters = m_config.hasMasterWeights() ? "fp32 master weights" : "fp16 weights, no masters";

@@ -3,6 +3,7 @@
 // update, as PyTorch's AMP recipe, and reports everything the charts show.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -55,6 +56,11 @@ class Trainer {
   void injectNonFiniteNextStep() { m_injectNext = true; }
 
   const RunConfig& config() const { return m_config; }
+
+  // Zeros and infs in one tensor (trainer_rounding.cpp).
+  struct ZeroInf {
+    std::int64_t zeros = 0, infs = 0;
+  };
   // Whether this run keeps its training set on the device (see data.device_cache).
   bool trainingSetOnDevice() const { return m_deviceData.x.defined(); }
   Backend& backend() { return *m_be; }
@@ -84,6 +90,14 @@ class Trainer {
   bool weightsNonFinite();
   std::string diagnoseNonFinite();
   Parameter* injectionTarget();
+  // The flushed/inf counts of histogram steps, against an fp32 replay of the batch
+  // (trainer_rounding.cpp).
+  struct Fp32Replay {
+    std::map<std::string, ZeroInf> weightGrads, activationGrads;
+  };
+  bool replaysInFp32() const;
+  Fp32Replay replayInFp32(const Tensor& x, const Tensor& target, float seed, std::uint64_t stepSeed);
+  void applyFp32Replay(const Fp32Replay& replay, std::vector<HistogramRecord>& records);
 
   RunConfig m_config;
   std::unique_ptr<Backend> m_be;
