@@ -326,9 +326,10 @@ StepMetrics Trainer::step() {
       mt.divergence = "step " + std::to_string(mt.step) + ": non-finite " +
                       (std::isfinite(mt.loss) ? std::string("gradients") : std::string("loss")) +
                       "; first non-finite tensor: " + diagnoseNonFinite();
-      if (tc.onDivergence == "stop") m_stopped = true;
     }
   }
+  if (!mt.diverged) diagnoseScalerCannotRecover(mt);
+  if (mt.diverged && tc.onDivergence == "stop") m_stopped = true;
 
   // On a GPU the step's time is the device's (CUDA events from the step's first to its last
   // queued op), as PyTorch's benchmarks time it; on the CPU, wall time.
@@ -354,6 +355,36 @@ StepMetrics Trainer::step() {
   }
 
   return mt;
+}
+
+// Our diagnosis beside the scaler (which keeps PyTorch's semantics: skip and back off). The
+// scaler absorbs overflowing *gradients*; it cannot fix a *loss* that is non-finite, because the
+// loss is computed before it is scaled: backing the scale off changes nothing about it, and the
+// skipped steps leave the weights that produced it in place, so such a streak never ends on its
+// own (lr=1e9: every step skipped, the scale halved 149 times). Nor is a scale below 2^-24 of
+// any use: every fp16 gradient scaled by it would be flushed to zero.
+void Trainer::diagnoseScalerCannotRecover(StepMetrics& mt) {
+  constexpr int kNonFiniteLossSteps = 8;
+  const float kScaleFloor = std::ldexp(1.f, -24);
+  if (std::isfinite(mt.loss)) {
+    m_nonFiniteLossStreak = 0;
+  } else if (m_nonFiniteLossStreak++ == 0) {
+    m_streakStart = mt.step;
+    m_streakTensor = diagnoseNonFinite();  // once per streak: it replays a forward pass
+  }
+  if (m_nonFiniteLossStreak == kNonFiniteLossSteps) {
+    mt.diverged = true;
+    mt.divergence = "step " + std::to_string(m_streakStart) + ": non-finite loss for " +
+                    std::to_string(kNonFiniteLossSteps) +
+                    " steps in a row (loss scaling cannot fix a loss that is non-finite before "
+                    "scaling); first non-finite tensor: " + m_streakTensor;
+  } else if (m_scaler->isEnabled() && mt.scaleAfter < kScaleFloor && mt.scale >= kScaleFloor) {
+    mt.diverged = true;
+    mt.divergence = "step " + std::to_string(mt.step) + ": the loss scale fell to 2^" +
+                    std::to_string(std::ilogb(mt.scaleAfter)) +
+                    ", below 2^-24 (every fp16 gradient would flush to zero)";
+    if (!mt.firstNonFinite.empty()) mt.divergence += "; first non-finite tensor: " + mt.firstNonFinite;
+  }
 }
 
 TrainerProgress Trainer::progress() const {

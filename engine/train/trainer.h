@@ -89,6 +89,9 @@ class Trainer {
   double globalGradNorm();
   bool weightsNonFinite();
   std::string diagnoseNonFinite();
+  // Marks mt diverged where the scaler cannot recover: a persistent non-finite loss, or a scale
+  // gone below 2^-24.
+  void diagnoseScalerCannotRecover(StepMetrics& mt);
   Parameter* injectionTarget();
   // The flushed/inf counts of histogram steps, against an fp32 replay of the batch
   // (trainer_rounding.cpp).
@@ -114,6 +117,11 @@ class Trainer {
   std::int64_t m_step = 0, m_schedulerSteps = 0, m_totalSteps = 0;
   bool m_traceNext = false, m_injectNext = false, m_stopped = false;
   std::vector<OpTraceEntry> m_lastTrace;
+  // The current run of steps with a non-finite loss: its length, first step and first
+  // non-finite tensor (diagnosed at that step).
+  int m_nonFiniteLossStreak = 0;
+  std::int64_t m_streakStart = 0;
+  std::string m_streakTensor;
   double m_lastEvalSeconds = 0;
   // The training set on the device (data.device_cache); undefined tensors when batches are
   // uploaded from the host instead.
