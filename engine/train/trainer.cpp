@@ -9,6 +9,7 @@
 
 #include "engine/config/config_schema.h"
 #include "engine/train/histogram_recorder.h"
+#include "engine/train/memory_estimate.h"
 #include "engine/train/model_factory.h"
 
 namespace amp {
@@ -82,13 +83,22 @@ Trainer::Trainer(RunConfig config, std::unique_ptr<Backend> backend)
   m_loss = makeLoss(lossName);
 
   const std::int64_t outputs = cls ? m_data.train.numClasses : m_data.train.targetDim;
-  if (cached) uploadTrainingSet();
-  m_model = buildModel(m_config.model, m_data.train.sampleShape, outputs);
-  const bool pure = m_config.mode == PrecisionMode::PureFp16;
-  m_model->initialize(*m_be, m_config.seed, pure ? DType::F16 : DType::F32,
-                      m_config.usesAutocast() ? MemCategory::MasterWeights : MemCategory::Weights);
-
-  m_optimizer = std::make_unique<Optimizer>(*m_be, m_model->parameters(), m_config.optimizer);
+  m_estimate = std::make_unique<MemoryEstimate>(estimateMemory(
+      m_config, {m_data.train.sampleShape, outputs, m_data.train.count, m_data.test.count, cls,
+                 !m_be->nativeCompute(m_config.computeDtype())}));
+  refuseIfItCannotFit();
+  try {
+    if (cached) uploadTrainingSet();
+    m_model = buildModel(m_config.model, m_data.train.sampleShape, outputs);
+    const bool pure = m_config.mode == PrecisionMode::PureFp16;
+    m_model->initialize(*m_be, m_config.seed, pure ? DType::F16 : DType::F32,
+                        m_config.usesAutocast() ? MemCategory::MasterWeights : MemCategory::Weights);
+    m_optimizer = std::make_unique<Optimizer>(*m_be, m_model->parameters(), m_config.optimizer);
+  } catch (const std::bad_alloc&) {
+    // The estimate fitted but the allocator said no (other programs took the memory since):
+    // the same one-line message, never a bare "std::bad_alloc".
+    throw ConfigError(outOfMemoryMessage("while starting"));
+  }
   m_scaled = std::make_unique<ScaledOptimizer>(*m_be, *m_optimizer);
   m_scaler = std::make_unique<GradScaler>(effectiveScaler(m_config));
 
@@ -189,8 +199,40 @@ bool Trainer::weightsNonFinite() {
   return false;
 }
 
+// The memory this run needs against what is free where its tensors live (the device's free
+// memory, else the host's MemAvailable, the data set being loaded already): refused before
+// anything is allocated when it cannot fit.
+void Trainer::refuseIfItCannotFit() {
+  const auto device = m_be->deviceMemory();
+  const std::optional<std::int64_t> available =
+      device ? std::optional<std::int64_t>(device->free) : hostMemoryAvailable();
+  if (!available) return;
+  if (auto why = memoryRefusal(m_config, *m_estimate, m_estimate->tracked(), *available,
+                               device ? m_be->name() : std::string()))
+    throw ConfigError(*why);
+}
+
+std::string Trainer::outOfMemoryMessage(const std::string& when) const {
+  const auto device = m_be->deviceMemory();
+  const std::optional<std::int64_t> available =
+      device ? std::optional<std::int64_t>(device->free) : hostMemoryAvailable();
+  std::string s = "out of memory " + when + ": " + modelSettingsText(m_config.model) + " (batch " +
+                  std::to_string(m_config.train.batchSize) + ", " +
+                  std::string(precisionModeName(m_config.mode)) + ") needs " + m_estimate->summary();
+  if (available) s += "; " + formatBytes(*available) + " available";
+  return s;
+}
+
 StepMetrics Trainer::step() {
   if (finished()) throw std::logic_error("step(): the run has finished");
+  try {
+    return runStep();
+  } catch (const std::bad_alloc&) {
+    throw std::runtime_error(outOfMemoryMessage("at step " + std::to_string(m_step + 1)));
+  }
+}
+
+StepMetrics Trainer::runStep() {
   if (m_config.train.threads > 0) omp_set_num_threads(m_config.train.threads);
   auto t0 = std::chrono::steady_clock::now();
   m_be->resetGemmCounters();

@@ -23,6 +23,8 @@
 
 namespace amp {
 
+struct MemoryEstimate;
+
 // Counters a checkpoint must restore to continue a run exactly.
 struct TrainerProgress {
   std::int64_t step = 0;
@@ -34,7 +36,7 @@ struct TrainerProgress {
 class Trainer {
  public:
   // Validates the config and loads the data; throws ConfigError / DataError with one-line
-  // messages. backend: nullptr = the one config.backend names (see backend_registry.h).
+  // messages, also when the run would not fit in the memory available (see memory_estimate.h). backend: nullptr = the one config.backend names (see backend_registry.h).
   explicit Trainer(RunConfig config, std::unique_ptr<Backend> backend = nullptr);
   ~Trainer();
 
@@ -56,6 +58,8 @@ class Trainer {
   void injectNonFiniteNextStep() { m_injectNext = true; }
 
   const RunConfig& config() const { return m_config; }
+  // What this run was estimated to need before it allocated anything.
+  const MemoryEstimate& memoryEstimate() const { return *m_estimate; }
 
   // Zeros and infs in one tensor (trainer_rounding.cpp).
   struct ZeroInf {
@@ -80,6 +84,9 @@ class Trainer {
   void restoreProgress(const TrainerProgress& p);
 
  private:
+  StepMetrics runStep();
+  void refuseIfItCannotFit();
+  std::string outOfMemoryMessage(const std::string& when) const;
   const Batch& nextBatch();
   bool keepTrainingSetOnDevice() const;
   void uploadTrainingSet();
@@ -103,6 +110,7 @@ class Trainer {
   void applyFp32Replay(const Fp32Replay& replay, std::vector<HistogramRecord>& records);
 
   RunConfig m_config;
+  std::unique_ptr<MemoryEstimate> m_estimate;
   std::unique_ptr<Backend> m_be;
   DataSplit m_data;
   std::unique_ptr<BatchLoader> m_loader;
