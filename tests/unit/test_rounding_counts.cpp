@@ -145,3 +145,26 @@ TEST(RoundingCounts, CountsTravelThroughTheHistogramFilesAndOldLinesReadAsUnmeas
   EXPECT_EQ(back.flushedToZero, -1);
   EXPECT_EQ(back.roundedToInf, -1);
 }
+
+// The fp32 replay on histogram steps is telemetry: the run trains exactly as without it, and
+// its time and memory are not charged to the step.
+TEST(RoundingCounts, TheFp32ReplayDoesNotChangeTraining) {
+  const Preset* p = findPreset("underflow");
+  RunConfig with = presetConfig(*p, &p->variants[2]);
+  with.train.steps = 6;
+  with.train.histogramEvery = 1;
+  RunConfig without = with;
+  without.train.histogramEvery = 0;
+  Trainer a(with), b(without);
+  for (int i = 0; i < 6; ++i) {
+    const StepMetrics ma = a.step(), mb = b.step();
+    EXPECT_EQ(ma.loss, mb.loss) << "step " << i + 1;
+    EXPECT_EQ(ma.scaleAfter, mb.scaleAfter) << "step " << i + 1;
+    const HistogramRecord* w = findRecord(ma, "0.weight", HistogramKind::WeightGrad);
+    ASSERT_NE(w, nullptr);
+    EXPECT_GE(w->flushedToZero, 0);
+  }
+  const auto wa = a.backend().toHostFloat(a.model().parameters()[0]->value);
+  const auto wb = b.backend().toHostFloat(b.model().parameters()[0]->value);
+  EXPECT_EQ(wa, wb);
+}
