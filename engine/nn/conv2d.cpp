@@ -96,7 +96,8 @@ Tensor Conv2d::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
   be.conv2dBackwardWeights(dy, m_savedX, dw, m_hasBias ? &db : nullptr, g);
   // On histogram steps (an observer is set) each 16-bit result is also counted against the
   // same convolution with fp32 output: how many values rounding flushed to zero or made inf.
-  TensorObserver* measure = isLowPrecision(d) ? ctx.observer : nullptr;
+  TensorObserver* measure =
+      isLowPrecision(d) && ctx.observer && ctx.observer->wantsRoundingCounts() ? ctx.observer : nullptr;
   if (direct) {
     // dw and db hold the fp32 results until they are rounded in place: free references.
     const ExponentHistogram refW = measure ? be.histogram(dw, 1.0) : ExponentHistogram{};

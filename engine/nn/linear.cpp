@@ -64,7 +64,8 @@ Tensor Linear::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
   const bool direct = dwCast && !m_weight.grad.defined();
   // On histogram steps (an observer is set) each 16-bit result is also counted against the
   // same product with fp32 output: how many values rounding flushed to zero or made inf.
-  TensorObserver* measure = isLowPrecision(d) ? ctx.observer : nullptr;
+  TensorObserver* measure =
+      isLowPrecision(d) && ctx.observer && ctx.observer->wantsRoundingCounts() ? ctx.observer : nullptr;
   Tensor dw = be.empty({m_out, m_in}, direct ? DType::F32 : d, MemCategory::Gradients);
   be.gemm(dy, true, m_savedX, false, dw);
   if (direct) {

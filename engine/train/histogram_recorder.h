@@ -14,7 +14,11 @@ namespace amp {
 
 class HistogramRecorder final : public TensorObserver {
  public:
-  HistogramRecorder(Backend& be, float scale) : m_be(be), m_invScale(1.0 / double(scale)) {}
+  // measureRounding: ask the layers for their rounding counts (off when the trainer's fp32
+  // replay supplies end-to-end ones instead).
+  HistogramRecorder(Backend& be, float scale, bool measureRounding = true)
+      : m_be(be), m_invScale(1.0 / double(scale)), m_measureRounding(measureRounding) {}
+  bool wantsRoundingCounts() const override { return m_measureRounding; }
   void activation(const std::string& layer, const Tensor& y) override;
   void activationGrad(const std::string& layer, const Tensor& dy) override;
   void weightGradRounding(const std::string& param, const RoundingCounts& c) override;
@@ -27,6 +31,7 @@ class HistogramRecorder final : public TensorObserver {
   HistogramRecord& slot(const std::string& tensor, HistogramKind kind, DType dtype);
   Backend& m_be;
   double m_invScale;
+  bool m_measureRounding;
   std::vector<HistogramRecord> m_records;
   // Weight-gradient counts arrive during backward, before weightGrad() records the gradient
   // (summed over micro-batches); an input gradient's counts wait for the activationGrad call

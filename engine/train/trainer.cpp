@@ -243,7 +243,7 @@ StepMetrics Trainer::runStep() {
   const auto& tc = m_config.train;
   const bool recordHist = tc.histogramEvery > 0 && (mt.step == 1 || mt.step % tc.histogramEvery == 0);
   mt.scale = m_scaler->scale();
-  HistogramRecorder recorder(*m_be, mt.scale);
+  HistogramRecorder recorder(*m_be, mt.scale, /*measureRounding=*/!replaysInFp32());
   LayerContext ctx{*m_be, m_autocast, true, recordHist ? &recorder : nullptr,
                    m_config.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(mt.step)};
   m_autocast.setTracing(m_traceNext);

@@ -6,6 +6,7 @@
 #include <QJsonObject>
 #include <cmath>
 
+#include "engine/config/config_schema.h"
 #include "engine/config/presets.h"
 #include "engine/io/metrics_json.h"
 #include "engine/io/run_record.h"
@@ -167,4 +168,22 @@ TEST(RoundingCounts, TheFp32ReplayDoesNotChangeTraining) {
   const auto wa = a.backend().toHostFloat(a.model().parameters()[0]->value);
   const auto wb = b.backend().toHostFloat(b.model().parameters()[0]->value);
   EXPECT_EQ(wa, wb);
+}
+
+// Pure fp16 has no fp32 weights to replay with: its layers' own counts (16-bit result against
+// the fp32-output product of the same inputs) fill the weight-gradient records instead.
+TEST(RoundingCounts, PureFp16RecordsTheLayersOwnCounts) {
+  const Preset* p = findPreset("underflow");
+  RunConfig c = presetConfig(*p, &p->variants[1]);
+  setConfigValue(c, "amp.mode", "pure_fp16");
+  c.train.steps = 1;
+  Trainer t(c);
+  const StepMetrics m = t.step();
+  for (const char* name : {"0.weight", "2.weight", "4.weight"}) {
+    const HistogramRecord* r = findRecord(m, name, HistogramKind::WeightGrad);
+    ASSERT_NE(r, nullptr) << name;
+    EXPECT_EQ(r->dtype, DType::F16) << name;
+    EXPECT_GE(r->flushedToZero, 0) << name;
+    EXPECT_GE(r->roundedToInf, 0) << name;
+  }
 }
