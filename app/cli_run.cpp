@@ -8,6 +8,7 @@
 #include "app/cli_report.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/run_output.h"
+#include "engine/train/memory_estimate.h"
 
 namespace amp::cli {
 
@@ -73,6 +74,12 @@ int cmdRun(const Args& args) {
       return 2;
     } catch (const CheckpointError& e) {
       std::fprintf(stderr, "ampstudio-cli run: %s\n", e.what());
+      return 2;
+    } catch (const std::bad_alloc&) {
+      // The Trainer refuses what its estimate says cannot fit; this is memory that ran out
+      // anyway (taken by others meanwhile, or outside the estimate): never a bare "std::bad_alloc".
+      std::fprintf(stderr, "ampstudio-cli run: out of memory running %s (batch %lld); try a smaller model or batch\n",
+                   modelSettingsText(nc.config.model).c_str(), static_cast<long long>(nc.config.train.batchSize));
       return 2;
     }
   }

@@ -146,7 +146,17 @@ QJsonObject histogramToJson(std::int64_t step, const HistogramRecord& h) {
   o["unscaled"] = counts(h.unscaled);
   o["scaled_fractions"] = fractions(h.scaled);
   o["unscaled_fractions"] = fractions(h.unscaled);
+  // Absent when not measured (a 32-bit tensor, or a file from before the counts existed).
+  if (h.flushedToZero >= 0) o["flushed_to_zero"] = static_cast<double>(h.flushedToZero);
+  if (h.roundedToInf >= 0) o["rounded_to_inf"] = static_cast<double>(h.roundedToInf);
   return o;
+}
+
+void roundingCountsFromJson(const QJsonObject& o, HistogramRecord& h) {
+  h.flushedToZero = o.contains("flushed_to_zero")
+                        ? static_cast<std::int64_t>(o["flushed_to_zero"].toDouble()) : -1;
+  h.roundedToInf = o.contains("rounded_to_inf")
+                       ? static_cast<std::int64_t>(o["rounded_to_inf"].toDouble()) : -1;
 }
 
 JsonLinesWriter::JsonLinesWriter(const QString& path, bool append)

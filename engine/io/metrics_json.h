@@ -15,6 +15,9 @@ namespace amp {
 
 QJsonObject stepMetricsToJson(const StepMetrics& m);
 QJsonObject histogramToJson(std::int64_t step, const HistogramRecord& h);
+// The rounding counts histogramToJson wrote ("flushed_to_zero", "rounded_to_inf"); -1 where a
+// line has none (not measured, or written before they existed).
+void roundingCountsFromJson(const QJsonObject& o, HistogramRecord& h);
 QJsonObject memoryToJson(const MemorySnapshot& m, bool peak);
 // Reads back what stepMetricsToJson wrote (no histograms).
 StepMetrics stepMetricsFromJson(const QJsonObject& o);

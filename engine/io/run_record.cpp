@@ -183,6 +183,7 @@ HistogramRecord histogramFromJson(const QJsonObject& o) {
     fail(QString("bins must span exponents %1..%2 (min_exp, max_exp)").arg(kHistMinExp).arg(kHistMaxExp));
   h.scaled = histogramSide(o, "scaled", "scaled_fractions");
   h.unscaled = histogramSide(o, "unscaled", "unscaled_fractions");
+  roundingCountsFromJson(o, h);
   return h;
 }
 

@@ -94,9 +94,30 @@ Tensor Conv2d::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
   Tensor dw = be.empty(m_weight.value.shape(), gd, MemCategory::Gradients);
   Tensor db = m_hasBias ? be.empty({m_out}, gd, MemCategory::Gradients) : Tensor();
   be.conv2dBackwardWeights(dy, m_savedX, dw, m_hasBias ? &db : nullptr, g);
+  // On histogram steps (an observer is set) each 16-bit result is also counted against the
+  // same convolution with fp32 output: how many values rounding flushed to zero or made inf.
+  TensorObserver* measure =
+      isLowPrecision(d) && ctx.observer && ctx.observer->wantsRoundingCounts() ? ctx.observer : nullptr;
   if (direct) {
+    // dw and db hold the fp32 results until they are rounded in place: free references.
+    const ExponentHistogram refW = measure ? be.histogram(dw, 1.0) : ExponentHistogram{};
+    const ExponentHistogram refB = measure && m_hasBias ? be.histogram(db, 1.0) : ExponentHistogram{};
     be.roundThrough(dw, d);
     if (m_hasBias) be.roundThrough(db, d);
+    if (measure) {
+      measure->weightGradRounding(m_weight.name, roundingBetween(refW, be.histogram(dw, 1.0)));
+      if (m_hasBias)
+        measure->weightGradRounding(m_bias.name, roundingBetween(refB, be.histogram(db, 1.0)));
+    }
+  } else if (measure) {
+    Tensor refW = be.empty(dw.shape(), DType::F32, MemCategory::Workspace);
+    Tensor refB = m_hasBias ? be.empty(db.shape(), DType::F32, MemCategory::Workspace) : Tensor();
+    be.conv2dBackwardWeights(dy, m_savedX, refW, m_hasBias ? &refB : nullptr, g);
+    measure->weightGradRounding(m_weight.name,
+                                roundingBetween(be.histogram(refW, 1.0), be.histogram(dw, 1.0)));
+    if (m_hasBias)
+      measure->weightGradRounding(m_bias.name,
+                                  roundingBetween(be.histogram(refB, 1.0), be.histogram(db, 1.0)));
   }
   accumulateGrad(be, m_weight, std::move(dw));
   if (m_hasBias) accumulateGrad(be, m_bias, std::move(db));
@@ -104,6 +125,10 @@ Tensor Conv2d::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
   if (needInputGrad) {
     dx = be.empty(m_savedX.shape(), d, MemCategory::Activations);
     be.conv2dBackwardData(dy, m_savedW, dx, g);
+    if (measure)
+      measure->inputGradRounding(measureRounding(be, dx, [&](Tensor& ref) {
+        be.conv2dBackwardData(dy, m_savedW, ref, g);
+      }));
     dx = castActivation(be, dx, m_inputDtype, casts);
   }
   ctx.autocast.record([&] {

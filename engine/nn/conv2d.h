@@ -22,6 +22,8 @@ class Conv2d final : public Layer {
 
   std::int64_t inChannels() const { return m_in; }
   std::int64_t outChannels() const { return m_out; }
+  std::int64_t kernelSize() const { return m_kernel; }
+  bool hasBias() const { return m_hasBias; }
 
  private:
   Conv2dGeometry geometry(const Tensor& x) const;

@@ -10,6 +10,7 @@
 #include "engine/amp/autocast.h"
 #include "engine/backend/backend.h"
 #include "engine/nn/parameter.h"
+#include "engine/nn/rounding_check.h"
 
 namespace amp {
 
@@ -19,6 +20,14 @@ class TensorObserver {
   virtual ~TensorObserver() = default;
   virtual void activation(const std::string& layer, const Tensor& y) = 0;
   virtual void activationGrad(const std::string& layer, const Tensor& dy) = 0;
+  // What rounding to 16 bits did to a gradient a layer computed in 16 bits (Linear, Conv2d):
+  // a parameter's gradient, and the input gradient the layer is about to return (which the
+  // next activationGrad call receives). Reported only while an observer is set.
+  // Whether the layers should measure those counts (they cost an extra op and two histograms
+  // per tensor): not when the observer learns them another way (the trainer's fp32 replay).
+  virtual bool wantsRoundingCounts() const { return true; }
+  virtual void weightGradRounding(const std::string& param, const RoundingCounts& c) {}
+  virtual void inputGradRounding(const RoundingCounts& c) {}
 };
 
 struct LayerContext {

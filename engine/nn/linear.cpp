@@ -62,19 +62,40 @@ Tensor Linear::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
   // the same values, without a 16-bit temporary and a separate cast.
   const bool dwCast = isLowPrecision(d) && m_weight.value.dtype() == DType::F32;
   const bool direct = dwCast && !m_weight.grad.defined();
+  // On histogram steps (an observer is set) each 16-bit result is also counted against the
+  // same product with fp32 output: how many values rounding flushed to zero or made inf.
+  TensorObserver* measure =
+      isLowPrecision(d) && ctx.observer && ctx.observer->wantsRoundingCounts() ? ctx.observer : nullptr;
   Tensor dw = be.empty({m_out, m_in}, direct ? DType::F32 : d, MemCategory::Gradients);
   be.gemm(dy, true, m_savedX, false, dw);
-  if (direct) be.roundThrough(dw, d);
+  if (direct) {
+    // dw holds the fp32 result until it is rounded in place: the reference costs nothing.
+    const ExponentHistogram reference = measure ? be.histogram(dw, 1.0) : ExponentHistogram{};
+    be.roundThrough(dw, d);
+    if (measure) measure->weightGradRounding(m_weight.name, roundingBetween(reference, be.histogram(dw, 1.0)));
+  } else if (measure) {
+    measure->weightGradRounding(m_weight.name, measureRounding(be, dw, [&](Tensor& ref) {
+      be.gemm(dy, true, m_savedX, false, ref);
+    }));
+  }
   accumulateGrad(be, m_weight, std::move(dw));
   if (m_hasBias) {
     Tensor db = be.empty({m_out}, d, MemCategory::Gradients);
     be.biasGrad(dy, db);
+    if (measure)
+      measure->weightGradRounding(m_bias.name, measureRounding(be, db, [&](Tensor& ref) {
+        be.biasGrad(dy, ref);
+      }));
     accumulateGrad(be, m_bias, std::move(db));
   }
   Tensor dx;
   if (needInputGrad) {
     dx = be.empty({dy.dim(0), m_in}, d, MemCategory::Activations);
     be.gemm(dy, false, m_savedW, false, dx);
+    if (measure)
+      measure->inputGradRounding(measureRounding(be, dx, [&](Tensor& ref) {
+        be.gemm(dy, false, m_savedW, false, ref);
+      }));
     dx = castActivation(be, dx, m_inputDtype, casts).reshaped(m_inputShape);
   }
   ctx.autocast.record([&] {

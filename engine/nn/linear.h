@@ -19,6 +19,7 @@ class Linear final : public Layer {
 
   std::int64_t inFeatures() const { return m_in; }
   std::int64_t outFeatures() const { return m_out; }
+  bool hasBias() const { return m_hasBias; }
 
  private:
   std::int64_t m_in, m_out;

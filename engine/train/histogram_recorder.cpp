@@ -1,6 +1,16 @@
 #include "engine/train/histogram_recorder.h"
 
+#include <algorithm>
+
 namespace amp {
+
+namespace {
+// Adds counts into a record; -1 (not measured) becomes the first measurement.
+void addRounding(HistogramRecord& r, const RoundingCounts& c) {
+  r.flushedToZero = std::max<std::int64_t>(r.flushedToZero, 0) + c.flushedToZero;
+  r.roundedToInf = std::max<std::int64_t>(r.roundedToInf, 0) + c.roundedToInf;
+}
+}  // namespace
 
 std::string_view histogramKindName(HistogramKind k) {
   switch (k) {
@@ -14,7 +24,7 @@ std::string_view histogramKindName(HistogramKind k) {
 HistogramRecord& HistogramRecorder::slot(const std::string& tensor, HistogramKind kind, DType dtype) {
   for (auto& r : m_records)
     if (r.tensor == tensor && r.kind == kind) return r;
-  m_records.push_back({tensor, kind, dtype, {}, {}});
+  m_records.push_back({tensor, kind, dtype, {}, {}, -1, -1});
   return m_records.back();
 }
 
@@ -29,12 +39,26 @@ void HistogramRecorder::activationGrad(const std::string& layer, const Tensor& d
   auto& r = slot(layer, HistogramKind::ActivationGrad, dy.dtype());
   r.scaled.merge(m_be.histogram(dy, 1.0));
   r.unscaled.merge(m_be.histogram(dy, m_invScale));
+  if (m_pendingInputRounding) addRounding(r, *m_pendingInputRounding);
+  m_pendingInputRounding.reset();
+}
+
+void HistogramRecorder::weightGradRounding(const std::string& param, const RoundingCounts& c) {
+  m_weightRounding[param] += c;
+}
+
+void HistogramRecorder::inputGradRounding(const RoundingCounts& c) {
+  m_pendingInputRounding = c;
 }
 
 void HistogramRecorder::weightGrad(const std::string& name, const Tensor& g) {
   auto& r = slot(name, HistogramKind::WeightGrad, g.dtype());
   r.scaled = m_be.histogram(g, 1.0);
   r.unscaled = m_be.histogram(g, m_invScale);
+  if (const auto it = m_weightRounding.find(name); it != m_weightRounding.end()) {
+    r.flushedToZero = it->second.flushedToZero;
+    r.roundedToInf = it->second.roundedToInf;
+  }
 }
 
 }  // namespace amp

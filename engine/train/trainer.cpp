@@ -9,6 +9,7 @@
 
 #include "engine/config/config_schema.h"
 #include "engine/train/histogram_recorder.h"
+#include "engine/train/memory_estimate.h"
 #include "engine/train/model_factory.h"
 
 namespace amp {
@@ -82,13 +83,22 @@ Trainer::Trainer(RunConfig config, std::unique_ptr<Backend> backend)
   m_loss = makeLoss(lossName);
 
   const std::int64_t outputs = cls ? m_data.train.numClasses : m_data.train.targetDim;
-  if (cached) uploadTrainingSet();
-  m_model = buildModel(m_config.model, m_data.train.sampleShape, outputs);
-  const bool pure = m_config.mode == PrecisionMode::PureFp16;
-  m_model->initialize(*m_be, m_config.seed, pure ? DType::F16 : DType::F32,
-                      m_config.usesAutocast() ? MemCategory::MasterWeights : MemCategory::Weights);
-
-  m_optimizer = std::make_unique<Optimizer>(*m_be, m_model->parameters(), m_config.optimizer);
+  m_estimate = std::make_unique<MemoryEstimate>(estimateMemory(
+      m_config, {m_data.train.sampleShape, outputs, m_data.train.count, m_data.test.count, cls,
+                 !m_be->nativeCompute(m_config.computeDtype())}));
+  refuseIfItCannotFit();
+  try {
+    if (cached) uploadTrainingSet();
+    m_model = buildModel(m_config.model, m_data.train.sampleShape, outputs);
+    const bool pure = m_config.mode == PrecisionMode::PureFp16;
+    m_model->initialize(*m_be, m_config.seed, pure ? DType::F16 : DType::F32,
+                        m_config.usesAutocast() ? MemCategory::MasterWeights : MemCategory::Weights);
+    m_optimizer = std::make_unique<Optimizer>(*m_be, m_model->parameters(), m_config.optimizer);
+  } catch (const std::bad_alloc&) {
+    // The estimate fitted but the allocator said no (other programs took the memory since):
+    // the same one-line message, never a bare "std::bad_alloc".
+    throw ConfigError(outOfMemoryMessage("while starting"));
+  }
   m_scaled = std::make_unique<ScaledOptimizer>(*m_be, *m_optimizer);
   m_scaler = std::make_unique<GradScaler>(effectiveScaler(m_config));
 
@@ -189,10 +199,42 @@ bool Trainer::weightsNonFinite() {
   return false;
 }
 
+// The memory this run needs against what is free where its tensors live (the device's free
+// memory, else the host's MemAvailable, the data set being loaded already): refused before
+// anything is allocated when it cannot fit.
+void Trainer::refuseIfItCannotFit() {
+  const auto device = m_be->deviceMemory();
+  const std::optional<std::int64_t> available =
+      device ? std::optional<std::int64_t>(device->free) : hostMemoryAvailable();
+  if (!available) return;
+  if (auto why = memoryRefusal(m_config, *m_estimate, m_estimate->tracked(), *available,
+                               device ? m_be->name() : std::string()))
+    throw ConfigError(*why);
+}
+
+std::string Trainer::outOfMemoryMessage(const std::string& when) const {
+  const auto device = m_be->deviceMemory();
+  const std::optional<std::int64_t> available =
+      device ? std::optional<std::int64_t>(device->free) : hostMemoryAvailable();
+  std::string s = "out of memory " + when + ": " + modelSettingsText(m_config.model) + " (batch " +
+                  std::to_string(m_config.train.batchSize) + ", " +
+                  std::string(precisionModeName(m_config.mode)) + ") needs " + m_estimate->summary();
+  if (available) s += "; " + formatBytes(*available) + " available";
+  return s;
+}
+
 StepMetrics Trainer::step() {
   if (finished()) throw std::logic_error("step(): the run has finished");
+  try {
+    return runStep();
+  } catch (const std::bad_alloc&) {
+    throw std::runtime_error(outOfMemoryMessage("at step " + std::to_string(m_step + 1)));
+  }
+}
+
+StepMetrics Trainer::runStep() {
   if (m_config.train.threads > 0) omp_set_num_threads(m_config.train.threads);
-  const auto t0 = std::chrono::steady_clock::now();
+  auto t0 = std::chrono::steady_clock::now();
   m_be->resetGemmCounters();
   m_be->memory().resetPeaks();
 
@@ -201,7 +243,7 @@ StepMetrics Trainer::step() {
   const auto& tc = m_config.train;
   const bool recordHist = tc.histogramEvery > 0 && (mt.step == 1 || mt.step % tc.histogramEvery == 0);
   mt.scale = m_scaler->scale();
-  HistogramRecorder recorder(*m_be, mt.scale);
+  HistogramRecorder recorder(*m_be, mt.scale, /*measureRounding=*/!replaysInFp32());
   LayerContext ctx{*m_be, m_autocast, true, recordHist ? &recorder : nullptr,
                    m_config.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(mt.step)};
   m_autocast.setTracing(m_traceNext);
@@ -215,10 +257,19 @@ StepMetrics Trainer::step() {
   m_scaled->beginStep(mt.lr, tc.postUnscaleCheck == "skip" && mt.scale < 1.f);
   m_model->zeroGrad();
   std::int64_t samples = 0;
+  std::optional<Fp32Replay> replay;
   for (int micro = 0; micro < tc.accumulation; ++micro) {
     const Batch& b = nextBatch();
     Tensor x = uploadInput(b);
     Tensor target = uploadTarget(b);
+    if (recordHist && micro == 0 && replaysInFp32()) {
+      replay = replayInFp32(x, target, seed, ctx.stepSeed);
+      // The replay is telemetry, not training: the step's time, GEMM rate and memory peaks
+      // start after it (its tensors are freed; the batch's stay counted).
+      m_be->resetGemmCounters();
+      m_be->memory().resetPeaks();
+      t0 = std::chrono::steady_clock::now();
+    }
     {
       AutocastRegion region(m_autocast, m_config.usesAutocast(), m_config.lowDtype());
       Tensor out = m_model->forward(ctx, x);
@@ -288,6 +339,7 @@ StepMetrics Trainer::step() {
   const OptimizerStepStats& os = m_scaled->optimizerStats();
   mt.lostUpdateFrac = os.updated ? double(os.lost) / double(os.updated) : 0.0;
   if (recordHist) mt.histograms = recorder.take();
+  if (replay) applyFp32Replay(*replay, mt.histograms);
 
   if (m_traceNext) {
     const char* masters = m_config.hasMasterWeights() ? "fp32 master weights" : "fp16 weights, no masters";
@@ -316,9 +368,10 @@ StepMetrics Trainer::step() {
       mt.divergence = "step " + std::to_string(mt.step) + ": non-finite " +
                       (std::isfinite(mt.loss) ? std::string("gradients") : std::string("loss")) +
                       "; first non-finite tensor: " + diagnoseNonFinite();
-      if (tc.onDivergence == "stop") m_stopped = true;
     }
   }
+  if (!mt.diverged) diagnoseScalerCannotRecover(mt);
+  if (mt.diverged && tc.onDivergence == "stop") m_stopped = true;
 
   // On a GPU the step's time is the device's (CUDA events from the step's first to its last
   // queued op), as PyTorch's benchmarks time it; on the CPU, wall time.
@@ -344,6 +397,36 @@ StepMetrics Trainer::step() {
   }
 
   return mt;
+}
+
+// Our diagnosis beside the scaler (which keeps PyTorch's semantics: skip and back off). The
+// scaler absorbs overflowing *gradients*; it cannot fix a *loss* that is non-finite, because the
+// loss is computed before it is scaled: backing the scale off changes nothing about it, and the
+// skipped steps leave the weights that produced it in place, so such a streak never ends on its
+// own (lr=1e9: every step skipped, the scale halved 149 times). Nor is a scale below 2^-24 of
+// any use: every fp16 gradient scaled by it would be flushed to zero.
+void Trainer::diagnoseScalerCannotRecover(StepMetrics& mt) {
+  constexpr int kNonFiniteLossSteps = 8;
+  const float kScaleFloor = std::ldexp(1.f, -24);
+  if (std::isfinite(mt.loss)) {
+    m_nonFiniteLossStreak = 0;
+  } else if (m_nonFiniteLossStreak++ == 0) {
+    m_streakStart = mt.step;
+    m_streakTensor = diagnoseNonFinite();  // once per streak: it replays a forward pass
+  }
+  if (m_nonFiniteLossStreak == kNonFiniteLossSteps) {
+    mt.diverged = true;
+    mt.divergence = "step " + std::to_string(m_streakStart) + ": non-finite loss for " +
+                    std::to_string(kNonFiniteLossSteps) +
+                    " steps in a row (loss scaling cannot fix a loss that is non-finite before "
+                    "scaling); first non-finite tensor: " + m_streakTensor;
+  } else if (m_scaler->isEnabled() && mt.scaleAfter < kScaleFloor && mt.scale >= kScaleFloor) {
+    mt.diverged = true;
+    mt.divergence = "step " + std::to_string(mt.step) + ": the loss scale fell to 2^" +
+                    std::to_string(std::ilogb(mt.scaleAfter)) +
+                    ", below 2^-24 (every fp16 gradient would flush to zero)";
+    if (!mt.firstNonFinite.empty()) mt.divergence += "; first non-finite tensor: " + mt.firstNonFinite;
+  }
 }
 
 TrainerProgress Trainer::progress() const {

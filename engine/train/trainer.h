@@ -3,6 +3,7 @@
 // update, as PyTorch's AMP recipe, and reports everything the charts show.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -22,6 +23,8 @@
 
 namespace amp {
 
+struct MemoryEstimate;
+
 // Counters a checkpoint must restore to continue a run exactly.
 struct TrainerProgress {
   std::int64_t step = 0;
@@ -33,7 +36,7 @@ struct TrainerProgress {
 class Trainer {
  public:
   // Validates the config and loads the data; throws ConfigError / DataError with one-line
-  // messages. backend: nullptr = the one config.backend names (see backend_registry.h).
+  // messages, also when the run would not fit in the memory available (see memory_estimate.h). backend: nullptr = the one config.backend names (see backend_registry.h).
   explicit Trainer(RunConfig config, std::unique_ptr<Backend> backend = nullptr);
   ~Trainer();
 
@@ -55,6 +58,13 @@ class Trainer {
   void injectNonFiniteNextStep() { m_injectNext = true; }
 
   const RunConfig& config() const { return m_config; }
+  // What this run was estimated to need before it allocated anything.
+  const MemoryEstimate& memoryEstimate() const { return *m_estimate; }
+
+  // Zeros and infs in one tensor (trainer_rounding.cpp).
+  struct ZeroInf {
+    std::int64_t zeros = 0, infs = 0;
+  };
   // Whether this run keeps its training set on the device (see data.device_cache).
   bool trainingSetOnDevice() const { return m_deviceData.x.defined(); }
   Backend& backend() { return *m_be; }
@@ -74,6 +84,9 @@ class Trainer {
   void restoreProgress(const TrainerProgress& p);
 
  private:
+  StepMetrics runStep();
+  void refuseIfItCannotFit();
+  std::string outOfMemoryMessage(const std::string& when) const;
   const Batch& nextBatch();
   bool keepTrainingSetOnDevice() const;
   void uploadTrainingSet();
@@ -83,9 +96,21 @@ class Trainer {
   double globalGradNorm();
   bool weightsNonFinite();
   std::string diagnoseNonFinite();
+  // Marks mt diverged where the scaler cannot recover: a persistent non-finite loss, or a scale
+  // gone below 2^-24.
+  void diagnoseScalerCannotRecover(StepMetrics& mt);
   Parameter* injectionTarget();
+  // The flushed/inf counts of histogram steps, against an fp32 replay of the batch
+  // (trainer_rounding.cpp).
+  struct Fp32Replay {
+    std::map<std::string, ZeroInf> weightGrads, activationGrads;
+  };
+  bool replaysInFp32() const;
+  Fp32Replay replayInFp32(const Tensor& x, const Tensor& target, float seed, std::uint64_t stepSeed);
+  void applyFp32Replay(const Fp32Replay& replay, std::vector<HistogramRecord>& records);
 
   RunConfig m_config;
+  std::unique_ptr<MemoryEstimate> m_estimate;
   std::unique_ptr<Backend> m_be;
   DataSplit m_data;
   std::unique_ptr<BatchLoader> m_loader;
@@ -100,6 +125,11 @@ class Trainer {
   std::int64_t m_step = 0, m_schedulerSteps = 0, m_totalSteps = 0;
   bool m_traceNext = false, m_injectNext = false, m_stopped = false;
   std::vector<OpTraceEntry> m_lastTrace;
+  // The current run of steps with a non-finite loss: its length, first step and first
+  // non-finite tensor (diagnosed at that step).
+  int m_nonFiniteLossStreak = 0;
+  std::int64_t m_streakStart = 0;
+  std::string m_streakTensor;
   double m_lastEvalSeconds = 0;
   // The training set on the device (data.device_cache); undefined tensors when batches are
   // uploaded from the host instead.

@@ -1,0 +1,198 @@
+#include "engine/train/memory_estimate.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "engine/backend/backend_registry.h"
+#include "engine/config/config_schema.h"
+#include "engine/data/dataset.h"
+#include "engine/nn/conv2d.h"
+#include "engine/nn/linear.h"
+#include "engine/train/model_factory.h"
+
+namespace amp {
+
+namespace {
+
+// Parameters of a layer from its sizes (the model is built but never initialised), and whether
+// autocast computes it in 16 bits (its weight then also has a 16-bit cast).
+struct LayerParams {
+  std::int64_t count = 0;
+  bool weighted = false;
+};
+
+LayerParams paramsOf(const Layer& l, const Shape& in) {
+  if (const auto* lin = dynamic_cast<const Linear*>(&l))
+    return {lin->inFeatures() * lin->outFeatures() + (lin->hasBias() ? lin->outFeatures() : 0), true};
+  if (const auto* conv = dynamic_cast<const Conv2d*>(&l))
+    return {conv->outChannels() * conv->inChannels() * conv->kernelSize() * conv->kernelSize() +
+                (conv->hasBias() ? conv->outChannels() : 0),
+            true};
+  if (l.kind() == "BatchNorm") return {2 * (in.empty() ? 1 : in[0]), false};  // gamma, beta
+  return {};
+}
+
+std::int64_t bytesOf(DType d) { return std::int64_t(dtypeSize(d)); }
+
+}  // namespace
+
+std::string MemoryEstimate::summary() const {
+  std::vector<std::pair<std::int64_t, std::string>> parts = {
+      {weights + masterWeights, "parameters"}, {gradients, "gradients"},
+      {optimizerState, optimizerStateName.empty() ? "optimizer state" : optimizerStateName},
+      {activations, "activations"}, {workspace, "workspace"},
+      {emulationScratch, "fp32 copies for emulated 16-bit math"}};
+  std::stable_sort(parts.begin(), parts.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  std::string s = "≈ " + formatBytes(tracked()) + " (";
+  bool first = true;
+  for (const auto& [bytes, name] : parts) {
+    if (bytes <= 0) continue;
+    s += (first ? "" : ", ") + name + " " + formatBytes(bytes);
+    first = false;
+  }
+  return s + ")";
+}
+
+MemoryEstimate estimateMemory(const RunConfig& c, const DataShapes& data) {
+  MemoryEstimate e;
+  const std::int64_t batch = c.train.batchSize;
+  const bool autocast = c.usesAutocast();
+  const bool pure = c.mode == PrecisionMode::PureFp16;
+  const DType act = c.computeDtype();  // what weighted layers output, and the layers after them
+
+  // Parameters and the forward pass's outputs, from the factory's own model (sizes only).
+  const auto model = buildModel(c.model, data.sample, data.outputs);
+  struct Output {
+    std::string kind;
+    std::int64_t numel;
+  };
+  std::vector<Output> outputs;  // Flatten is a view: it adds no tensor
+  std::int64_t weightedParams = 0, largestOutput = 0, perSampleActivationBytes = 0;
+  std::int64_t largestEmulatedOp = 0;  // elements of one weighted op's operands and result
+  Shape shape = data.sample;
+  for (const auto& layer : model->layers()) {
+    const LayerParams p = paramsOf(*layer, shape);
+    e.parameterCount += p.count;
+    const Shape in = shape;
+    shape = layer->outputShape(shape);
+    if (p.weighted) {
+      weightedParams += p.count;
+      // oneDNN's convolutions add blocked-layout copies of about twice the operands again.
+      const std::int64_t reorders = layer->kind() == "Conv2d" ? 3 : 1;
+      largestEmulatedOp = std::max(
+          largestEmulatedOp, reorders * (batch * (shapeNumel(in) + shapeNumel(shape)) + p.count));
+    }
+    largestOutput = std::max(largestOutput, shapeNumel(shape));
+    if (layer->kind() != "Flatten") outputs.push_back({layer->kind(), shapeNumel(shape)});
+  }
+  // Which outputs stay alive until backward: those the next layer saves as its input (weighted
+  // layers, BatchNorm, activations other than ReLU, which backpropagates from its output) and
+  // those an activation saves as its own output. A weighted layer's output followed by a ReLU
+  // is freed after the ReLU; the logits after the loss (its fp32 probabilities stay).
+  auto isActivation = [](const std::string& k) {
+    return k == "ReLU" || k == "Tanh" || k == "Sigmoid" || k == "GELU";
+  };
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& next = i + 1 < outputs.size() ? outputs[i + 1].kind : std::string();
+    const bool savedByNext = next == "Linear" || next == "Conv2d" || next == "BatchNorm" ||
+                             (isActivation(next) && next != "ReLU");
+    const bool savedBySelf = isActivation(outputs[i].kind);
+    if (savedByNext || savedBySelf) perSampleActivationBytes += outputs[i].numel * bytesOf(act);
+    if (outputs[i].kind == "Dropout") perSampleActivationBytes += outputs[i].numel;        // U8 mask
+    if (outputs[i].kind == "MaxPool2d") perSampleActivationBytes += outputs[i].numel * 4;  // argmax
+  }
+  const std::int64_t inputNumel = shapeNumel(data.sample);
+
+  const std::int64_t P = e.parameterCount;
+  if (pure) {
+    e.weights = 2 * P;
+    e.gradients = 2 * P;
+  } else if (autocast) {
+    e.masterWeights = 4 * P;
+    e.weights = bytesOf(act) * weightedParams;  // autocast's cached 16-bit weight casts
+    e.gradients = 4 * P;
+  } else {
+    e.weights = 4 * P;
+    e.gradients = 4 * P;
+  }
+  const std::string& opt = c.optimizer.name;
+  if (opt == "adam" || opt == "adamw") {
+    e.optimizerState = 8 * P;  // exp_avg and exp_avg_sq, fp32
+    e.optimizerStateName = "Adam state";
+  } else if (c.optimizer.momentum != 0) {
+    e.optimizerState = 4 * P;
+    e.optimizerStateName = "momentum";
+  }
+
+  // A batch's saved outputs, the input's 16-bit cast, the loss's fp32 probabilities, and during
+  // backward a gradient of the largest layer output in flight.
+  e.activations = batch * (perSampleActivationBytes + (autocast ? inputNumel * bytesOf(act) : 0) +
+                           data.outputs * 4 + largestOutput * bytesOf(act));
+
+  const std::int64_t inputBytes = pure ? 2 : 4;
+  const std::int64_t targetBytes = data.classification ? 4 : 4 * data.outputs;
+  e.workspace = batch * (inputNumel * inputBytes + targetBytes);
+  if (data.emulatedCompute && act != DType::F32) e.emulationScratch = 4 * largestEmulatedOp;
+  const bool deviceCache = c.data.deviceCache == "on" ||
+                           (c.data.deviceCache == "auto" && c.backend.rfind("cuda", 0) == 0);
+  if (deviceCache) e.workspace += data.trainCount * (inputNumel * inputBytes + targetBytes);
+  e.dataSet = (data.trainCount + data.testCount) * (inputNumel * 4 + targetBytes);
+  return e;
+}
+
+MemoryEstimate estimateMemory(const RunConfig& c) {
+  DataOptions d = c.data;
+  if (d.seed == 0) d.seed = c.seed;
+  d.batchSize = c.train.batchSize;
+  if (c.model.name == "recipe_mlp") d.width = c.model.width;
+  const DataSplit split = loadDataset(d);
+  DataShapes s;
+  s.sample = split.train.sampleShape;
+  s.classification = split.train.isClassification();
+  s.outputs = s.classification ? split.train.numClasses : split.train.targetDim;
+  s.trainCount = split.train.count;
+  s.testCount = split.test.count;
+  if (c.computeDtype() != DType::F32) {
+    try {
+      s.emulatedCompute = !makeBackend(c.backend, BackendOptions{c.tf32})->nativeCompute(c.computeDtype());
+    } catch (const std::exception&) {
+      // No such backend: the Trainer will say so; the estimate assumes native compute.
+    }
+  }
+  return estimateMemory(c, s);
+}
+
+std::optional<std::int64_t> hostMemoryAvailable() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  std::int64_t kib = 0;
+  while (meminfo >> key >> kib) {
+    std::getline(meminfo, unit);
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return std::nullopt;
+}
+
+std::string modelSettingsText(const ModelConfig& m) {
+  if (m.name == "recipe_mlp")
+    return "model.width=" + std::to_string(m.width) + ", model.layers=" + std::to_string(m.layers);
+  if (m.name == "cnn") return "model.cnn=" + m.cnn;
+  std::string hidden;
+  for (std::size_t i = 0; i < m.hidden.size(); ++i)
+    hidden += (i ? "," : "") + std::to_string(m.hidden[i]);
+  return "model.hidden=" + hidden;
+}
+
+std::optional<std::string> memoryRefusal(const RunConfig& c, const MemoryEstimate& e,
+                                         std::int64_t needed, std::int64_t available,
+                                         const std::string& where) {
+  if (needed <= available) return std::nullopt;
+  return modelSettingsText(c.model) + " (batch " + std::to_string(c.train.batchSize) + ", " +
+         std::string(precisionModeName(c.mode)) + ") needs " + e.summary() + "; " +
+         formatBytes(available) + " available" + (where.empty() ? "" : " on " + where);
+}
+
+}  // namespace amp
