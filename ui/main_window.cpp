@@ -20,6 +20,7 @@
 #include "ui/experiment_panel.h"
 #include "ui/format_inspector_view.h"
 #include "ui/lesson_panel.h"
+#include "ui/memory_check.h"
 #include "ui/runs_model.h"
 #include "ui/runs_panel.h"
 #include "ui/speed_control.h"
@@ -246,15 +247,26 @@ bool MainWindow::runLesson(const QString& name) {
     m_experimentDock->raise();
     return false;
   }
-  const QVector<RunConfig> configs = lessonConfigs(name);
-  emit lessonStarted(name, configs.size());
-  emit startRequested(configs, false);
+  return requestRuns(lessonConfigs(name), false, name);
+}
+
+bool MainWindow::requestRuns(const QVector<RunConfig>& configs, bool paused, const QString& lesson) {
+  const MemoryCheck memory = checkHostMemory(configs, m_runsPanel->maxConcurrent());
+  if (!memory.refusal.isEmpty()) {
+    m_experiment->showRunError(memory.refusal);
+    statusBar()->showMessage(tr("Not started: %1").arg(memory.refusal));
+    m_experimentDock->raise();
+    return false;
+  }
+  if (!memory.summary.isEmpty()) statusBar()->showMessage(tr("Starting: %1").arg(memory.summary), 5000);
+  if (!lesson.isEmpty()) emit lessonStarted(lesson, int(configs.size()));  // before its runs appear
+  emit startRequested(configs, paused);
   return true;
 }
 
 void MainWindow::startExperiment() {
   if (!m_experiment->isValid()) return;
-  emit startRequested({m_experiment->config()}, false);
+  requestRuns({m_experiment->config()}, false);
 }
 
 void MainWindow::startTwinRuns() {
@@ -268,14 +280,14 @@ void MainWindow::startTwinRuns() {
     c.name = stem + " " + std::string(precisionModeName(m));
     twins.append(c);
   }
-  emit startRequested(twins, false);
+  requestRuns(twins, false);
 }
 
 void MainWindow::stepOnce() {
   // Nothing to step: start the experiment paused, so Step walks it from its first step.
   if (m_state.active == 0 && m_state.queued == 0) {
     if (!m_experiment->isValid()) return;
-    emit startRequested({m_experiment->config()}, true);
+    if (!requestRuns({m_experiment->config()}, true)) return;
   }
   emit stepRequested();
 }

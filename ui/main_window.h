@@ -133,6 +133,9 @@ class MainWindow : public QMainWindow {
   void updateControls();
   void updateProgress();
   void setTheme(bool dark);
+  // Asks for runs once the host can hold them (memory_check.h); false: refused, with the reason
+  // in the experiment panel.
+  bool requestRuns(const QVector<RunConfig>& configs, bool paused, const QString& lesson = {});
   void updateChartLayout();  // Automatic: grid or tabs for the dashboard's current size
   void fitDocksToWindow();   // the bottom row grows with the window (more trace rows)
   CloseChoice confirmClose();

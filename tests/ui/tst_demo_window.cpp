@@ -6,6 +6,8 @@
 #include <QApplication>
 #include <QDir>
 #include <QFile>
+#include <QLabel>
+#include <QStatusBar>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -150,6 +152,28 @@ class TestDemoWindow : public QObject {
     f.close();
     panel()->setFieldValue("data.path", csv.toStdString());
     QVERIFY2(!panel()->problem().contains(QStringLiteral("data.path")), qPrintable(panel()->problem()));
+  }
+
+  // A huge model was started, took a row, and failed with "std::bad_alloc" after trying.
+  void aModelThatCannotFitIsRefusedAtStart() {
+    test::apply(panel(), test::tinySpirals(5));
+    panel()->setFieldValue("model.hidden", "1000000,1000000");
+    panel()->setFieldValue("backend", "cpu");
+    QVERIFY(panel()->isValid());
+    window()->actions().start->trigger();
+    QCOMPARE(m_session->controller()->runs().size(), 0);  // no run, no row, no colour
+    auto* message = panel()->findChild<QLabel*>(QStringLiteral("experimentMessage"));
+    QVERIFY(message);
+    QVERIFY2(message->text().contains(QStringLiteral("model.hidden=1000000,1000000")), qPrintable(message->text()));
+    QVERIFY2(message->text().contains(QStringLiteral("needs ≈")), qPrintable(message->text()));
+    QVERIFY2(message->text().contains(QStringLiteral("available")), qPrintable(message->text()));
+    // A model that fits starts, and the status bar says what it needs.
+    panel()->setFieldValue("model.hidden", "16,16");
+    window()->actions().start->trigger();
+    QCOMPARE(m_session->controller()->runs().size(), 1);
+    QVERIFY2(window()->statusBar()->currentMessage().contains(QStringLiteral("needs ≈")),
+             qPrintable(window()->statusBar()->currentMessage()));
+    QTRY_VERIFY_WITH_TIMEOUT(m_session->controller()->activeCount() == 0, 30000);
   }
 
   // After "abc", the bf16 row kept the facts of the previous number.
