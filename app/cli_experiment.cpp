@@ -86,7 +86,19 @@ std::vector<NamedConfig> buildConfigs(const ExperimentArgs& a) {
                    preset->name.c_str(), gpuInventory().unavailableReason.c_str());
     }
   }
-  if (preset && !preset->variants.empty()) {
+  // A --set of a key the variants vary (amp.mode for the recipe's fp32/fp16/bf16) chooses that
+  // value for the run: one run with it, not three runs that all silently take the same value.
+  std::string fixedKey;
+  if (preset)
+    for (const auto& v : preset->variants)
+      for (const auto& [key, value] : v.overrides)
+        for (const std::string& kv : a.overrides)
+          if (fixedKey.empty() && kv.rfind(key + "=", 0) == 0) fixedKey = key;
+  if (preset && !preset->variants.empty() && !fixedKey.empty()) {
+    std::fprintf(stderr, "ampstudio-cli: --set %s chooses what the %s preset's variants vary: one run\n",
+                 fixedKey.c_str(), preset->name.c_str());
+    finish(presetConfig(*preset, nullptr, cpuSized), "");
+  } else if (preset && !preset->variants.empty()) {
     for (const auto& v : preset->variants) finish(presetConfig(*preset, &v, cpuSized), v.label);
   } else {
     finish(preset ? presetConfig(*preset, nullptr, cpuSized) : RunConfig{}, "");

@@ -46,6 +46,20 @@ endif()
 expect_fail(2 "unknown command" frobnicate)
 expect_fail(2 "--to" convert 1.0)
 
+# --set of the key a preset's variants vary means one run with that value (the recipe runs
+# fp32, fp16 and bf16; "--set amp.mode=bf16" is one bf16 run, not three runs all in bf16).
+execute_process(COMMAND ${CLI} run --preset recipe --set amp.mode=bf16 --set train.steps=2
+                        --set model.width=32 --out ${WORK}/one
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0 OR NOT EXISTS ${WORK}/one/metrics.jsonl OR EXISTS ${WORK}/one/fp32)
+  message(FATAL_ERROR "recipe with amp.mode=bf16: expected one run in ${WORK}/one (${rc}): ${err}")
+endif()
+file(READ ${WORK}/one/summary.json one_summary)
+string(JSON one_mode GET "${one_summary}" mode)
+if(NOT one_mode STREQUAL "bf16")
+  message(FATAL_ERROR "recipe with amp.mode=bf16 ran mode '${one_mode}'")
+endif()
+
 # A run's outputs.
 execute_process(COMMAND ${CLI} run --preset overflow --set train.steps=40 --set model.width=64
                         --inject-nonfinite 2,7 --out ${WORK}/ok
