@@ -27,9 +27,9 @@ void AccuracyChart::rebuildSeries() {
     const QColor color = runColor(runs[i], i);
     set.accuracy = new QLineSeries;
     set.accuracy->setName(runs[i]->name);
-    tagSeries(set.accuracy, runs[i]->name, tr("test accuracy (%)"));
+    tagSeries(set.accuracy, runs[i], tr("test accuracy (%)"));
     m_view->addSeries(set.accuracy);
-    set.accuracy->setPen(pen(color, 2.0));
+    set.accuracy->setPen(pen(color, 2.0, runPenStyle(runs[i])));
     // Evaluations are sparse: show where they are.
     set.accuracy->setPointsVisible(true);
     set.accuracy->setMarkerSize(7);
@@ -37,7 +37,7 @@ void AccuracyChart::rebuildSeries() {
 
     set.loss = new QLineSeries;
     set.loss->setName(runs[i]->name + tr(" (test loss)"));
-    tagSeries(set.loss, runs[i]->name, tr("test loss"));
+    tagSeries(set.loss, runs[i], tr("test loss"));
     m_view->addSeries(set.loss, m_view->secondaryYAxis());
     set.loss->setPen(pen(color, 1.2, Qt::DashLine));
     m_view->setLegendEntryVisible(set.loss, false);
@@ -71,6 +71,7 @@ void AccuracyChart::updateSeries() {
     setDecimated(set.loss, spanOf(s.testStep), spanOf(s.testLoss), range);
   }
   const bool any = xMin <= xMax;
+  updateRunLegend(m_view, this->runs());
   m_view->setPlaceholder(runs.isEmpty() ? tr("no runs to show")
                          : any          ? QString()
                                         : tr("no test set evaluated yet"));

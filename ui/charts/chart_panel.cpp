@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "ui/run_data.h"
+#include "ui/theme.h"
 
 namespace amp::ui {
 
@@ -23,7 +24,14 @@ void ChartPanel::connectView(ChartView* view) {
   connect(view, &ChartView::themeChanged, this, [this] {
     invalidateSeries();
     refreshNow();
+    if (m_highlighted >= 0) {
+      const int run = m_highlighted;
+      m_highlighted = -1;
+      highlightRun(run);
+    }
   });
+  connect(view, &ChartView::legendRunClicked, this, &ChartPanel::runVisibilityToggleRequested);
+  connect(view, &ChartView::legendRunHovered, this, &ChartPanel::highlightRun);
 }
 
 void ChartPanel::setRuns(const QVector<const RunData*>& runs) {
@@ -120,8 +128,69 @@ QColor ChartPanel::runColor(const RunData* run, int index) {
   return fallback[index % 6];
 }
 
-QPen ChartPanel::pen(const QColor& color, qreal width, Qt::PenStyle style) {
-  QPen p(color, width, style);
+Qt::PenStyle ChartPanel::runPenStyle(const RunData* run) {
+  static const Qt::PenStyle styles[] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine};
+  const int index = run ? std::max(0, run->id - 1) : 0;  // colours go by id - 1 too
+  return styles[(index / kRunColorCount) % 4];
+}
+
+void ChartPanel::setPresentationScale(double factor) {
+  for (ChartView* v : views()) v->setPresentationScale(factor);  // each rebuilds the series
+}
+
+void ChartPanel::highlightRun(int runId) {
+  if (runId == m_highlighted) return;
+  m_highlighted = runId;
+  for (ChartView* v : views()) {
+    for (QAbstractSeries* s : v->chart()->series()) {
+      auto* xy = qobject_cast<QXYSeries*>(s);
+      if (!xy || !s->property("ampRunId").isValid()) continue;
+      QVariant original = s->property("ampPen");
+      if (!original.isValid()) {
+        original = QVariant::fromValue(xy->pen());
+        s->setProperty("ampPen", original);
+      }
+      QPen p = original.value<QPen>();
+      if (runId >= 0) {
+        if (s->property("ampRunId").toInt() == runId) {
+          p.setWidthF(p.widthF() * 2.0);
+        } else {
+          QColor c = p.color();
+          c.setAlphaF(c.alphaF() * 0.2f);
+          p.setColor(c);
+        }
+      }
+      xy->setPen(p);
+    }
+  }
+}
+
+void ChartPanel::updateRunLegend(ChartView* view, const QVector<const RunData*>& runs,
+                                 const QList<LegendEntry>& keys,
+                                 const std::function<QString(const RunData*)>& suffix) {
+  QStringList names;
+  QList<int> ids;
+  for (const RunData* r : runs) {
+    names << r->name;
+    ids << r->id;
+  }
+  const LegendNames split = splitLegendNames(names, ids);
+  QList<LegendEntry> entries;
+  for (int i = 0; i < runs.size(); ++i) {
+    LegendEntry e;
+    e.label = split.distinct.value(i) + (suffix ? suffix(runs[i]) : QString());
+    e.color = runColor(runs[i], i);
+    e.style = runPenStyle(runs[i]);
+    e.runId = runs[i]->id;
+    e.hidden = !runs[i]->visible;
+    entries << e;
+  }
+  entries << keys;
+  view->setRunLegend(split.common, entries);
+}
+
+QPen ChartPanel::pen(const QColor& color, qreal width, Qt::PenStyle style) const {
+  QPen p(color, width * m_view->presentationScale(), style);
   // Bevel joins and flat caps: round ones make Qt's stroker compute an arc at each of the
   // ~2 points per pixel, which doubled the paint time of a noisy line.
   p.setCapStyle(Qt::FlatCap);
@@ -172,6 +241,11 @@ QImage ChartPanel::markerImage(const QColor& fill, const QColor& border, int siz
     p.drawPolygon(QPolygonF({QPointF(r.center().x(), r.top()), r.bottomRight(), r.bottomLeft()}));
   }
   return image;
+}
+
+void ChartPanel::tagSeries(QAbstractSeries* series, const RunData* run, const QString& value, bool hover) {
+  tagSeries(series, run->name, value, hover);
+  series->setProperty("ampRunId", run->id);
 }
 
 void ChartPanel::tagSeries(QAbstractSeries* series, const QString& run, const QString& value, bool hover) {

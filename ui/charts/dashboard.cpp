@@ -43,6 +43,19 @@ Dashboard::Dashboard(QWidget* parent)
   m_stack->addWidget(m_tabs);
   m_layout = Layout::Tabs;  // so that the call below lays the panels out
   setLayoutMode(Layout::Grid);
+  for (ChartPanel* p : panels())
+    connect(p, &ChartPanel::runVisibilityToggleRequested, this, &Dashboard::runVisibilityToggleRequested);
+}
+
+void Dashboard::setPresentationScale(double factor) {
+  m_presentationScale = factor;
+  for (ChartPanel* p : panels()) p->setPresentationScale(factor);
+}
+
+void Dashboard::setFocusRun(int runId) {
+  m_focusRun = runId;
+  m_histogram->setSelectedRun(runId);
+  m_memory->setSelectedRun(runId);
 }
 
 QList<ChartPanel*> Dashboard::panels() const {

@@ -39,6 +39,15 @@ class Dashboard : public QWidget {
   void setLayoutMode(Layout layout);
   Layout layoutMode() const { return m_layout; }
   void setTheme(ChartView::Theme theme);
+  // Presentation mode for a projector: 1.0 normal, larger for bigger fonts and thicker lines in
+  // every panel (kept across theme changes). Ctrl+= / Ctrl+- step it.
+  void setPresentationScale(double factor);
+  double presentationScale() const { return m_presentationScale; }
+
+  // The run the single-run panels (exponent histogram, memory) follow. -1, or a run no longer
+  // shown: the newest visible run.
+  void setFocusRun(int runId);
+  int focusRun() const { return m_focusRun; }
 
   // "loss", "scale", "histogram", "accuracy", "throughput", "memory".
   QStringList chartNames() const;
@@ -59,6 +68,10 @@ class Dashboard : public QWidget {
                    int dpi = 96);
   void renderDashboard(QPainter* painter, const QRectF& target);
 
+ signals:
+  // A run's legend entry was clicked in some chart: hide it from the charts (or show it again).
+  void runVisibilityToggleRequested(int runId);
+
  private:
   QList<ChartPanel*> panels() const;
 
@@ -69,6 +82,8 @@ class Dashboard : public QWidget {
   ThroughputChart* m_throughput;
   MemoryChart* m_memory;
   QVector<const RunData*> m_runs;
+  int m_focusRun = -1;
+  double m_presentationScale = 1.0;
 
   QStackedLayout* m_stack;
   QWidget* m_grid;

@@ -121,7 +121,7 @@ const RunData* MemoryChart::selected() const {
   const QVector<const RunData*> runs = visibleRuns();
   for (const RunData* r : runs)
     if (r->id == m_selectedId) return r;
-  return runs.isEmpty() ? nullptr : runs.first();
+  return runs.isEmpty() ? nullptr : runs.last();  // the newest: the one just started
 }
 
 void MemoryChart::rebuildSeries() {
@@ -164,7 +164,7 @@ void MemoryChart::rebuildSeries() {
     for (int i = 0; i < runs.size(); ++i) {
       auto* set = new QBarSet(runs[i]->name);
       for (int c = 0; c < kMemCategoryCount; ++c) set->append(0.0);
-      set->setColor(runColor(runs[i], i));
+      set->setColor(runColor(runs[i], i));  // bars: colour only, no line style
       set->setBorderColor(runColor(runs[i], i).darker(130));
       m_peakSeries->append(set);
     }

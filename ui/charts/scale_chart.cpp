@@ -106,13 +106,13 @@ void ScaleChart::rebuildSeries() {
     const QColor color = runColor(run, colorIndex);
     set.scale = new QLineSeries;
     set.scale->setName(legendName(run));
-    tagSeries(set.scale, run->name, tr("loss scale"));
+    tagSeries(set.scale, run, tr("loss scale"));
     m_view->addSeries(set.scale);
-    set.scale->setPen(pen(color, 2.0));
+    set.scale->setPen(pen(color, 2.0, runPenStyle(run)));
 
     set.skipped = new QScatterSeries;
     set.skipped->setName(run->name + tr(" (skipped)"));
-    tagSeries(set.skipped, run->name, tr("skipped step; scale"));
+    tagSeries(set.skipped, run, tr("skipped step; scale"));
     m_view->addSeries(set.skipped);
     set.skipped->setMarkerSize(9);
     set.skipped->setColor(color);
@@ -128,7 +128,7 @@ void ScaleChart::rebuildSeries() {
     if (m_trackerAxis) {
       set.tracker = new QLineSeries;
       set.tracker->setName(run->name + tr(" (tracker)"));
-      tagSeries(set.tracker, run->name, tr("tracker / interval"));
+      tagSeries(set.tracker, run, tr("tracker / interval"));
       m_view->addSeries(set.tracker, m_trackerAxis);
       QColor faint = color;
       faint.setAlphaF(0.6f);
@@ -173,6 +173,16 @@ void ScaleChart::updateSeries() {
     }
   }
   if (m_skippedKey) m_view->setLegendEntryVisible(m_skippedKey, anySkipped);
+  QVector<const RunData*> legendRuns;  // runs with a scaler, hidden ones too (click to show)
+  for (const RunData* r : runs())
+    if (r && usesScaler(r)) legendRuns.append(r);
+  QList<LegendEntry> keys;
+  if (anySkipped)
+    keys << LegendEntry{tr("skipped step"), QColor(0x90, 0x90, 0x90), Qt::SolidLine, LegendEntry::Glyph::Triangle};
+  updateRunLegend(m_view, legendRuns, keys, [this](const RunData* r) {
+    const qsizetype skipped = r->series.skippedStep.size();
+    return skipped ? tr(" · %n skipped", nullptr, int(skipped)) : QString();
+  });
   m_view->setPlaceholder(m_sets.empty() && !visibleRuns().isEmpty()
                              ? tr("no loss scaling in these runs\n(fp32 and bf16 need none)")
                          : visibleRuns().isEmpty() ? tr("no runs to show")

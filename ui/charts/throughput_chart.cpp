@@ -61,14 +61,14 @@ void ThroughputChart::rebuildSeries() {
     if (samples) {
       set.samples = new QLineSeries;
       set.samples->setName(runs[i]->name);
-      tagSeries(set.samples, runs[i]->name, tr("samples/s"));
+      tagSeries(set.samples, runs[i], tr("samples/s"));
       m_view->addSeries(set.samples);
-      set.samples->setPen(pen(color, 1.0));  // noisy lines: 1 px strokes on Qt's fast path
+      set.samples->setPen(pen(color, 1.0, runPenStyle(runs[i])));  // noisy lines: 1 px strokes on Qt's fast path
     }
     if (stepTime) {
       set.stepMs = new QLineSeries;
       set.stepMs->setName(samples ? runs[i]->name + tr(" (step ms)") : runs[i]->name);
-      tagSeries(set.stepMs, runs[i]->name, tr("step time (ms)"));
+      tagSeries(set.stepMs, runs[i], tr("step time (ms)"));
       m_view->addSeries(set.stepMs, msAxis);
       // Fainter rather than dashed: dashes are lost on a noisy line and slow to stroke.
       QColor faint = color;
@@ -89,6 +89,7 @@ void ThroughputChart::updateSeries() {
     if (set.samples) setDecimated(set.samples, spanOf(s.step), spanOf(s.samplesPerS), range);
     if (set.stepMs) setDecimated(set.stepMs, spanOf(s.step), spanOf(s.stepMs), range);
   }
+  updateRunLegend(m_view, this->runs());
   m_view->setPlaceholder(runs.isEmpty() ? tr("no runs to show") : QString());
   m_view->applyAutoRange(xMin, xMax);
 }
