@@ -4,7 +4,9 @@
 #include <QFileDialog>
 #include <QPainter>
 #include <QShowEvent>
+#include <QValueAxis>
 #include <QXYSeries>
+#include <algorithm>
 #include <cmath>
 
 #include "ui/run_data.h"
@@ -126,6 +128,60 @@ QColor ChartPanel::runColor(const RunData* run, int index) {
                                     QColor(0x2c, 0xa0, 0x2c), QColor(0xd6, 0x27, 0x28),
                                     QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b)};
   return fallback[index % 6];
+}
+
+void ChartPanel::setXAxisMode(XAxisMode mode) {
+  if (mode == m_xMode) return;
+  m_xMode = mode;
+  m_mappedX.clear();
+  forgetDecimation();
+  if (ChartView* v = m_view; v->xAxis() && !v->xAxis()->titleText().isEmpty()) v->xAxis()->setTitleText(xAxisTitle());
+  xAxisModeChanged();
+  m_view->resetView();  // the old x range means nothing on the new axis
+  invalidateSeries();
+  refresh();
+}
+
+QString ChartPanel::xAxisTitle() const {
+  switch (m_xMode) {
+    case XAxisMode::Epoch: return tr("epoch");
+    case XAxisMode::WallTime: return tr("training time (s)");
+    case XAxisMode::Step: break;
+  }
+  return tr("step");
+}
+
+const QVector<double>& ChartPanel::xColumn(const RunSeries& s) const {
+  const QVector<double>& column = m_xMode == XAxisMode::Epoch      ? s.epoch
+                                  : m_xMode == XAxisMode::WallTime ? s.wallS
+                                                                   : s.step;
+  return column.size() == s.step.size() ? column : s.step;
+}
+
+std::pair<double, double> ChartPanel::xExtent(const QVector<const RunData*>& runs) const {
+  if (m_xMode == XAxisMode::Step) return stepExtent(runs);
+  double lo = qInf(), hi = -qInf();
+  for (const RunData* r : runs) {
+    const QVector<double>& x = xColumn(r->series);
+    if (x.isEmpty()) continue;
+    lo = std::min(lo, x.first());  // both columns only grow with the step
+    hi = std::max(hi, x.last());
+  }
+  if (lo > hi) return {qQNaN(), qQNaN()};
+  return {lo, hi};
+}
+
+std::span<const double> ChartPanel::xAtSteps(const RunSeries& s, const QVector<double>& steps) {
+  if (m_xMode == XAxisMode::Step) return spanOf(steps);
+  const QVector<double>& x = xColumn(s);
+  QVector<double>& out = m_mappedX[&steps];
+  out.resize(steps.size());
+  for (qsizetype i = 0; i < steps.size(); ++i) {
+    const auto it = std::lower_bound(s.step.begin(), s.step.end(), steps[i]);
+    const qsizetype j = std::min<qsizetype>(it - s.step.begin(), x.size() - 1);
+    out[i] = j >= 0 ? x[j] : steps[i];
+  }
+  return spanOf(out);
 }
 
 Qt::PenStyle ChartPanel::runPenStyle(const RunData* run) {

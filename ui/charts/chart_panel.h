@@ -19,6 +19,11 @@ class QXYSeries;
 namespace amp::ui {
 
 struct RunData;
+struct RunSeries;
+
+// What the time-series charts put along x: the optimizer step, the (fractional) epoch, or the
+// training time in seconds (RunSeries::step, epoch, wallS).
+enum class XAxisMode { Step, Epoch, WallTime };
 
 class ChartPanel : public QWidget {
   Q_OBJECT
@@ -37,6 +42,10 @@ class ChartPanel : public QWidget {
   void refreshNow();
 
   ChartView* chartView() const { return m_view; }  // the main chart
+  // Step, epoch or training time along x (time-series panels; others ignore it).
+  void setXAxisMode(XAxisMode mode);
+  XAxisMode xAxisMode() const { return m_xMode; }
+  QString xAxisTitle() const;  // "step", "epoch", "training time (s)"
   void setTheme(ChartView::Theme theme);
   // Presentation mode: larger fonts in every view of the panel and thicker lines.
   void setPresentationScale(double factor);
@@ -86,6 +95,14 @@ class ChartPanel : public QWidget {
                        const std::function<QString(const RunData*)>& suffix = {});
   // First and last step over the visible runs' (step) column; NaN when there are none.
   static std::pair<double, double> stepExtent(const QVector<const RunData*>& runs);
+  // The x column of the chosen mode (the step column where a run lacks it), and its extent.
+  const QVector<double>& xColumn(const RunSeries& s) const;
+  std::pair<double, double> xExtent(const QVector<const RunData*>& runs) const;
+  // Sparse step values (evaluations, skipped steps) mapped to the chosen x: the x of the step
+  // with that number. Kept per source column, so the span stays valid until the next call.
+  std::span<const double> xAtSteps(const RunSeries& s, const QVector<double>& steps);
+  // Axis title changes and the panel re-lays its series out for a new x mode.
+  virtual void xAxisModeChanged() {}
   // series->replace(decimateMinMax(x, y, range, domain)), skipped when neither the data (size,
   // ends) nor the range changed since the last call for this series: a paused or finished run
   // then costs nothing per refresh. Returns whether it replaced.
@@ -125,6 +142,8 @@ class ChartPanel : public QWidget {
   bool m_dirty = true;
   bool m_refreshing = false;
   int m_highlighted = -1;
+  XAxisMode m_xMode = XAxisMode::Step;
+  QHash<const QVector<double>*, QVector<double>> m_mappedX;
 };
 
 }  // namespace amp::ui

@@ -109,6 +109,7 @@ QValueAxis* ChartView::addSecondaryYAxis(const QString& title) {
   }
   m_ySecondary->setTitleText(title);
   m_ySecondary->setVisible(true);
+  updateCompactAxes();
   return m_ySecondary;
 }
 
@@ -187,8 +188,32 @@ void ChartView::setRunLegend(const QString& heading, const QList<LegendEntry>& e
   layoutRunLegend();
 }
 
+// Qt Charts gives all vertical axes together at most 40% of the chart's width and elides their
+// tick labels to "…" beyond that: a narrow chart with an axis on each side (accuracy and test
+// loss, samples/s and step time) drops the rotated axis titles and the right axis' labels, so
+// the left axis' numbers keep their room. The hover still gives every value.
+void ChartView::updateCompactAxes() {
+  int vertical = 0;
+  for (QAbstractAxis* axis : m_chart->axes(Qt::Vertical)) vertical += axis->isVisible() ? 1 : 0;
+  m_compactAxes = vertical >= 2 && m_chart->size().width() < 480 * m_presentationScale;
+  for (QAbstractAxis* axis : m_chart->axes(Qt::Vertical))
+    if (axis->isTitleVisible() == m_compactAxes) axis->setTitleVisible(!m_compactAxes);
+  updateLabelVisibility();
+}
+
+void ChartView::updateLabelVisibility() {
+  for (QAbstractAxis* axis : {static_cast<QAbstractAxis*>(m_x), static_cast<QAbstractAxis*>(yAxis()),
+                              static_cast<QAbstractAxis*>(m_ySecondary)}) {
+    if (!axis) continue;
+    const bool want = m_hasData && !(m_compactAxes && axis == m_ySecondary);
+    if (axis->labelsVisible() != want) axis->setLabelsVisible(want);
+    if (axis == m_ySecondary && axis->isLineVisible() == m_compactAxes) axis->setLineVisible(!m_compactAxes);
+  }
+}
+
 // Below the plot, in a bottom margin as tall as its rows: the chart lays its axes out above it.
 void ChartView::layoutRunLegend() {
+  updateCompactAxes();
   const QSizeF size = m_chart->size();
   double height = 0;
   if (m_runLegend->isVisible() && size.width() > 20) {

@@ -70,6 +70,7 @@ class ChartView : public QChartView {
   int legendRunAt(const QPoint& viewPos) const;
   // Centred message over the plot area ("no test set"); empty hides it. Exported too.
   void setPlaceholder(const QString& text);
+  QString placeholder() const { return m_placeholderText; }
   // Small boxed text in a corner of the plot (figures the chart explains). Exported too.
   void setCaption(const QString& text, Qt::Alignment corner = Qt::AlignTop | Qt::AlignLeft);
   double captionHeight() const;  // 0 when hidden
@@ -153,6 +154,8 @@ class ChartView : public QChartView {
   static void setPointSize(QFont& font, double points, bool bold = false);
   void applyFonts();
   void layoutRunLegend();
+  void updateCompactAxes();
+  void updateLabelVisibility();
   void styleAxis(QAbstractAxis* axis) const;
   void applyTheme();
   void onPlotAreaChanged(const QRectF& plotArea);
@@ -191,6 +194,8 @@ class ChartView : public QChartView {
   std::function<QString(const QPointF&)> m_hoverProvider;
   ChartLegend* m_runLegend;
   int m_hoveredLegendRun = -1;
+  bool m_compactAxes = false;  // narrow with two y axes: the secondary's labels are hidden
+  bool m_hasData = true;
   double m_presentationScale = 1.0;
 
   Theme m_theme = Theme::Light;

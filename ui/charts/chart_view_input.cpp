@@ -271,12 +271,14 @@ QString ChartView::nearestPointText(const QPointF& chartPos) const {
   if (run.isEmpty()) run = bestSeries->name();
   QString what = bestSeries->property("ampValue").toString();
   if (what.isEmpty()) what = tr("value");
-  const QString xLabel = tr("step");  // every chart's x axis
+  const QString xLabel = m_x && !m_x->titleText().isEmpty() ? m_x->titleText() : tr("step");
   double y = bestValue.y();
   if (m_logY && m_primarySeries.contains(const_cast<QAbstractSeries*>(bestSeries)))
     y = fromDomain(y, m_logDomain);
   return QStringLiteral("<b>%1</b><br/>%2 %3<br/>%4 %5")
-      .arg(run.toHtmlEscaped(), xLabel, QString::number(bestValue.x(), 'f', 0), what.toHtmlEscaped(),
+      .arg(run.toHtmlEscaped(), xLabel,
+           QString::number(bestValue.x(), 'f', std::abs(bestValue.x() - std::round(bestValue.x())) < 1e-9 ? 0 : 2),
+           what.toHtmlEscaped(),
            QString::number(y, 'g', 5));
 }
 

@@ -1,6 +1,11 @@
 #include "ui/charts/dashboard.h"
 
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
 #include <QPainter>
+#include <QResizeEvent>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QStackedLayout>
 #include <QTabWidget>
@@ -37,12 +42,30 @@ Dashboard::Dashboard(QWidget* parent)
   m_tabs = new QTabWidget;
   m_tabs->setDocumentMode(true);
 
-  m_stack = new QStackedLayout(this);
+  // A slim header: what the time-series charts put along x.
+  m_xModeBox = new QComboBox;
+  m_xModeBox->addItem(tr("step"), int(XAxisMode::Step));
+  m_xModeBox->addItem(tr("epoch"), int(XAxisMode::Epoch));
+  m_xModeBox->addItem(tr("training time"), int(XAxisMode::WallTime));
+  m_xModeBox->setToolTip(tr("What the loss, scale, accuracy, throughput and memory charts put along x"));
+  auto* header = new QHBoxLayout;
+  header->setContentsMargins(6, 0, 6, 0);
+  header->addStretch(1);
+  header->addWidget(new QLabel(tr("x axis")));
+  header->addWidget(m_xModeBox);
+  connect(m_xModeBox, &QComboBox::currentIndexChanged, this,
+          [this](int i) { setXAxisMode(XAxisMode(m_xModeBox->itemData(i).toInt())); });
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->setSpacing(0);
+  outer->addLayout(header);
+  m_stack = new QStackedLayout;
+  outer->addLayout(m_stack, 1);
   m_stack->setContentsMargins(0, 0, 0, 0);
   m_stack->addWidget(m_grid);
   m_stack->addWidget(m_tabs);
   m_layout = Layout::Tabs;  // so that the call below lays the panels out
-  setLayoutMode(Layout::Grid);
+  applyLayout(Layout::Grid);
   for (ChartPanel* p : panels())
     connect(p, &ChartPanel::runVisibilityToggleRequested, this, &Dashboard::runVisibilityToggleRequested);
 }
@@ -50,6 +73,16 @@ Dashboard::Dashboard(QWidget* parent)
 void Dashboard::setPresentationScale(double factor) {
   m_presentationScale = factor;
   for (ChartPanel* p : panels()) p->setPresentationScale(factor);
+}
+
+void Dashboard::setXAxisMode(XAxisMode mode) {
+  m_xMode = mode;
+  {
+    const QSignalBlocker block(m_xModeBox);
+    m_xModeBox->setCurrentIndex(m_xModeBox->findData(int(mode)));
+  }
+  for (ChartPanel* p : panels())
+    if (p != m_histogram) p->setXAxisMode(mode);  // the histogram's heat map stays by step
 }
 
 void Dashboard::setFocusRun(int runId) {
@@ -76,6 +109,21 @@ ChartPanel* Dashboard::panel(const QString& name) const {
 }
 
 void Dashboard::setLayoutMode(Layout layout) {
+  m_autoLayout = false;
+  applyLayout(layout);
+}
+
+void Dashboard::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  if (m_autoLayout)
+    applyLayout(width() >= kGridMinWidth && height() >= kGridMinHeight ? Layout::Grid : Layout::Tabs);
+}
+
+void Dashboard::showChart(const QString& name) {
+  if (ChartPanel* p = panel(name); p && m_layout == Layout::Tabs) m_tabs->setCurrentWidget(p);
+}
+
+void Dashboard::applyLayout(Layout layout) {
   if (layout == m_layout) return;
   m_layout = layout;
   const QList<ChartPanel*> all = panels();

@@ -5,8 +5,10 @@
 #include <QVector>
 #include <QWidget>
 
+#include "ui/charts/chart_panel.h"
 #include "ui/charts/chart_view.h"
 
+class QComboBox;
 class QSplitter;
 class QStackedLayout;
 class QTabWidget;
@@ -36,13 +38,23 @@ class Dashboard : public QWidget {
   void setRuns(const QVector<const RunData*>& runs);
   void refresh();
 
+  // The user's choice; until one is made the layout follows the size (see resizeEvent).
   void setLayoutMode(Layout layout);
+  // Brings a panel into view (its tab in the tabbed layout).
+  void showChart(const QString& name);
   Layout layoutMode() const { return m_layout; }
+  // Below this size six charts in a grid are too small to read: tabs instead (until the user
+  // picks a layout).
+  static constexpr int kGridMinWidth = 1000, kGridMinHeight = 600;
   void setTheme(ChartView::Theme theme);
   // Presentation mode for a projector: 1.0 normal, larger for bigger fonts and thicker lines in
   // every panel (kept across theme changes). Ctrl+= / Ctrl+- step it.
   void setPresentationScale(double factor);
   double presentationScale() const { return m_presentationScale; }
+
+  // Step, epoch or training time along the time-series charts' x axes (the header's combo).
+  void setXAxisMode(XAxisMode mode);
+  XAxisMode xAxisMode() const { return m_xMode; }
 
   // The run the single-run panels (exponent histogram, memory) follow. -1, or a run no longer
   // shown: the newest visible run.
@@ -74,6 +86,9 @@ class Dashboard : public QWidget {
 
  private:
   QList<ChartPanel*> panels() const;
+  void applyLayout(Layout layout);
+  void resizeEvent(QResizeEvent* event) override;
+  bool m_autoLayout = true;
 
   LossChart* m_loss;
   ScaleChart* m_scale;
@@ -83,6 +98,8 @@ class Dashboard : public QWidget {
   MemoryChart* m_memory;
   QVector<const RunData*> m_runs;
   int m_focusRun = -1;
+  XAxisMode m_xMode = XAxisMode::Step;
+  QComboBox* m_xModeBox;
   double m_presentationScale = 1.0;
 
   QStackedLayout* m_stack;

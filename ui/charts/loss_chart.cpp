@@ -115,16 +115,16 @@ void LossChart::rebuildSeries() {
 
 void LossChart::updateSeries() {
   const QVector<const RunData*> runs = visibleRuns();
-  const auto [xMin, xMax] = stepExtent(runs);
+  const auto [xMin, xMax] = xExtent(runs);
   const DecimationRange range = m_view->decimationRange(xMin, xMax);
   const YDomain domain = m_view->yDomain();
   bool anyTest = false;
   for (RunSeriesSet& set : m_sets) {
     const RunSeries& s = set.run->series;
-    setDecimated(set.raw, spanOf(s.step), spanOf(s.loss), range, domain);
+    setDecimated(set.raw, spanOf(xColumn(s)), spanOf(s.loss), range, domain);
     const QVector<double>& smooth = set.ema.update(s.loss);
-    setDecimated(set.smoothed, spanOf(s.step), spanOf(smooth), range, domain);
-    setDecimated(set.test, spanOf(s.testStep), spanOf(s.testLoss), range, domain);
+    setDecimated(set.smoothed, spanOf(xColumn(s)), spanOf(smooth), range, domain);
+    setDecimated(set.test, xAtSteps(s, s.testStep), spanOf(s.testLoss), range, domain);
     anyTest = anyTest || !s.testStep.isEmpty();
   }
   if (m_testKey) m_view->setLegendEntryVisible(m_testKey, anyTest);

@@ -81,6 +81,14 @@ void ScaleChart::placeLabels() {
     double y = std::clamp(end.y() - r.height() - 1, plot.top() + 1, plot.bottom() - r.height() - 1);
     for (const auto& [otherY, other] : placed)
       if (std::abs(otherY - y) < r.height()) y = otherY + (y <= otherY ? -r.height() : r.height());
+    // Nudged out of the plot it would overprint the title or the step labels: inside, or not
+    // at all when the runs' labels do not fit beside each other (the hover still tells).
+    bool fits = y >= plot.top() && y + r.height() <= plot.bottom();
+    for (const auto& [otherY, other] : placed) fits = fits && std::abs(otherY - y) >= r.height() - 0.5;
+    if (!fits) {
+      set.label->hide();
+      continue;
+    }
     set.label->setPos(plot.right() - r.width() - 4, y);
     set.label->show();
     placed.push_back({y, set.label});
@@ -150,14 +158,14 @@ void ScaleChart::rebuildSeries() {
 void ScaleChart::updateSeries() {
   QVector<const RunData*> shown;
   for (const RunSeriesSet& set : m_sets) shown.append(set.run);
-  const auto [xMin, xMax] = stepExtent(shown);
+  const auto [xMin, xMax] = xExtent(shown);
   const DecimationRange range = m_view->decimationRange(xMin, xMax);
   const YDomain domain = m_view->yDomain();
   bool anySkipped = false;
   for (RunSeriesSet& set : m_sets) {
     const RunSeries& s = set.run->series;
-    setDecimated(set.scale, spanOf(s.step), spanOf(s.scale), range, domain);
-    setDecimated(set.skipped, spanOf(s.skippedStep), spanOf(s.skippedScale), range, domain);
+    setDecimated(set.scale, spanOf(xColumn(s)), spanOf(s.scale), range, domain);
+    setDecimated(set.skipped, xAtSteps(s, s.skippedStep), spanOf(s.skippedScale), range, domain);
     anySkipped = anySkipped || !s.skippedStep.isEmpty();
     const QString name = legendName(set.run);
     if (set.scale->name() != name) set.scale->setName(name);
@@ -168,7 +176,7 @@ void ScaleChart::updateSeries() {
       if (set.trackerFraction.size() > std::size_t(s.growthTracker.size())) set.trackerFraction.clear();
       for (qsizetype i = qsizetype(set.trackerFraction.size()); i < s.growthTracker.size(); ++i)
         set.trackerFraction.push_back(s.growthTracker[i] / interval);
-      setDecimated(set.tracker, spanOf(s.step), {set.trackerFraction.data(), set.trackerFraction.size()},
+      setDecimated(set.tracker, spanOf(xColumn(s)), {set.trackerFraction.data(), set.trackerFraction.size()},
                    range);
     }
   }
