@@ -10,6 +10,7 @@
 
 #include "ui/charts/accuracy_chart.h"
 #include "ui/charts/dashboard.h"
+#include "ui/charts/layer_grid_panel.h"
 #include "ui/charts/loss_chart.h"
 #include "ui/charts/memory_chart.h"
 #include "ui/charts/scale_chart.h"
@@ -138,6 +139,27 @@ class TestChartsReadability : public QObject {
       QVERIFY2(r.bottom() <= plot.bottom() + 0.5, qPrintable(t->text()));
     }
     QVERIFY(labels > 0);
+  }
+
+  // TensorBoard's distributions: a "layers" tab with one heat map per tensor of the focused run.
+  void layersGridShowsEveryTensor() {
+    Dashboard d;
+    d.resize(1280, 800);
+    const QVector<const RunData*> runs = makeRuns(2, 1000);
+    d.setRuns(runs);
+    d.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&d));
+    d.showChart(QStringLiteral("layers"));
+    d.refresh();
+    LayerGridPanel* grid = d.layerGrid();
+    QTRY_VERIFY(grid->isVisible());
+    const std::vector<HistogramRecord>& records = runs[1]->histograms.back().records;  // newest run
+    QCOMPARE(grid->cellTitles().size(), int(records.size()));
+    QVERIFY(grid->cellTitles().first().startsWith(QString::fromStdString(records.front().tensor)));
+    QVERIFY(grid->columnCount() >= 2);  // a grid, not a list, at this width
+    d.setFocusRun(1);
+    QCOMPARE(grid->selectedRun(), 1);
+    QCOMPARE(grid->cellTitles().size(), int(runs[0]->histograms.back().records.size()));
   }
 
   void xAxisByEpochAndTime() {

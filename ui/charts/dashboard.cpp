@@ -13,6 +13,7 @@
 
 #include "ui/charts/accuracy_chart.h"
 #include "ui/charts/histogram_view.h"
+#include "ui/charts/layer_grid_panel.h"
 #include "ui/charts/loss_chart.h"
 #include "ui/charts/memory_chart.h"
 #include "ui/charts/scale_chart.h"
@@ -28,7 +29,8 @@ Dashboard::Dashboard(QWidget* parent)
       m_histogram(new HistogramView),
       m_accuracy(new AccuracyChart),
       m_throughput(new ThroughputChart),
-      m_memory(new MemoryChart) {
+      m_memory(new MemoryChart),
+      m_layers(new LayerGridPanel) {
   m_grid = new QWidget;
   auto* columns = new QSplitter(Qt::Vertical, m_grid);
   for (QSplitter*& row : m_rows) {
@@ -62,7 +64,10 @@ Dashboard::Dashboard(QWidget* parent)
   m_stack = new QStackedLayout;
   outer->addLayout(m_stack, 1);
   m_stack->setContentsMargins(0, 0, 0, 0);
-  m_stack->addWidget(m_grid);
+  m_gridTabs = new QTabWidget;
+  m_gridTabs->setDocumentMode(true);
+  m_gridTabs->addTab(m_grid, tr("Charts"));
+  m_stack->addWidget(m_gridTabs);
   m_stack->addWidget(m_tabs);
   m_layout = Layout::Tabs;  // so that the call below lays the panels out
   applyLayout(Layout::Grid);
@@ -72,7 +77,7 @@ Dashboard::Dashboard(QWidget* parent)
 
 void Dashboard::setPresentationScale(double factor) {
   m_presentationScale = factor;
-  for (ChartPanel* p : panels()) p->setPresentationScale(factor);
+  for (ChartPanel* p : allPanels()) p->setPresentationScale(factor);
 }
 
 void Dashboard::setXAxisMode(XAxisMode mode) {
@@ -82,13 +87,14 @@ void Dashboard::setXAxisMode(XAxisMode mode) {
     m_xModeBox->setCurrentIndex(m_xModeBox->findData(int(mode)));
   }
   for (ChartPanel* p : panels())
-    if (p != m_histogram) p->setXAxisMode(mode);  // the histogram's heat map stays by step
+    if (p != m_histogram) p->setXAxisMode(mode);  // (the layers' heat maps too: by step)  // the histogram's heat map stays by step
 }
 
 void Dashboard::setFocusRun(int runId) {
   m_focusRun = runId;
   m_histogram->setSelectedRun(runId);
   m_memory->setSelectedRun(runId);
+  m_layers->setSelectedRun(runId);
 }
 
 QList<ChartPanel*> Dashboard::panels() const {
@@ -96,14 +102,16 @@ QList<ChartPanel*> Dashboard::panels() const {
   return {m_loss, m_scale, m_histogram, m_accuracy, m_throughput, m_memory};
 }
 
+QList<ChartPanel*> Dashboard::allPanels() const { return panels() << m_layers; }
+
 QStringList Dashboard::chartNames() const {
   QStringList names;
-  for (ChartPanel* p : panels()) names << p->name();
+  for (ChartPanel* p : allPanels()) names << p->name();
   return names;
 }
 
 ChartPanel* Dashboard::panel(const QString& name) const {
-  for (ChartPanel* p : panels())
+  for (ChartPanel* p : allPanels())
     if (p->name() == name) return p;
   return nullptr;
 }
@@ -120,7 +128,12 @@ void Dashboard::resizeEvent(QResizeEvent* event) {
 }
 
 void Dashboard::showChart(const QString& name) {
-  if (ChartPanel* p = panel(name); p && m_layout == Layout::Tabs) m_tabs->setCurrentWidget(p);
+  ChartPanel* p = panel(name);
+  if (!p) return;
+  if (m_layout == Layout::Tabs)
+    m_tabs->setCurrentWidget(p);
+  else
+    m_gridTabs->setCurrentWidget(p == m_layers ? static_cast<QWidget*>(m_layers) : m_grid);
 }
 
 void Dashboard::applyLayout(Layout layout) {
@@ -131,27 +144,30 @@ void Dashboard::applyLayout(Layout layout) {
     m_tabs->clear();  // removes pages, keeps the widgets
     for (int i = 0; i < all.size(); ++i) m_rows[i / 3]->addWidget(all[i]);
     for (QSplitter* row : m_rows) row->setSizes({1, 1, 1});
-    m_stack->setCurrentWidget(m_grid);
+    m_gridTabs->addTab(m_layers, tr("Layers"));
+    m_stack->setCurrentWidget(m_gridTabs);
     for (ChartPanel* p : all) p->show();
   } else {
     static const char* const titles[] = {"Loss",     "Loss scale", "Exponents",
                                          "Accuracy", "Throughput", "Memory"};
+    m_gridTabs->removeTab(m_gridTabs->indexOf(m_layers));
     for (int i = 0; i < all.size(); ++i) m_tabs->addTab(all[i], tr(titles[i]));
+    m_tabs->addTab(m_layers, tr("Layers"));
     m_stack->setCurrentWidget(m_tabs);
   }
 }
 
 void Dashboard::setRuns(const QVector<const RunData*>& runs) {
   m_runs = runs;
-  for (ChartPanel* p : panels()) p->setRuns(runs);
+  for (ChartPanel* p : allPanels()) p->setRuns(runs);
 }
 
 void Dashboard::refresh() {
-  for (ChartPanel* p : panels()) p->refresh();
+  for (ChartPanel* p : allPanels()) p->refresh();  // hidden ones (other tabs) wait until shown
 }
 
 void Dashboard::setTheme(ChartView::Theme theme) {
-  for (ChartPanel* p : panels()) p->setTheme(theme);
+  for (ChartPanel* p : allPanels()) p->setTheme(theme);
 }
 
 void Dashboard::renderDashboard(QPainter* painter, const QRectF& target) {

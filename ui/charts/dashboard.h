@@ -19,6 +19,7 @@ struct RunData;
 class AccuracyChart;
 class ChartPanel;
 class HistogramView;
+class LayerGridPanel;
 class LossChart;
 class MemoryChart;
 class ScaleChart;
@@ -70,6 +71,7 @@ class Dashboard : public QWidget {
   AccuracyChart* accuracyChart() const { return m_accuracy; }
   ThroughputChart* throughputChart() const { return m_throughput; }
   MemoryChart* memoryChart() const { return m_memory; }
+  LayerGridPanel* layerGrid() const { return m_layers; }  // "layers": per-tensor heat maps
 
   // Whole dashboard as a 3 x 2 grid under a header naming the runs. `format`: "png", "svg",
   // "pdf" or empty for the path's suffix. PNG: `size` in pixels at `dpi`; SVG/PDF: logical size.
@@ -85,7 +87,8 @@ class Dashboard : public QWidget {
   void runVisibilityToggleRequested(int runId);
 
  private:
-  QList<ChartPanel*> panels() const;
+  QList<ChartPanel*> panels() const;     // the six of the grid and the dashboard export
+  QList<ChartPanel*> allPanels() const;  // and the layers tab
   void applyLayout(Layout layout);
   void resizeEvent(QResizeEvent* event) override;
   bool m_autoLayout = true;
@@ -96,6 +99,8 @@ class Dashboard : public QWidget {
   AccuracyChart* m_accuracy;
   ThroughputChart* m_throughput;
   MemoryChart* m_memory;
+  LayerGridPanel* m_layers;
+  QTabWidget* m_gridTabs;  // grid layout: the six charts on one tab, the layers on another
   QVector<const RunData*> m_runs;
   int m_focusRun = -1;
   XAxisMode m_xMode = XAxisMode::Step;
