@@ -145,55 +145,30 @@ void BM_DashboardLiveAppend(benchmark::State& state) {
 }
 BENCHMARK(BM_DashboardLiveAppend)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(150);
 
-// 8 runs x 1M steps: each run's 100k synthetic steps repeated ten times along x (steps, epochs
-// and training time keep rising), columns filled directly rather than through RunData::append,
-// which would also keep 8M StepMetrics records the charts never read.
+// 8 runs x 1M steps of synthetic metrics, generated whole (a tiled 100k run draws a sawtooth no
+// real run has). RunData::append also keeps every StepMetrics for saving; the charts never read
+// those, so they are dropped after each run to keep the fixture near 1.5 GB.
 struct LongFixture {
   std::vector<std::unique_ptr<RunData>> runs;
   static constexpr int kRuns = 8;
-  static constexpr int kRepeats = 10;
+  static constexpr std::int64_t kLongSteps = 1000000;
   LongFixture() {
     const PrecisionMode modes[] = {PrecisionMode::Fp32, PrecisionMode::AmpFp16, PrecisionMode::AmpBf16,
                                    PrecisionMode::PureFp16};
     for (int i = 0; i < kRuns; ++i) {
-      RunData base;
-      fillSyntheticRun(base, {.name = QStringLiteral("run %1").arg(i + 1),
+      auto run = std::make_unique<RunData>();
+      run->id = i + 1;
+      fillSyntheticRun(*run, {.name = QStringLiteral("run %1").arg(i + 1),
                               .mode = modes[i % 4],
-                              .steps = kSteps,
-                              .histogramEvery = 5000,
+                              .steps = kLongSteps,
+                              .histogramEvery = 10000,
                               .evalEvery = 10000,
+                              .growthInterval = 2000,
                               .spikes = 5,
                               .histogramSamples = 100,
                               .seed = std::uint64_t(i + 1),
                               .color = runColor(i)});
-      auto run = std::make_unique<RunData>();
-      run->id = i + 1;
-      run->name = base.name;
-      run->color = base.color;
-      run->config = base.config;
-      run->histograms = base.histograms;
-      const RunSeries& b = base.series;
-      RunSeries& s = run->series;
-      const double lastEpoch = b.epoch.isEmpty() ? 0 : b.epoch.last();
-      const double lastWall = b.wallS.isEmpty() ? 0 : b.wallS.last();
-      const auto tile = [](QVector<double>& dst, const QVector<double>& src, double step) {
-        dst.reserve(src.size() * kRepeats);
-        for (int k = 0; k < kRepeats; ++k)
-          for (double v : src) dst.append(v + k * step);
-      };
-      tile(s.step, b.step, double(kSteps));
-      tile(s.epoch, b.epoch, lastEpoch);
-      tile(s.wallS, b.wallS, lastWall);
-      for (auto [dst, src] : {std::pair{&s.loss, &b.loss}, {&s.scale, &b.scale}, {&s.growthTracker, &b.growthTracker},
-                              {&s.stepMs, &b.stepMs}, {&s.samplesPerS, &b.samplesPerS}, {&s.testLoss, &b.testLoss},
-                              {&s.testAcc, &b.testAcc}, {&s.skippedScale, &b.skippedScale}})
-        tile(*dst, *src, 0.0);
-      tile(s.testStep, b.testStep, double(kSteps));
-      tile(s.skippedStep, b.skippedStep, double(kSteps));
-      for (int c = 0; c < kMemCategoryCount; ++c) {
-        tile(s.memCurrent[c], b.memCurrent[c], 0.0);
-        tile(s.memPeak[c], b.memPeak[c], 0.0);
-      }
+      std::vector<StepMetrics>().swap(run->steps);
       runs.push_back(std::move(run));
     }
   }
