@@ -121,7 +121,7 @@ class TestChartsReadability : public QObject {
   void trackerLabelsClearOfTitle() {
     Dashboard d;
     d.resize(1024, 560);
-    d.setRuns(makeRuns(4));
+    d.setRuns(makeRuns(8));  // four runs with a scaler: their labels have to make way
     d.show();
     QVERIFY(QTest::qWaitForWindowExposed(&d));
     d.showChart(QStringLiteral("scale"));
