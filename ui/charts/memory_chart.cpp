@@ -156,7 +156,7 @@ void MemoryChart::rebuildSeries() {
   // optimizer state) against the in-step peak that activations add.
   m_heldLine = new QLineSeries;
   m_heldLine->setName(tr("held"));
-  m_heldLine->setPen(QPen(QColor(0x20, 0x20, 0x20), 1.4, Qt::DashLine));
+  m_heldLine->setPen(pen(m_view->textColor(), 1.4, Qt::DashLine));  // readable on light and dark
   m_view->addSeries(m_heldLine);
   m_peakSeries = nullptr;
   updatePeakVisibility();
