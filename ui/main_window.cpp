@@ -197,6 +197,16 @@ void MainWindow::connectActions() {
     m_experimentDock->raise();
   });
   connect(m_runsModel, &RunsModel::visibilityChanged, this, &MainWindow::chartsChanged);
+  // Charts: the histogram and memory panels follow the selected run; a click on a legend entry
+  // ticks that run off (or on) in the runs table, which hides (shows) it in every chart.
+  connect(m_runsPanel, &RunsPanel::selectedRunChanged, m_dashboard, &Dashboard::setFocusRun);
+  connect(m_dashboard, &Dashboard::runVisibilityToggleRequested, this, [this](int id) {
+    const int row = m_runsModel->rowOf(id);
+    const RunData* run = m_runsModel->runAt(row);
+    if (!run) return;
+    m_runsModel->setData(m_runsModel->index(row, RunsModel::Name), run->visible ? Qt::Unchecked : Qt::Checked,
+                         Qt::CheckStateRole);
+  });
 }
 
 void MainWindow::setBackendInfo(const QString& description, const QString& cudaUnavailableReason) {

@@ -12,7 +12,8 @@ enum class Theme { Light, Dark };
 
 void applyTheme(Theme theme);  // sets the application's style and palette
 Theme currentTheme();
-QColor runColor(int index);    // cycles through 10 distinct colours
+constexpr int kRunColorCount = 16;
+QColor runColor(int index);    // cycles through kRunColorCount distinct colours
 QColor errorColor();           // invalid fields, failed runs
 QColor warningColor();         // diverged runs, skipped steps
 

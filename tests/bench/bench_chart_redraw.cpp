@@ -2,6 +2,8 @@
 // spikes, fp16 scale halvings, histograms every 500 steps), the whole dashboard at 1280x800,
 // refresh() (re-decimate and replace every series) then grab() (paint every chart), offscreen.
 // Target: <= 33 ms per full redraw, so a 30 Hz drain never falls behind.
+// And a long session: 8 runs x 1,000,000 steps (tiled from 100k-step synthetic runs), the same
+// full redraw, target <= 50 ms.
 #include <benchmark/benchmark.h>
 
 #include <QApplication>
@@ -14,6 +16,7 @@
 #include "ui/charts/decimation.h"
 #include "ui/charts/synthetic_runs.h"
 #include "ui/run_data.h"
+#include "ui/theme.h"
 
 using namespace amp;
 using namespace amp::ui;
@@ -58,6 +61,7 @@ const Fixture& fullRuns() {
 }
 
 void showDashboard(Dashboard& d, const QVector<const RunData*>& runs) {
+  d.setLayoutMode(Dashboard::Layout::Grid);  // all six panels drawn (by size alone it could pick tabs)
   d.resize(1280, 800);
   d.setRuns(runs);
   d.show();
@@ -140,6 +144,78 @@ void BM_DashboardLiveAppend(benchmark::State& state) {
   state.counters["refresh_ms"] = benchmark::Counter(refreshNs / 1e6, benchmark::Counter::kAvgIterations);
 }
 BENCHMARK(BM_DashboardLiveAppend)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(150);
+
+// 8 runs x 1M steps of synthetic metrics, generated whole (a tiled 100k run draws a sawtooth no
+// real run has). RunData::append also keeps every StepMetrics for saving; the charts never read
+// those, so they are dropped after each run to keep the fixture near 1.5 GB.
+struct LongFixture {
+  std::vector<std::unique_ptr<RunData>> runs;
+  static constexpr int kRuns = 8;
+  static constexpr std::int64_t kLongSteps = 1000000;
+  LongFixture() {
+    const PrecisionMode modes[] = {PrecisionMode::Fp32, PrecisionMode::AmpFp16, PrecisionMode::AmpBf16,
+                                   PrecisionMode::PureFp16};
+    for (int i = 0; i < kRuns; ++i) {
+      auto run = std::make_unique<RunData>();
+      run->id = i + 1;
+      fillSyntheticRun(*run, {.name = QStringLiteral("run %1").arg(i + 1),
+                              .mode = modes[i % 4],
+                              .steps = kLongSteps,
+                              .histogramEvery = 10000,
+                              .evalEvery = 10000,
+                              .growthInterval = 2000,
+                              .spikes = 5,
+                              .histogramSamples = 100,
+                              .seed = std::uint64_t(i + 1),
+                              .color = runColor(i)});
+      std::vector<StepMetrics>().swap(run->steps);
+      runs.push_back(std::move(run));
+    }
+  }
+  QVector<const RunData*> pointers() const {
+    QVector<const RunData*> out;
+    for (const auto& r : runs) out.append(r.get());
+    return out;
+  }
+};
+
+// Everything on screen for a long session: refresh() + grab() of the 1280x800 dashboard with
+// 8 runs x 1M steps. Target: <= 50 ms.
+void BM_DashboardRefreshAndRepaint8x1M(benchmark::State& state) {
+  static const LongFixture fixture;
+  Dashboard d;
+  showDashboard(d, fixture.pointers());
+  for (auto _ : state) {
+    d.refresh();
+    QPixmap frame = d.grab();
+    benchmark::DoNotOptimize(frame.cacheKey());
+  }
+}
+BENCHMARK(BM_DashboardRefreshAndRepaint8x1M)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(3.0);
+
+// The long session's halves per panel, to see where the 50 ms go.
+void BM_PanelRefresh8x1M(benchmark::State& state) {
+  static const LongFixture fixture;
+  Dashboard d;
+  showDashboard(d, fixture.pointers());
+  ChartPanel* panel = d.panel(d.chartNames().value(int(state.range(0))));
+  state.SetLabel(panel->name().toStdString());
+  for (auto _ : state) panel->refreshNow();
+}
+BENCHMARK(BM_PanelRefresh8x1M)->DenseRange(0, 5)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_PanelRepaint8x1M(benchmark::State& state) {
+  static const LongFixture fixture;
+  Dashboard d;
+  showDashboard(d, fixture.pointers());
+  ChartPanel* panel = d.panel(d.chartNames().value(int(state.range(0))));
+  state.SetLabel(panel->name().toStdString());
+  for (auto _ : state) {
+    QPixmap frame = panel->grab();
+    benchmark::DoNotOptimize(frame.cacheKey());
+  }
+}
+BENCHMARK(BM_PanelRepaint8x1M)->DenseRange(0, 5)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The decimation alone: 100,000 points to 1,000 columns.
 void BM_DecimateMinMax(benchmark::State& state) {

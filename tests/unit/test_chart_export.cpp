@@ -159,7 +159,9 @@ TEST_F(ChartExport, EveryChartToSvgWithTitleAndAxisTitlesAsText) {
     }
     EXPECT_TRUE(text.contains(view->yAxis()->titleText()))
         << name.toStdString() << " lacks y title " << view->yAxis()->titleText().toStdString();
-    EXPECT_TRUE(text.contains(QStringLiteral("fp16 amp")) || text.contains(QStringLiteral("fp32")))
+    // Single-run panels (histogram, memory) show the newest run by default.
+    EXPECT_TRUE(text.contains(QStringLiteral("fp16 amp")) || text.contains(QStringLiteral("fp32")) ||
+                text.contains(QStringLiteral("bf16 amp")))
         << name.toStdString() << ": legend or run name missing";
   }
 }
@@ -287,7 +289,8 @@ TEST_F(ChartExport, GpuRunsShowDeviceMemory) {
   m_dashboard.setRuns({&cpu});
   m_dashboard.refresh();
   QApplication::processEvents();
-  EXPECT_TRUE(chart->chartView()->title().startsWith(QStringLiteral("Memory:")));
+  EXPECT_TRUE(chart->chartView()->title().startsWith(QStringLiteral("Memory")));
+  EXPECT_FALSE(chart->chartView()->title().startsWith(QStringLiteral("Device memory")));
   for (const QLabel* l : chart->findChildren<QLabel*>()) EXPECT_FALSE(l->text().contains(QStringLiteral("GiB free")));
 }
 

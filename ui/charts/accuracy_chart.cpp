@@ -27,9 +27,9 @@ void AccuracyChart::rebuildSeries() {
     const QColor color = runColor(runs[i], i);
     set.accuracy = new QLineSeries;
     set.accuracy->setName(runs[i]->name);
-    tagSeries(set.accuracy, runs[i]->name, tr("test accuracy (%)"));
+    tagSeries(set.accuracy, runs[i], tr("test accuracy (%)"));
     m_view->addSeries(set.accuracy);
-    set.accuracy->setPen(pen(color, 2.0));
+    set.accuracy->setPen(pen(color, 2.0, runPenStyle(runs[i])));
     // Evaluations are sparse: show where they are.
     set.accuracy->setPointsVisible(true);
     set.accuracy->setMarkerSize(7);
@@ -37,7 +37,7 @@ void AccuracyChart::rebuildSeries() {
 
     set.loss = new QLineSeries;
     set.loss->setName(runs[i]->name + tr(" (test loss)"));
-    tagSeries(set.loss, runs[i]->name, tr("test loss"));
+    tagSeries(set.loss, runs[i], tr("test loss"));
     m_view->addSeries(set.loss, m_view->secondaryYAxis());
     set.loss->setPen(pen(color, 1.2, Qt::DashLine));
     m_view->setLegendEntryVisible(set.loss, false);
@@ -51,12 +51,13 @@ void AccuracyChart::updateSeries() {
   for (RunSeriesSet& set : m_sets) {
     const RunSeries& s = set.run->series;
     if (!s.testStep.isEmpty()) {
-      xMin = std::min(xMin, s.testStep.first());
-      xMax = std::max(xMax, s.testStep.last());
+      const std::span<const double> x = xAtSteps(s, s.testStep);
+      xMin = std::min(xMin, x.front());
+      xMax = std::max(xMax, x.back());
     }
   }
   // The x range spans the training steps too, so the first evaluation is not at the far left.
-  const auto [stepMin, stepMax] = stepExtent(runs);
+  const auto [stepMin, stepMax] = xExtent(runs);
   if (xMin <= xMax) {
     xMin = std::min(xMin, stepMin);
     xMax = std::max(xMax, stepMax);
@@ -67,10 +68,12 @@ void AccuracyChart::updateSeries() {
     if (set.percent.size() > std::size_t(s.testAcc.size())) set.percent.clear();
     for (qsizetype i = qsizetype(set.percent.size()); i < s.testAcc.size(); ++i)
       set.percent.push_back(s.testAcc[i] * 100.0);  // NaN (no accuracy) stays NaN: skipped
-    setDecimated(set.accuracy, spanOf(s.testStep), {set.percent.data(), set.percent.size()}, range);
-    setDecimated(set.loss, spanOf(s.testStep), spanOf(s.testLoss), range);
+    const std::span<const double> x = xAtSteps(s, s.testStep);
+    setDecimated(set.accuracy, x, {set.percent.data(), set.percent.size()}, range);
+    setDecimated(set.loss, x, spanOf(s.testLoss), range);
   }
   const bool any = xMin <= xMax;
+  updateRunLegend(m_view, this->runs());
   m_view->setPlaceholder(runs.isEmpty() ? tr("no runs to show")
                          : any          ? QString()
                                         : tr("no test set evaluated yet"));

@@ -4,10 +4,13 @@
 #include <QFileDialog>
 #include <QPainter>
 #include <QShowEvent>
+#include <QValueAxis>
 #include <QXYSeries>
+#include <algorithm>
 #include <cmath>
 
 #include "ui/run_data.h"
+#include "ui/theme.h"
 
 namespace amp::ui {
 
@@ -23,7 +26,14 @@ void ChartPanel::connectView(ChartView* view) {
   connect(view, &ChartView::themeChanged, this, [this] {
     invalidateSeries();
     refreshNow();
+    if (m_highlighted >= 0) {
+      const int run = m_highlighted;
+      m_highlighted = -1;
+      highlightRun(run);
+    }
   });
+  connect(view, &ChartView::legendRunClicked, this, &ChartPanel::runVisibilityToggleRequested);
+  connect(view, &ChartView::legendRunHovered, this, &ChartPanel::highlightRun);
 }
 
 void ChartPanel::setRuns(const QVector<const RunData*>& runs) {
@@ -120,8 +130,123 @@ QColor ChartPanel::runColor(const RunData* run, int index) {
   return fallback[index % 6];
 }
 
-QPen ChartPanel::pen(const QColor& color, qreal width, Qt::PenStyle style) {
-  QPen p(color, width, style);
+void ChartPanel::setXAxisMode(XAxisMode mode) {
+  if (mode == m_xMode) return;
+  m_xMode = mode;
+  m_mappedX.clear();
+  forgetDecimation();
+  if (ChartView* v = m_view; v->xAxis() && !v->xAxis()->titleText().isEmpty()) v->xAxis()->setTitleText(xAxisTitle());
+  xAxisModeChanged();
+  m_view->resetView();  // the old x range means nothing on the new axis
+  invalidateSeries();
+  refresh();
+}
+
+QString ChartPanel::xAxisTitle() const {
+  switch (m_xMode) {
+    case XAxisMode::Epoch: return tr("epoch");
+    case XAxisMode::WallTime: return tr("training time (s)");
+    case XAxisMode::Step: break;
+  }
+  return tr("step");
+}
+
+const QVector<double>& ChartPanel::xColumn(const RunSeries& s) const {
+  const QVector<double>& column = m_xMode == XAxisMode::Epoch      ? s.epoch
+                                  : m_xMode == XAxisMode::WallTime ? s.wallS
+                                                                   : s.step;
+  return column.size() == s.step.size() ? column : s.step;
+}
+
+std::pair<double, double> ChartPanel::xExtent(const QVector<const RunData*>& runs) const {
+  if (m_xMode == XAxisMode::Step) return stepExtent(runs);
+  double lo = qInf(), hi = -qInf();
+  for (const RunData* r : runs) {
+    const QVector<double>& x = xColumn(r->series);
+    if (x.isEmpty()) continue;
+    lo = std::min(lo, x.first());  // both columns only grow with the step
+    hi = std::max(hi, x.last());
+  }
+  if (lo > hi) return {qQNaN(), qQNaN()};
+  return {lo, hi};
+}
+
+std::span<const double> ChartPanel::xAtSteps(const RunSeries& s, const QVector<double>& steps) {
+  if (m_xMode == XAxisMode::Step) return spanOf(steps);
+  const QVector<double>& x = xColumn(s);
+  QVector<double>& out = m_mappedX[&steps];
+  out.resize(steps.size());
+  for (qsizetype i = 0; i < steps.size(); ++i) {
+    const auto it = std::lower_bound(s.step.begin(), s.step.end(), steps[i]);
+    const qsizetype j = std::min<qsizetype>(it - s.step.begin(), x.size() - 1);
+    out[i] = j >= 0 ? x[j] : steps[i];
+  }
+  return spanOf(out);
+}
+
+Qt::PenStyle ChartPanel::runPenStyle(const RunData* run) {
+  static const Qt::PenStyle styles[] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine};
+  const int index = run ? std::max(0, run->id - 1) : 0;  // colours go by id - 1 too
+  return styles[(index / kRunColorCount) % 4];
+}
+
+void ChartPanel::setPresentationScale(double factor) {
+  for (ChartView* v : views()) v->setPresentationScale(factor);  // each rebuilds the series
+}
+
+void ChartPanel::highlightRun(int runId) {
+  if (runId == m_highlighted) return;
+  m_highlighted = runId;
+  for (ChartView* v : views()) {
+    for (QAbstractSeries* s : v->chart()->series()) {
+      auto* xy = qobject_cast<QXYSeries*>(s);
+      if (!xy || !s->property("ampRunId").isValid()) continue;
+      QVariant original = s->property("ampPen");
+      if (!original.isValid()) {
+        original = QVariant::fromValue(xy->pen());
+        s->setProperty("ampPen", original);
+      }
+      QPen p = original.value<QPen>();
+      if (runId >= 0) {
+        if (s->property("ampRunId").toInt() == runId) {
+          p.setWidthF(p.widthF() * 2.0);
+        } else {
+          QColor c = p.color();
+          c.setAlphaF(c.alphaF() * 0.2f);
+          p.setColor(c);
+        }
+      }
+      xy->setPen(p);
+    }
+  }
+}
+
+void ChartPanel::updateRunLegend(ChartView* view, const QVector<const RunData*>& runs,
+                                 const QList<LegendEntry>& keys,
+                                 const std::function<QString(const RunData*)>& suffix) {
+  QStringList names;
+  QList<int> ids;
+  for (const RunData* r : runs) {
+    names << r->name;
+    ids << r->id;
+  }
+  const LegendNames split = splitLegendNames(names, ids);
+  QList<LegendEntry> entries;
+  for (int i = 0; i < runs.size(); ++i) {
+    LegendEntry e;
+    e.label = split.distinct.value(i) + (suffix ? suffix(runs[i]) : QString());
+    e.color = runColor(runs[i], i);
+    e.style = runPenStyle(runs[i]);
+    e.runId = runs[i]->id;
+    e.hidden = !runs[i]->visible;
+    entries << e;
+  }
+  entries << keys;
+  view->setRunLegend(split.common, entries);
+}
+
+QPen ChartPanel::pen(const QColor& color, qreal width, Qt::PenStyle style) const {
+  QPen p(color, width * m_view->presentationScale(), style);
   // Bevel joins and flat caps: round ones make Qt's stroker compute an arc at each of the
   // ~2 points per pixel, which doubled the paint time of a noisy line.
   p.setCapStyle(Qt::FlatCap);
@@ -172,6 +297,11 @@ QImage ChartPanel::markerImage(const QColor& fill, const QColor& border, int siz
     p.drawPolygon(QPolygonF({QPointF(r.center().x(), r.top()), r.bottomRight(), r.bottomLeft()}));
   }
   return image;
+}
+
+void ChartPanel::tagSeries(QAbstractSeries* series, const RunData* run, const QString& value, bool hover) {
+  tagSeries(series, run->name, value, hover);
+  series->setProperty("ampRunId", run->id);
 }
 
 void ChartPanel::tagSeries(QAbstractSeries* series, const QString& run, const QString& value, bool hover) {

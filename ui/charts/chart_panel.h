@@ -8,6 +8,7 @@
 #include <QPen>
 #include <QVector>
 #include <QWidget>
+#include <functional>
 #include <span>
 
 #include "ui/charts/chart_view.h"
@@ -18,6 +19,11 @@ class QXYSeries;
 namespace amp::ui {
 
 struct RunData;
+struct RunSeries;
+
+// What the time-series charts put along x: the optimizer step, the (fractional) epoch, or the
+// training time in seconds (RunSeries::step, epoch, wallS).
+enum class XAxisMode { Step, Epoch, WallTime };
 
 class ChartPanel : public QWidget {
   Q_OBJECT
@@ -36,7 +42,16 @@ class ChartPanel : public QWidget {
   void refreshNow();
 
   ChartView* chartView() const { return m_view; }  // the main chart
+  // Step, epoch or training time along x (time-series panels; others ignore it).
+  void setXAxisMode(XAxisMode mode);
+  XAxisMode xAxisMode() const { return m_xMode; }
+  QString xAxisTitle() const;  // "step", "epoch", "training time (s)"
   void setTheme(ChartView::Theme theme);
+  // Presentation mode: larger fonts in every view of the panel and thicker lines.
+  void setPresentationScale(double factor);
+  // Thickens the hovered run's lines and dims the others; -1 restores them all.
+  void highlightRun(int runId);
+  int highlightedRun() const { return m_highlighted; }
 
   // Paints the panel's chart(s) into `target` (logical pixels); used by every export.
   virtual void render(QPainter* painter, const QRectF& target);
@@ -44,6 +59,10 @@ class ChartPanel : public QWidget {
 
  public slots:
   void exportInteractively(amp::ui::ExportFormat format);  // asks for a file name
+
+ signals:
+  // A legend entry was clicked: the run should be hidden from (or shown in) the charts.
+  void runVisibilityToggleRequested(int runId);
 
  protected:
   // Creates the series for visibleRuns() (the view's old series are already removed).
@@ -64,9 +83,26 @@ class ChartPanel : public QWidget {
 
   // Helpers shared by the panels.
   static QColor runColor(const RunData* run, int index);
-  static QPen pen(const QColor& color, qreal width, Qt::PenStyle style = Qt::SolidLine);
+  // Past the 16 colours of ui::runColor the line style changes too (solid, dash, dot, dash-dot),
+  // so run 17 is not mistaken for run 1.
+  static Qt::PenStyle runPenStyle(const RunData* run);
+  // A pen `width` wide at normal size, thicker in presentation mode.
+  QPen pen(const QColor& color, qreal width, Qt::PenStyle style = Qt::SolidLine) const;
+  // The wrapping run legend on `view`: every run given (hidden ones greyed, clickable to show
+  // again), names split into a shared heading and their distinct parts, then `keys`.
+  // `suffix` adds live text to a run's label (" · 3 skipped").
+  void updateRunLegend(ChartView* view, const QVector<const RunData*>& runs, const QList<LegendEntry>& keys = {},
+                       const std::function<QString(const RunData*)>& suffix = {});
   // First and last step over the visible runs' (step) column; NaN when there are none.
   static std::pair<double, double> stepExtent(const QVector<const RunData*>& runs);
+  // The x column of the chosen mode (the step column where a run lacks it), and its extent.
+  const QVector<double>& xColumn(const RunSeries& s) const;
+  std::pair<double, double> xExtent(const QVector<const RunData*>& runs) const;
+  // Sparse step values (evaluations, skipped steps) mapped to the chosen x: the x of the step
+  // with that number. Kept per source column, so the span stays valid until the next call.
+  std::span<const double> xAtSteps(const RunSeries& s, const QVector<double>& steps);
+  // Axis title changes and the panel re-lays its series out for a new x mode.
+  virtual void xAxisModeChanged() {}
   // series->replace(decimateMinMax(x, y, range, domain)), skipped when neither the data (size,
   // ends) nor the range changed since the last call for this series: a paused or finished run
   // then costs nothing per refresh. Returns whether it replaced.
@@ -82,6 +118,8 @@ class ChartPanel : public QWidget {
                             Marker shape = Marker::Circle);
   // Tags a series for the hover tooltip.
   static void tagSeries(QAbstractSeries* series, const QString& run, const QString& value, bool hover = true);
+  // The same, also noting the run's id (legend hover highlights its series).
+  static void tagSeries(QAbstractSeries* series, const RunData* run, const QString& value, bool hover = true);
 
   ChartView* m_view;
 
@@ -103,6 +141,9 @@ class ChartPanel : public QWidget {
   QString m_signature;
   bool m_dirty = true;
   bool m_refreshing = false;
+  int m_highlighted = -1;
+  XAxisMode m_xMode = XAxisMode::Step;
+  QHash<const QVector<double>*, QVector<double>> m_mappedX;
 };
 
 }  // namespace amp::ui

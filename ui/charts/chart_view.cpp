@@ -46,13 +46,6 @@ ChartView::ChartView(QWidget* parent)
   m_chart->layout()->setContentsMargins(0, 0, 0, 0);
   m_chart->legend()->setAlignment(Qt::AlignBottom);
   m_chart->legend()->setShowToolTips(true);  // full names when the legend elides them
-  QFont font = m_chart->titleFont();
-  setPointSize(font, 10, true);
-  m_chart->setTitleFont(font);
-  font = m_chart->legend()->font();
-  setPointSize(font, 8);
-  m_chart->legend()->setFont(font);
-
   m_x = new QValueAxis(this);
   m_x->setLabelFormat(QStringLiteral("%.0f"));
   m_chart->addAxis(m_x, Qt::AlignBottom);
@@ -67,9 +60,6 @@ ChartView::ChartView(QWidget* parent)
 
   m_placeholder = new QGraphicsTextItem(m_chart);
   m_placeholder->document()->setDefaultTextOption(QTextOption(Qt::AlignHCenter));
-  font = m_placeholder->font();
-  setPointSize(font, 11);
-  m_placeholder->setFont(font);
   m_placeholder->setZValue(100);
   m_placeholder->hide();
   m_captionBox = new QGraphicsRectItem(m_chart);
@@ -77,9 +67,10 @@ ChartView::ChartView(QWidget* parent)
   m_captionBox->setPen(Qt::NoPen);
   m_captionBox->hide();
   m_caption = new QGraphicsSimpleTextItem(m_captionBox);
-  font = m_caption->font();
-  setPointSize(font, 8);
-  m_caption->setFont(font);
+  m_runLegend = new ChartLegend(m_chart);
+  m_runLegend->setZValue(98);
+  m_runLegend->hide();
+  applyFonts();
   connect(m_chart, &QChart::plotAreaChanged, this, &ChartView::onPlotAreaChanged);
 
   setRenderHint(QPainter::Antialiasing);
@@ -91,8 +82,8 @@ ChartView::ChartView(QWidget* parent)
   applyTheme();
 }
 
-void ChartView::setPointSize(QFont& font, int points, bool bold) {
-  font.setPointSize(points);
+void ChartView::setPointSize(QFont& font, double points, bool bold) {
+  font.setPointSizeF(points);
   font.setBold(bold);
 }
 
@@ -118,6 +109,7 @@ QValueAxis* ChartView::addSecondaryYAxis(const QString& title) {
   }
   m_ySecondary->setTitleText(title);
   m_ySecondary->setVisible(true);
+  updateCompactAxes();
   return m_ySecondary;
 }
 
@@ -179,6 +171,96 @@ void ChartView::reapplyLegendVisibility() {
   }
 }
 
+void ChartView::setRunLegend(const QString& heading, const QList<LegendEntry>& entries) {
+  m_chart->legend()->setVisible(false);
+  if (heading == m_runLegend->heading() && entries.size() == m_runLegend->entries().size()) {
+    bool same = true;
+    for (int i = 0; i < entries.size() && same; ++i) {
+      const LegendEntry& a = entries[i];
+      const LegendEntry& b = m_runLegend->entries()[i];
+      same = a.label == b.label && a.color == b.color && a.style == b.style && a.glyph == b.glyph &&
+             a.runId == b.runId && a.hidden == b.hidden;
+    }
+    if (same && m_runLegend->isVisible() == !entries.isEmpty()) return;
+  }
+  m_runLegend->setEntries(heading, entries);
+  m_runLegend->setVisible(!entries.isEmpty());
+  layoutRunLegend();
+}
+
+// Qt Charts gives all vertical axes together at most 40% of the chart's width and elides their
+// tick labels to "…" beyond that: a narrow chart with an axis on each side (accuracy and test
+// loss, samples/s and step time) drops the rotated axis titles and the right axis' labels, so
+// the left axis' numbers keep their room. The hover still gives every value.
+void ChartView::updateCompactAxes() {
+  int vertical = 0;
+  for (QAbstractAxis* axis : m_chart->axes(Qt::Vertical)) vertical += axis->isVisible() ? 1 : 0;
+  m_compactAxes = vertical >= 2 && m_chart->size().width() < 480 * m_presentationScale;
+  for (QAbstractAxis* axis : m_chart->axes(Qt::Vertical))
+    if (axis->isTitleVisible() == m_compactAxes) axis->setTitleVisible(!m_compactAxes);
+  updateLabelVisibility();
+}
+
+void ChartView::updateLabelVisibility() {
+  for (QAbstractAxis* axis : {static_cast<QAbstractAxis*>(m_x), static_cast<QAbstractAxis*>(yAxis()),
+                              static_cast<QAbstractAxis*>(m_ySecondary)}) {
+    if (!axis) continue;
+    const bool want = m_hasData && !(m_compactAxes && axis == m_ySecondary);
+    if (axis->labelsVisible() != want) axis->setLabelsVisible(want);
+    if (axis == m_ySecondary && axis->isLineVisible() == m_compactAxes) axis->setLineVisible(!m_compactAxes);
+  }
+}
+
+// Below the plot, in a bottom margin as tall as its rows: the chart lays its axes out above it.
+void ChartView::layoutRunLegend() {
+  updateCompactAxes();
+  const QSizeF size = m_chart->size();
+  double height = 0;
+  if (m_runLegend->isVisible() && size.width() > 20) {
+    height = m_runLegend->layoutFor(size.width() - 12, std::max(20.0, size.height() * 0.3));
+    m_runLegend->setPos(6, size.height() - height - 3);
+  }
+  const QMargins margins(4, 4, 4, 4 + int(std::ceil(height)) + (height > 0 ? 2 : 0));
+  if (m_chart->margins() != margins) m_chart->setMargins(margins);
+}
+
+int ChartView::legendRunAt(const QPoint& viewPos) const {
+  if (!m_runLegend->isVisible()) return -1;
+  const QPointF local = m_runLegend->mapFromScene(mapToScene(viewPos));
+  const int i = m_runLegend->entryAt(local);
+  return i < 0 ? -1 : m_runLegend->entries()[i].runId;
+}
+
+void ChartView::setPresentationScale(double factor) {
+  factor = std::clamp(factor, 0.5, 4.0);
+  if (factor == m_presentationScale) return;
+  m_presentationScale = factor;
+  applyFonts();
+  for (QAbstractAxis* axis : m_chart->axes()) styleAxis(axis);
+  for (QAbstractAxis* axis : {static_cast<QAbstractAxis*>(m_yLinear), static_cast<QAbstractAxis*>(m_yLog)})
+    styleAxis(axis);
+  layoutRunLegend();
+  placeOverlays(m_chart->plotArea());
+  emit themeChanged();
+}
+
+void ChartView::applyFonts() {
+  const double f = m_presentationScale;
+  QFont font = m_chart->titleFont();
+  setPointSize(font, 10 * f, true);
+  m_chart->setTitleFont(font);
+  font = m_chart->legend()->font();
+  setPointSize(font, 8 * f);
+  m_chart->legend()->setFont(font);
+  m_runLegend->setFont(font);
+  font = m_placeholder->font();
+  setPointSize(font, 11 * f);
+  m_placeholder->setFont(font);
+  font = m_caption->font();
+  setPointSize(font, 8 * f);
+  m_caption->setFont(font);
+}
+
 void ChartView::setPlaceholder(const QString& text) {
   if (m_placeholderText == text) return;
   m_placeholderText = text;
@@ -195,6 +277,8 @@ void ChartView::setCaption(const QString& text, Qt::Alignment corner) {
   m_captionBox->setVisible(!text.isEmpty());
   placeOverlays(m_chart->plotArea());
 }
+
+QString ChartView::caption() const { return m_captionBox->isVisible() ? m_caption->text() : QString(); }
 
 double ChartView::captionHeight() const {
   return m_captionBox->isVisible() ? m_captionBox->rect().height() : 0.0;

@@ -19,6 +19,7 @@
 #include <functional>
 
 #include "ui/charts/chart_export.h"
+#include "ui/charts/chart_legend.h"
 #include "ui/charts/decimation.h"
 
 class QAbstractAxis;
@@ -61,11 +62,20 @@ class ChartView : public QChartView {
   void addSeries(QAbstractSeries* series, QAbstractAxis* y = nullptr);
   void removeAllSeries();
   void setLegendEntryVisible(QAbstractSeries* series, bool visible);
+  // Replaces QLegend by a wrapping legend of runs (and keys): see ChartLegend. A click on a run
+  // emits legendRunClicked, hovering one legendRunHovered (-1 when the pointer leaves it).
+  void setRunLegend(const QString& heading, const QList<LegendEntry>& entries);
+  ChartLegend* runLegend() const { return m_runLegend; }
+  // The run entry at a point in view coordinates, or -1.
+  int legendRunAt(const QPoint& viewPos) const;
   // Centred message over the plot area ("no test set"); empty hides it. Exported too.
   void setPlaceholder(const QString& text);
+  QString placeholder() const { return m_placeholderText; }
   // Small boxed text in a corner of the plot (figures the chart explains). Exported too.
   void setCaption(const QString& text, Qt::Alignment corner = Qt::AlignTop | Qt::AlignLeft);
   double captionHeight() const;  // 0 when hidden
+  QString caption() const;       // "" when hidden
+  Qt::Alignment captionCorner() const { return m_captionCorner; }
   // Replaces the primary (linear) y axis, e.g. by an exponent axis; turns log y off.
   void setYAxis(QValueAxis* axis);
   // Keeps 0 inside the automatic range of this y axis (bytes, samples/s).
@@ -99,6 +109,10 @@ class ChartView : public QChartView {
   void setHoverTextProvider(std::function<QString(const QPointF&)> provider);
 
   // --- theme ---------------------------------------------------------------------------------
+  // Presentation mode: fonts (title, ticks, axis titles, legend, caption, placeholder) times
+  // `factor`; panels also thicken their lines (they rebuild on themeChanged). 1.0 is normal.
+  void setPresentationScale(double factor);
+  double presentationScale() const { return m_presentationScale; }
   void setTheme(Theme theme);
   Theme theme() const { return m_theme; }
   QColor backgroundColor() const;
@@ -117,7 +131,9 @@ class ChartView : public QChartView {
  signals:
   void viewChanged();  // the visible x range or pixel width changed: re-decimate
   void logYToggled(bool on);
-  void themeChanged();
+  void themeChanged();  // also on a new presentation scale: panels rebuild their pens
+  void legendRunClicked(int runId);
+  void legendRunHovered(int runId);
   void exportRequested(amp::ui::ExportFormat format);  // from the context menu
 
  protected:
@@ -128,13 +144,18 @@ class ChartView : public QChartView {
   void wheelEvent(QWheelEvent* event) override;
   void keyPressEvent(QKeyEvent* event) override;
   void leaveEvent(QEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   struct AxisState {
     bool includeZero = false;
   };
 
-  static void setPointSize(QFont& font, int points, bool bold = false);
+  static void setPointSize(QFont& font, double points, bool bold = false);
+  void applyFonts();
+  void layoutRunLegend();
+  void updateCompactAxes();
+  void updateLabelVisibility();
   void styleAxis(QAbstractAxis* axis) const;
   void applyTheme();
   void onPlotAreaChanged(const QRectF& plotArea);
@@ -171,6 +192,11 @@ class ChartView : public QChartView {
   QGraphicsSimpleTextItem* m_caption;
   Qt::Alignment m_captionCorner = Qt::AlignTop | Qt::AlignLeft;
   std::function<QString(const QPointF&)> m_hoverProvider;
+  ChartLegend* m_runLegend;
+  int m_hoveredLegendRun = -1;
+  bool m_compactAxes = false;  // narrow with two y axes: the secondary's labels are hidden
+  bool m_hasData = true;
+  double m_presentationScale = 1.0;
 
   Theme m_theme = Theme::Light;
   YDomain m_logDomain = YDomain::Log10;

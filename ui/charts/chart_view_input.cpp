@@ -10,6 +10,7 @@
 #include <QMouseEvent>
 #include <QToolTip>
 #include <QValueAxis>
+#include <QResizeEvent>
 #include <QWheelEvent>
 #include <QXYSeries>
 #include <algorithm>
@@ -21,6 +22,14 @@ namespace amp::ui {
 
 void ChartView::mousePressEvent(QMouseEvent* event) {
   const Qt::MouseButton b = event->button();
+  if (b == Qt::LeftButton) {
+    const int run = legendRunAt(event->position().toPoint());
+    if (run >= 0) {  // a legend entry: hide or show that run, no zoom
+      emit legendRunClicked(run);
+      event->accept();
+      return;
+    }
+  }
   if (b == Qt::MiddleButton || b == Qt::RightButton) {
     m_panButton = b;
     m_panStart = m_panLast = event->position().toPoint();
@@ -46,7 +55,16 @@ void ChartView::mouseMoveEvent(QMouseEvent* event) {
     event->accept();
     return;
   }
-  if (event->buttons() == Qt::NoButton) updateHover(pos);
+  if (event->buttons() == Qt::NoButton) {
+    const int run = legendRunAt(pos);
+    if (run != m_hoveredLegendRun) {
+      m_hoveredLegendRun = run;
+      m_runLegend->setHighlightedRun(run);
+      setCursor(run >= 0 ? Qt::PointingHandCursor : Qt::ArrowCursor);
+      emit legendRunHovered(run);
+    }
+    if (run < 0) updateHover(pos);
+  }
   QChartView::mouseMoveEvent(event);
 }
 
@@ -129,7 +147,18 @@ void ChartView::keyPressEvent(QKeyEvent* event) {
 
 void ChartView::leaveEvent(QEvent* event) {
   QToolTip::hideText();
+  if (m_hoveredLegendRun >= 0) {
+    m_hoveredLegendRun = -1;
+    m_runLegend->setHighlightedRun(-1);
+    unsetCursor();
+    emit legendRunHovered(-1);
+  }
   QChartView::leaveEvent(event);
+}
+
+void ChartView::resizeEvent(QResizeEvent* event) {
+  QChartView::resizeEvent(event);  // resizes the chart
+  layoutRunLegend();
 }
 
 void ChartView::setUserXRange(double min, double max) {
@@ -242,12 +271,14 @@ QString ChartView::nearestPointText(const QPointF& chartPos) const {
   if (run.isEmpty()) run = bestSeries->name();
   QString what = bestSeries->property("ampValue").toString();
   if (what.isEmpty()) what = tr("value");
-  const QString xLabel = tr("step");  // every chart's x axis
+  const QString xLabel = m_x && !m_x->titleText().isEmpty() ? m_x->titleText() : tr("step");
   double y = bestValue.y();
   if (m_logY && m_primarySeries.contains(const_cast<QAbstractSeries*>(bestSeries)))
     y = fromDomain(y, m_logDomain);
   return QStringLiteral("<b>%1</b><br/>%2 %3<br/>%4 %5")
-      .arg(run.toHtmlEscaped(), xLabel, QString::number(bestValue.x(), 'f', 0), what.toHtmlEscaped(),
+      .arg(run.toHtmlEscaped(), xLabel,
+           QString::number(bestValue.x(), 'f', std::abs(bestValue.x() - std::round(bestValue.x())) < 1e-9 ? 0 : 2),
+           what.toHtmlEscaped(),
            QString::number(y, 'g', 5));
 }
 

@@ -43,10 +43,16 @@ void ChartView::setXRange(double min, double max) {
     min -= 1;
     max += 1;
   }
-  if (qobject_cast<QCategoryAxis*>(m_x))
+  if (qobject_cast<QCategoryAxis*>(m_x)) {
     setAxisRange(m_x, min, max);  // labels are its ticks
-  else
-    setRangeWithTicks(m_x, min, max, niceStep(max - min, 5));
+    return;
+  }
+  const double interval = niceStep(max - min, 5);
+  // As many decimals as the ticks need (epochs, seconds): "%.0f" printed 0.25 and 0.5 as "0".
+  const int decimals = interval > 0 && interval < 1 ? int(std::ceil(-std::log10(interval) - 1e-9)) : 0;
+  const QString format = QStringLiteral("%.%1f").arg(decimals);
+  if (m_x->labelFormat() != format) m_x->setLabelFormat(format);
+  setRangeWithTicks(m_x, min, max, interval);
 }
 
 // Only when it changes: every range change re-lays out every series of the chart (Qt Charts
@@ -138,6 +144,9 @@ void ChartView::flushReplaced(const QList<const QAbstractAxis*>& relaidOut) {
 
 void ChartView::applyAutoRange(double dataXMin, double dataXMax) {
   reapplyLegendVisibility();
+  // No data: no tick labels either (an empty chart showed "0 0 1 1 1"), the placeholder says why.
+  m_hasData = std::isfinite(dataXMin) && std::isfinite(dataXMax);
+  updateLabelVisibility();
   // Note which axes move: their series are laid out anew by Qt, with their new points.
   QList<QPair<QValueAxis*, QPointF>> before;
   for (QValueAxis* axis : {m_x, yAxis(), m_ySecondary})

@@ -38,10 +38,10 @@ void ChartView::setTheme(Theme theme) {
 // series' pen and brush (the run colours).
 void ChartView::styleAxis(QAbstractAxis* axis) const {
   QFont font = axis->labelsFont();
-  setPointSize(font, 8);
+  setPointSize(font, 8 * m_presentationScale);
   axis->setLabelsFont(font);
   QFont titleFont = axis->titleFont();
-  setPointSize(titleFont, 8);
+  setPointSize(titleFont, 8 * m_presentationScale);
   axis->setTitleFont(titleFont);
   axis->setLabelsColor(textColor());
   axis->setTitleBrush(textColor());
@@ -58,6 +58,7 @@ void ChartView::applyTheme() {
   m_chart->setPlotAreaBackgroundVisible(true);
   m_chart->setTitleBrush(textColor());
   m_chart->legend()->setLabelColor(textColor());
+  m_runLegend->setTextColor(textColor());
   for (QAbstractAxis* axis : m_chart->axes()) styleAxis(axis);
   for (QAbstractAxis* axis : {static_cast<QAbstractAxis*>(m_yLinear), static_cast<QAbstractAxis*>(m_yLog)})
     styleAxis(axis);
@@ -80,6 +81,7 @@ void ChartView::renderChart(QPainter* painter, const QRectF& target) {
   m_renderColumnsPerPixel = vector ? 2.0 : std::max(1.0, painter->deviceTransform().m11());
   m_inRender = true;
   m_chart->resize(target.size());  // lays the chart out synchronously
+  layoutRunLegend();               // the legend's rows for the export's width
   emit viewChanged();              // the panel re-decimates and re-ranges for this size
   m_chart->layout()->activate();   // new axis label widths, laid out before painting
   onPlotAreaChanged(m_chart->plotArea());
@@ -87,6 +89,7 @@ void ChartView::renderChart(QPainter* painter, const QRectF& target) {
                            Qt::IgnoreAspectRatio);
   m_renderColumnsPerPixel = 0;
   m_chart->resize(viewSize);
+  layoutRunLegend();
   emit viewChanged();
   m_chart->layout()->activate();
   m_inRender = false;

@@ -1,6 +1,11 @@
 #include "ui/charts/dashboard.h"
 
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
 #include <QPainter>
+#include <QResizeEvent>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QStackedLayout>
 #include <QTabWidget>
@@ -8,6 +13,7 @@
 
 #include "ui/charts/accuracy_chart.h"
 #include "ui/charts/histogram_view.h"
+#include "ui/charts/layer_grid_panel.h"
 #include "ui/charts/loss_chart.h"
 #include "ui/charts/memory_chart.h"
 #include "ui/charts/scale_chart.h"
@@ -23,7 +29,8 @@ Dashboard::Dashboard(QWidget* parent)
       m_histogram(new HistogramView),
       m_accuracy(new AccuracyChart),
       m_throughput(new ThroughputChart),
-      m_memory(new MemoryChart) {
+      m_memory(new MemoryChart),
+      m_layers(new LayerGridPanel) {
   m_grid = new QWidget;
   auto* columns = new QSplitter(Qt::Vertical, m_grid);
   for (QSplitter*& row : m_rows) {
@@ -37,12 +44,57 @@ Dashboard::Dashboard(QWidget* parent)
   m_tabs = new QTabWidget;
   m_tabs->setDocumentMode(true);
 
-  m_stack = new QStackedLayout(this);
+  // A slim header: what the time-series charts put along x.
+  m_xModeBox = new QComboBox;
+  m_xModeBox->addItem(tr("step"), int(XAxisMode::Step));
+  m_xModeBox->addItem(tr("epoch"), int(XAxisMode::Epoch));
+  m_xModeBox->addItem(tr("training time"), int(XAxisMode::WallTime));
+  m_xModeBox->setToolTip(tr("What the loss, scale, accuracy, throughput and memory charts put along x"));
+  auto* header = new QHBoxLayout;
+  header->setContentsMargins(6, 0, 6, 0);
+  header->addStretch(1);
+  header->addWidget(new QLabel(tr("x axis")));
+  header->addWidget(m_xModeBox);
+  connect(m_xModeBox, &QComboBox::currentIndexChanged, this,
+          [this](int i) { setXAxisMode(XAxisMode(m_xModeBox->itemData(i).toInt())); });
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->setSpacing(0);
+  outer->addLayout(header);
+  m_stack = new QStackedLayout;
+  outer->addLayout(m_stack, 1);
   m_stack->setContentsMargins(0, 0, 0, 0);
-  m_stack->addWidget(m_grid);
+  m_gridTabs = new QTabWidget;
+  m_gridTabs->setDocumentMode(true);
+  m_gridTabs->addTab(m_grid, tr("Charts"));
+  m_stack->addWidget(m_gridTabs);
   m_stack->addWidget(m_tabs);
   m_layout = Layout::Tabs;  // so that the call below lays the panels out
-  setLayoutMode(Layout::Grid);
+  applyLayout(Layout::Grid);
+  for (ChartPanel* p : panels())
+    connect(p, &ChartPanel::runVisibilityToggleRequested, this, &Dashboard::runVisibilityToggleRequested);
+}
+
+void Dashboard::setPresentationScale(double factor) {
+  m_presentationScale = factor;
+  for (ChartPanel* p : allPanels()) p->setPresentationScale(factor);
+}
+
+void Dashboard::setXAxisMode(XAxisMode mode) {
+  m_xMode = mode;
+  {
+    const QSignalBlocker block(m_xModeBox);
+    m_xModeBox->setCurrentIndex(m_xModeBox->findData(int(mode)));
+  }
+  for (ChartPanel* p : panels())
+    if (p != m_histogram) p->setXAxisMode(mode);  // (the layers' heat maps too: by step)  // the histogram's heat map stays by step
+}
+
+void Dashboard::setFocusRun(int runId) {
+  m_focusRun = runId;
+  m_histogram->setSelectedRun(runId);
+  m_memory->setSelectedRun(runId);
+  m_layers->setSelectedRun(runId);
 }
 
 QList<ChartPanel*> Dashboard::panels() const {
@@ -50,19 +102,41 @@ QList<ChartPanel*> Dashboard::panels() const {
   return {m_loss, m_scale, m_histogram, m_accuracy, m_throughput, m_memory};
 }
 
+QList<ChartPanel*> Dashboard::allPanels() const { return panels() << m_layers; }
+
 QStringList Dashboard::chartNames() const {
   QStringList names;
-  for (ChartPanel* p : panels()) names << p->name();
+  for (ChartPanel* p : allPanels()) names << p->name();
   return names;
 }
 
 ChartPanel* Dashboard::panel(const QString& name) const {
-  for (ChartPanel* p : panels())
+  for (ChartPanel* p : allPanels())
     if (p->name() == name) return p;
   return nullptr;
 }
 
 void Dashboard::setLayoutMode(Layout layout) {
+  m_autoLayout = false;
+  applyLayout(layout);
+}
+
+void Dashboard::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  if (m_autoLayout)
+    applyLayout(width() >= kGridMinWidth && height() >= kGridMinHeight ? Layout::Grid : Layout::Tabs);
+}
+
+void Dashboard::showChart(const QString& name) {
+  ChartPanel* p = panel(name);
+  if (!p) return;
+  if (m_layout == Layout::Tabs)
+    m_tabs->setCurrentWidget(p);
+  else
+    m_gridTabs->setCurrentWidget(p == m_layers ? static_cast<QWidget*>(m_layers) : m_grid);
+}
+
+void Dashboard::applyLayout(Layout layout) {
   if (layout == m_layout) return;
   m_layout = layout;
   const QList<ChartPanel*> all = panels();
@@ -70,27 +144,30 @@ void Dashboard::setLayoutMode(Layout layout) {
     m_tabs->clear();  // removes pages, keeps the widgets
     for (int i = 0; i < all.size(); ++i) m_rows[i / 3]->addWidget(all[i]);
     for (QSplitter* row : m_rows) row->setSizes({1, 1, 1});
-    m_stack->setCurrentWidget(m_grid);
+    m_gridTabs->addTab(m_layers, tr("Layers"));
+    m_stack->setCurrentWidget(m_gridTabs);
     for (ChartPanel* p : all) p->show();
   } else {
     static const char* const titles[] = {"Loss",     "Loss scale", "Exponents",
                                          "Accuracy", "Throughput", "Memory"};
+    m_gridTabs->removeTab(m_gridTabs->indexOf(m_layers));
     for (int i = 0; i < all.size(); ++i) m_tabs->addTab(all[i], tr(titles[i]));
+    m_tabs->addTab(m_layers, tr("Layers"));
     m_stack->setCurrentWidget(m_tabs);
   }
 }
 
 void Dashboard::setRuns(const QVector<const RunData*>& runs) {
   m_runs = runs;
-  for (ChartPanel* p : panels()) p->setRuns(runs);
+  for (ChartPanel* p : allPanels()) p->setRuns(runs);
 }
 
 void Dashboard::refresh() {
-  for (ChartPanel* p : panels()) p->refresh();
+  for (ChartPanel* p : allPanels()) p->refresh();  // hidden ones (other tabs) wait until shown
 }
 
 void Dashboard::setTheme(ChartView::Theme theme) {
-  for (ChartPanel* p : panels()) p->setTheme(theme);
+  for (ChartPanel* p : allPanels()) p->setTheme(theme);
 }
 
 void Dashboard::renderDashboard(QPainter* painter, const QRectF& target) {

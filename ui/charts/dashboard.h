@@ -5,8 +5,10 @@
 #include <QVector>
 #include <QWidget>
 
+#include "ui/charts/chart_panel.h"
 #include "ui/charts/chart_view.h"
 
+class QComboBox;
 class QSplitter;
 class QStackedLayout;
 class QTabWidget;
@@ -17,6 +19,7 @@ struct RunData;
 class AccuracyChart;
 class ChartPanel;
 class HistogramView;
+class LayerGridPanel;
 class LossChart;
 class MemoryChart;
 class ScaleChart;
@@ -36,9 +39,28 @@ class Dashboard : public QWidget {
   void setRuns(const QVector<const RunData*>& runs);
   void refresh();
 
+  // The user's choice; until one is made the layout follows the size (see resizeEvent).
   void setLayoutMode(Layout layout);
+  // Brings a panel into view (its tab in the tabbed layout).
+  void showChart(const QString& name);
   Layout layoutMode() const { return m_layout; }
+  // Below this size six charts in a grid are too small to read: tabs instead (until the user
+  // picks a layout).
+  static constexpr int kGridMinWidth = 1000, kGridMinHeight = 600;
   void setTheme(ChartView::Theme theme);
+  // Presentation mode for a projector: 1.0 normal, larger for bigger fonts and thicker lines in
+  // every panel (kept across theme changes). Ctrl+= / Ctrl+- step it.
+  void setPresentationScale(double factor);
+  double presentationScale() const { return m_presentationScale; }
+
+  // Step, epoch or training time along the time-series charts' x axes (the header's combo).
+  void setXAxisMode(XAxisMode mode);
+  XAxisMode xAxisMode() const { return m_xMode; }
+
+  // The run the single-run panels (exponent histogram, memory) follow. -1, or a run no longer
+  // shown: the newest visible run.
+  void setFocusRun(int runId);
+  int focusRun() const { return m_focusRun; }
 
   // "loss", "scale", "histogram", "accuracy", "throughput", "memory".
   QStringList chartNames() const;
@@ -49,6 +71,7 @@ class Dashboard : public QWidget {
   AccuracyChart* accuracyChart() const { return m_accuracy; }
   ThroughputChart* throughputChart() const { return m_throughput; }
   MemoryChart* memoryChart() const { return m_memory; }
+  LayerGridPanel* layerGrid() const { return m_layers; }  // "layers": per-tensor heat maps
 
   // Whole dashboard as a 3 x 2 grid under a header naming the runs. `format`: "png", "svg",
   // "pdf" or empty for the path's suffix. PNG: `size` in pixels at `dpi`; SVG/PDF: logical size.
@@ -59,8 +82,16 @@ class Dashboard : public QWidget {
                    int dpi = 96);
   void renderDashboard(QPainter* painter, const QRectF& target);
 
+ signals:
+  // A run's legend entry was clicked in some chart: hide it from the charts (or show it again).
+  void runVisibilityToggleRequested(int runId);
+
  private:
-  QList<ChartPanel*> panels() const;
+  QList<ChartPanel*> panels() const;     // the six of the grid and the dashboard export
+  QList<ChartPanel*> allPanels() const;  // and the layers tab
+  void applyLayout(Layout layout);
+  void resizeEvent(QResizeEvent* event) override;
+  bool m_autoLayout = true;
 
   LossChart* m_loss;
   ScaleChart* m_scale;
@@ -68,7 +99,13 @@ class Dashboard : public QWidget {
   AccuracyChart* m_accuracy;
   ThroughputChart* m_throughput;
   MemoryChart* m_memory;
+  LayerGridPanel* m_layers;
+  QTabWidget* m_gridTabs;  // grid layout: the six charts on one tab, the layers on another
   QVector<const RunData*> m_runs;
+  int m_focusRun = -1;
+  XAxisMode m_xMode = XAxisMode::Step;
+  QComboBox* m_xModeBox;
+  double m_presentationScale = 1.0;
 
   QStackedLayout* m_stack;
   QWidget* m_grid;

@@ -144,9 +144,10 @@ const RunData* HistogramView::selected() const {
   const QVector<const RunData*> runs = visibleRuns();
   for (const RunData* r : runs)
     if (r->id == m_selectedId) return r;
-  for (const RunData* r : runs)  // by default the first run that has histograms
-    if (!r->histograms.empty()) return r;
-  return runs.isEmpty() ? nullptr : runs.first();
+  // By default the newest run that has histograms (the one just started), else the newest.
+  for (auto it = runs.rbegin(); it != runs.rend(); ++it)
+    if (!(*it)->histograms.empty()) return *it;
+  return runs.isEmpty() ? nullptr : runs.last();
 }
 
 const HistogramRecord* HistogramView::findRecord(const HistogramFrame& frame) const {

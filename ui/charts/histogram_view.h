@@ -38,6 +38,9 @@ class HistogramView : public ChartPanel {
   void setDomain(Domain domain);
   Domain domain() const { return m_domain; }
   ChartView* heatMapView() const { return m_heatView; }
+  // The bar chart's caption as shown: run, dtype, zero / underflow / subnormal / overflow
+  // fractions, and what rounding flushed to zero or to inf ("" when nothing is shown).
+  QString captionText() const { return m_view->caption(); }
   // True when the panel is too short for both charts and shows one of them, chosen by a tab bar.
   bool isCompact() const { return m_compact; }
   static constexpr int kCompactBelowPx = 480;

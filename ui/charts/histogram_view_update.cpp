@@ -1,6 +1,7 @@
 // HistogramView's refresh: the latest frame's bars and caption, the heat map over all frames,
 // the empty states, hover texts and the two-chart export.
 #include <QAreaSeries>
+#include <QCoreApplication>
 #include <QLineSeries>
 #include <QValueAxis>
 #include <cmath>
@@ -20,12 +21,30 @@ QString percent(double f) {
   return QString::number(f * 100, 'g', 3) + QLatin1Char('%');
 }
 
+// "underflow" counts values still non-zero but below fp16's range; values already flushed to
+// zero by an earlier rounding sit in the zero bin, so the zero share is always shown beside it:
+// a gradient that is all zeros must not read "underflow 0%" as if nothing was lost.
 QString fractionsLine(const QString& label, const ExponentHistogram& h) {
-  QString line = QStringLiteral("%1: underflow %2 · subnormal %3 · overflow %4")
-                     .arg(label, percent(h.fraction(h.underflow)), percent(h.fraction(h.subnormal)),
+  QString line = QStringLiteral("%1: zero %2 · underflow %3 · subnormal %4 · overflow %5")
+                     .arg(label, percent(h.fraction(h.counts[std::size_t(kHistBinZero)])),
+                          percent(h.fraction(h.underflow)), percent(h.fraction(h.subnormal)),
                           percent(h.fraction(h.overflow)));
   if (h.nonFinite > 0) line += QStringLiteral(" · non-finite %1").arg(percent(h.fraction(h.nonFinite)));
   return line;
+}
+
+// What rounding did, when the engine measured it (fractions of all values); otherwise the
+// zero bin's share, said to be only that.
+QString roundingLine(const HistogramRecord& r) {
+  const std::int64_t total = r.scaled.total;
+  if (r.flushedToZero >= 0 && total > 0) {
+    return QCoreApplication::translate("amp::ui::HistogramView", "rounding to %1: flushed to 0: %2 · rounded to inf: %3")
+        .arg(QString::fromLatin1(dtypeName(r.dtype).data()), percent(double(r.flushedToZero) / double(total)),
+             percent(double(std::max<std::int64_t>(r.roundedToInf, 0)) / double(total)));
+  }
+  return QCoreApplication::translate("amp::ui::HistogramView",
+                                     "exactly zero: %1 (rounding to zero not measured for this tensor)")
+      .arg(percent(r.scaled.fraction(r.scaled.counts[std::size_t(kHistBinZero)])));
 }
 
 // Bars as one area outline: for each bin (left,0) (left,f) (right,f) (right,0).
@@ -123,7 +142,14 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
                  .arg(run->name, QString::fromLatin1(dtypeName(rec->dtype).data()), scaleText(frame.scale));
   if (m_domain != Domain::Unscaled) caption << fractionsLine(tr("scaled"), rec->scaled);
   if (m_domain != Domain::Scaled) caption << fractionsLine(tr("unscaled"), rec->unscaled);
-  m_view->setCaption(caption.join(QLatin1Char('\n')), Qt::AlignTop | Qt::AlignRight);
+  caption << roundingLine(*rec);
+  // The caption goes in the corner away from the tallest bar (the zero bin sits on the right).
+  int tallest = 0;
+  for (int b = 0; b < kHistBins; ++b)
+    if (rec->scaled.counts[std::size_t(b)] > rec->scaled.counts[std::size_t(tallest)]) tallest = b;
+  const bool tallOnRight = binCenter(tallest) > (kHistAxisMin + kHistAxisMax) / 2;
+  m_view->setCaption(caption.join(QLatin1Char('\n')),
+                     Qt::AlignTop | (tallOnRight ? Qt::AlignLeft : Qt::AlignRight));
   m_view->setTitle(tr("%1 %2, step %3")
                        .arg(QString::fromStdString(rec->tensor), histogramKindLabel(rec->kind))
                        .arg(frame.step));
@@ -135,7 +161,9 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
       for (std::int64_t n : h->counts) highest = std::max(highest, h->fraction(n));
     const double plot = m_view->chart()->plotArea().height();
     const double free = plot > 0 ? std::clamp(1 - (m_view->captionHeight() + 14) / plot, 0.3, 1.0) : 0.7;
-    m_view->setNiceRange(m_view->yAxis(), 0, std::max(highest, 1e-3) / free);
+    // A fraction never exceeds 1: headroom for the caption stops there (it then sits in the
+    // other corner, away from the tall bar), or an all-zero gradient's axis read "2".
+    m_view->setNiceRange(m_view->yAxis(), 0, std::min(1.0, std::max(highest, 1e-3) / free));
   }
   // bf16's normal range spans the whole axis: a strip along the top rather than a full band.
   const double top = m_view->yAxis()->max();

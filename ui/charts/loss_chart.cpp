@@ -79,25 +79,25 @@ void LossChart::rebuildSeries() {
     faint.setAlphaF(0.25f);
     set.raw = new QLineSeries;
     set.raw->setName(runs[i]->name + tr(" (raw)"));
-    tagSeries(set.raw, runs[i]->name, tr("loss (raw)"));
+    tagSeries(set.raw, runs[i], tr("loss (raw)"));
     m_view->addSeries(set.raw);
-    set.raw->setPen(pen(faint, 1.0));
+    set.raw->setPen(pen(faint, 1.0, runPenStyle(runs[i])));
     m_view->setLegendEntryVisible(set.raw, false);
   }
   for (int i = 0; i < runs.size(); ++i) {
     RunSeriesSet& set = m_sets[i];
     set.smoothed = new QLineSeries;
     set.smoothed->setName(runs[i]->name);
-    tagSeries(set.smoothed, runs[i]->name, tr("loss (smoothed)"));
+    tagSeries(set.smoothed, runs[i], tr("loss (smoothed)"));
     m_view->addSeries(set.smoothed);
-    set.smoothed->setPen(pen(runColor(runs[i], i), 2.0));
+    set.smoothed->setPen(pen(runColor(runs[i], i), 2.0, runPenStyle(runs[i])));
   }
   for (int i = 0; i < runs.size(); ++i) {
     RunSeriesSet& set = m_sets[i];
     const QColor dot = runColor(runs[i], i).darker(115);
     set.test = new QScatterSeries;
     set.test->setName(runs[i]->name + tr(" (test)"));
-    tagSeries(set.test, runs[i]->name, tr("test loss"));
+    tagSeries(set.test, runs[i], tr("test loss"));
     m_view->addSeries(set.test);
     set.test->setMarkerSize(8);
     set.test->setColor(dot);
@@ -115,19 +115,22 @@ void LossChart::rebuildSeries() {
 
 void LossChart::updateSeries() {
   const QVector<const RunData*> runs = visibleRuns();
-  const auto [xMin, xMax] = stepExtent(runs);
+  const auto [xMin, xMax] = xExtent(runs);
   const DecimationRange range = m_view->decimationRange(xMin, xMax);
   const YDomain domain = m_view->yDomain();
   bool anyTest = false;
   for (RunSeriesSet& set : m_sets) {
     const RunSeries& s = set.run->series;
-    setDecimated(set.raw, spanOf(s.step), spanOf(s.loss), range, domain);
+    setDecimated(set.raw, spanOf(xColumn(s)), spanOf(s.loss), range, domain);
     const QVector<double>& smooth = set.ema.update(s.loss);
-    setDecimated(set.smoothed, spanOf(s.step), spanOf(smooth), range, domain);
-    setDecimated(set.test, spanOf(s.testStep), spanOf(s.testLoss), range, domain);
+    setDecimated(set.smoothed, spanOf(xColumn(s)), spanOf(smooth), range, domain);
+    setDecimated(set.test, xAtSteps(s, s.testStep), spanOf(s.testLoss), range, domain);
     anyTest = anyTest || !s.testStep.isEmpty();
   }
   if (m_testKey) m_view->setLegendEntryVisible(m_testKey, anyTest);
+  QList<LegendEntry> keys;
+  if (anyTest) keys << LegendEntry{tr("test loss"), QColor(0x80, 0x80, 0x80), Qt::SolidLine, LegendEntry::Glyph::Dot};
+  updateRunLegend(m_view, this->runs(), keys);
   m_view->setPlaceholder(runs.isEmpty() ? tr("no runs to show") : QString());
   m_view->applyAutoRange(xMin, xMax);
 }

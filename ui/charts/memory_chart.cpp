@@ -9,6 +9,7 @@
 #include <QLabel>
 #include <QLineSeries>
 #include <QPen>
+#include <QResizeEvent>
 #include <QSignalBlocker>
 #include <QVBoxLayout>
 #include <QValueAxis>
@@ -67,8 +68,8 @@ MemoryChart::MemoryChart(QWidget* parent)
     : ChartPanel(QStringLiteral("memory"), parent), m_peakView(new ChartView(this)) {
   m_view->setTitle(tr("Memory"));
   m_view->setIncludeZero(m_view->yAxis(), true);
-  // Six categories do not fit in one row under a narrow chart: list them on the right.
-  m_view->chart()->legend()->setAlignment(Qt::AlignRight);
+  // The six categories go in the wrapping legend below (see rebuildSeries): QLegend on the right
+  // took a third of a narrow chart's width, and the step labels were elided to "2…".
   m_peakView->setTitle(tr("Peak by category"));
   m_peakView->setXAxis(nullptr);
   m_peakView->yAxis()->setVisible(false);  // bars bring their own axes
@@ -121,7 +122,7 @@ const RunData* MemoryChart::selected() const {
   const QVector<const RunData*> runs = visibleRuns();
   for (const RunData* r : runs)
     if (r->id == m_selectedId) return r;
-  return runs.isEmpty() ? nullptr : runs.first();
+  return runs.isEmpty() ? nullptr : runs.last();  // the newest: the one just started
 }
 
 void MemoryChart::rebuildSeries() {
@@ -155,22 +156,40 @@ void MemoryChart::rebuildSeries() {
   // optimizer state) against the in-step peak that activations add.
   m_heldLine = new QLineSeries;
   m_heldLine->setName(tr("held"));
-  m_heldLine->setPen(QPen(QColor(0x20, 0x20, 0x20), 1.4, Qt::DashLine));
+  m_heldLine->setPen(pen(m_view->textColor(), 1.4, Qt::DashLine));  // readable on light and dark
   m_view->addSeries(m_heldLine);
   m_peakSeries = nullptr;
-  m_peakView->setVisible(runs.size() >= 2);
+  updatePeakVisibility();
   if (runs.size() >= 2) {
     m_peakSeries = new QHorizontalBarSeries;
     for (int i = 0; i < runs.size(); ++i) {
       auto* set = new QBarSet(runs[i]->name);
       for (int c = 0; c < kMemCategoryCount; ++c) set->append(0.0);
-      set->setColor(runColor(runs[i], i));
+      set->setColor(runColor(runs[i], i));  // bars: colour only, no line style
       set->setBorderColor(runColor(runs[i], i).darker(130));
       m_peakSeries->append(set);
     }
     m_peakView->addSeries(m_peakSeries, m_peakValues);
     m_peakSeries->attachAxis(m_peakAxis);
+    updateRunLegend(m_peakView, runs);
   }
+  QList<LegendEntry> keys;
+  for (int c = 0; c < kMemCategoryCount; ++c)
+    keys << LegendEntry{categoryShortLabel(c), kCategoryColors[c], Qt::SolidLine, LegendEntry::Glyph::Dot};
+  keys << LegendEntry{tr("held"), m_view->textColor(), Qt::DashLine, LegendEntry::Glyph::Line};
+  m_view->setRunLegend({}, keys);
+}
+
+// The per-category bars need room for their category names: in a narrow panel (a grid cell at
+// 1280x800) the stacked areas get the whole width and the bars wait for a wider panel or a tab.
+void MemoryChart::updatePeakVisibility() {
+  const bool show = visibleRuns().size() >= 2 && width() >= kPeakMinWidth;
+  if (m_peakView->isVisible() != show) m_peakView->setVisible(show);
+}
+
+void MemoryChart::resizeEvent(QResizeEvent* event) {
+  ChartPanel::resizeEvent(event);
+  updatePeakVisibility();
 }
 
 void MemoryChart::updateSeries() {
@@ -181,6 +200,7 @@ void MemoryChart::updateSeries() {
     if (m_heldLine) m_heldLine->clear();
     m_deviceLabel->clear();
     m_view->setPlaceholder(tr("no runs to show"));
+    m_view->applyAutoRange(qQNaN(), qQNaN());
     return;
   }
   const RunSeries& s = run->series;
@@ -203,19 +223,19 @@ void MemoryChart::updateSeries() {
   if (unit != m_unit) {
     m_unit = unit;
     m_unitName = unitName;
-    m_view->setAxisTitles(tr("step"), unitName);
+    m_view->setAxisTitles(xAxisTitle(), unitName);  // the legend and hover say "peak in step"
     for (int c = 0; c < kMemCategoryCount; ++c)
       tagSeries(m_areas[c], run->name, tr("%1 (%2)").arg(categoryLabel(c), unitName));
     tagSeries(m_heldLine, run->name, tr("held after the step (%1)").arg(unitName));
   }
-  m_view->setTitle(run->backendName.startsWith(QLatin1String("cuda"))
-                       ? tr("Device memory: %1 (peak in each step)").arg(run->name)
-                       : tr("Memory: %1 (peak in each step)").arg(run->name));
+  m_view->setTitle(run->backendName.startsWith(QLatin1String("cuda")) ? tr("Device memory · %1").arg(run->name)
+                                                                       : tr("Memory · %1").arg(run->name));
 
-  const auto [xMin, xMax] = stepExtent({run});
+  const auto [xMin, xMax] = xExtent({run});
+  const QVector<double>& xs = xColumn(s);
   const DecimationRange range = m_view->decimationRange(xMin, xMax);
   std::vector<int> idx =
-      decimateMinMaxIndices(spanOf(s.step), {m_total.data(), m_total.size()}, range,
+      decimateMinMaxIndices(spanOf(xs), {m_total.data(), m_total.size()}, range,
                             /*positiveOnly=*/false, /*keepFlatRuns=*/true);  // layers share them
   dropUnchanged(idx, s.memPeak);
   QList<QPointF> below;
@@ -227,7 +247,7 @@ void MemoryChart::updateSeries() {
     const QVector<double>& bytes = s.memPeak[c];
     for (std::size_t j = 0; j < idx.size(); ++j)
       points.append(QPointF(
-          s.step[idx[j]], bytes.value(idx[j]) / m_unit + (below.isEmpty() ? 0.0 : below[qsizetype(j)].y())));
+          xs[idx[j]], bytes.value(idx[j]) / m_unit + (below.isEmpty() ? 0.0 : below[qsizetype(j)].y())));
     if (QLineSeries* lower = m_areas[c]->lowerSeries()) lower->replace(below);
     m_areas[c]->upperSeries()->replace(points);
     below = std::move(points);
@@ -237,7 +257,7 @@ void MemoryChart::updateSeries() {
   for (int i : idx) {
     double sum = 0;
     for (int c = 0; c < kMemCategoryCount; ++c) sum += s.memCurrent[c].value(i);
-    held.append(QPointF(s.step[i], sum / m_unit));
+    held.append(QPointF(xs[i], sum / m_unit));
   }
   m_heldLine->replace(held);
   if (s.deviceTotal > 0) {
@@ -294,7 +314,7 @@ QString MemoryChart::peakHoverText(const QPointF& value) const {
 
 void MemoryChart::render(QPainter* painter, const QRectF& target) {
   refreshNow();
-  if (!m_peakSeries) {
+  if (!m_peakSeries || target.width() < kPeakMinWidth) {
     m_view->renderChart(painter, target);
     return;
   }

@@ -31,6 +31,7 @@ class MemoryChart : public ChartPanel {
   void setSelectedRun(int runId);
   int selectedRun() const { return m_selectedId; }
   ChartView* peakView() const { return m_peakView; }
+  static constexpr int kPeakMinWidth = 620;  // narrower: the bars are not shown
 
   void render(QPainter* painter, const QRectF& target) override;
 
@@ -41,9 +42,11 @@ class MemoryChart : public ChartPanel {
   void rebuildSeries() override;
   void updateSeries() override;
   QList<ChartView*> views() const override { return {m_view, m_peakView}; }
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   const RunData* selected() const;
+  void updatePeakVisibility();
   void updatePeaks(const QVector<const RunData*>& runs, double unit);
   QString peakHoverText(const QPointF& value) const;
 

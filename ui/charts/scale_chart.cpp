@@ -81,6 +81,14 @@ void ScaleChart::placeLabels() {
     double y = std::clamp(end.y() - r.height() - 1, plot.top() + 1, plot.bottom() - r.height() - 1);
     for (const auto& [otherY, other] : placed)
       if (std::abs(otherY - y) < r.height()) y = otherY + (y <= otherY ? -r.height() : r.height());
+    // Nudged out of the plot it would overprint the title or the step labels: inside, or not
+    // at all when the runs' labels do not fit beside each other (the hover still tells).
+    bool fits = y >= plot.top() && y + r.height() <= plot.bottom();
+    for (const auto& [otherY, other] : placed) fits = fits && std::abs(otherY - y) >= r.height() - 0.5;
+    if (!fits) {
+      set.label->hide();
+      continue;
+    }
     set.label->setPos(plot.right() - r.width() - 4, y);
     set.label->show();
     placed.push_back({y, set.label});
@@ -106,13 +114,13 @@ void ScaleChart::rebuildSeries() {
     const QColor color = runColor(run, colorIndex);
     set.scale = new QLineSeries;
     set.scale->setName(legendName(run));
-    tagSeries(set.scale, run->name, tr("loss scale"));
+    tagSeries(set.scale, run, tr("loss scale"));
     m_view->addSeries(set.scale);
-    set.scale->setPen(pen(color, 2.0));
+    set.scale->setPen(pen(color, 2.0, runPenStyle(run)));
 
     set.skipped = new QScatterSeries;
     set.skipped->setName(run->name + tr(" (skipped)"));
-    tagSeries(set.skipped, run->name, tr("skipped step; scale"));
+    tagSeries(set.skipped, run, tr("skipped step; scale"));
     m_view->addSeries(set.skipped);
     set.skipped->setMarkerSize(9);
     set.skipped->setColor(color);
@@ -128,7 +136,7 @@ void ScaleChart::rebuildSeries() {
     if (m_trackerAxis) {
       set.tracker = new QLineSeries;
       set.tracker->setName(run->name + tr(" (tracker)"));
-      tagSeries(set.tracker, run->name, tr("tracker / interval"));
+      tagSeries(set.tracker, run, tr("tracker / interval"));
       m_view->addSeries(set.tracker, m_trackerAxis);
       QColor faint = color;
       faint.setAlphaF(0.6f);
@@ -150,14 +158,14 @@ void ScaleChart::rebuildSeries() {
 void ScaleChart::updateSeries() {
   QVector<const RunData*> shown;
   for (const RunSeriesSet& set : m_sets) shown.append(set.run);
-  const auto [xMin, xMax] = stepExtent(shown);
+  const auto [xMin, xMax] = xExtent(shown);
   const DecimationRange range = m_view->decimationRange(xMin, xMax);
   const YDomain domain = m_view->yDomain();
   bool anySkipped = false;
   for (RunSeriesSet& set : m_sets) {
     const RunSeries& s = set.run->series;
-    setDecimated(set.scale, spanOf(s.step), spanOf(s.scale), range, domain);
-    setDecimated(set.skipped, spanOf(s.skippedStep), spanOf(s.skippedScale), range, domain);
+    setDecimated(set.scale, spanOf(xColumn(s)), spanOf(s.scale), range, domain);
+    setDecimated(set.skipped, xAtSteps(s, s.skippedStep), spanOf(s.skippedScale), range, domain);
     anySkipped = anySkipped || !s.skippedStep.isEmpty();
     const QString name = legendName(set.run);
     if (set.scale->name() != name) set.scale->setName(name);
@@ -168,11 +176,21 @@ void ScaleChart::updateSeries() {
       if (set.trackerFraction.size() > std::size_t(s.growthTracker.size())) set.trackerFraction.clear();
       for (qsizetype i = qsizetype(set.trackerFraction.size()); i < s.growthTracker.size(); ++i)
         set.trackerFraction.push_back(s.growthTracker[i] / interval);
-      setDecimated(set.tracker, spanOf(s.step), {set.trackerFraction.data(), set.trackerFraction.size()},
+      setDecimated(set.tracker, spanOf(xColumn(s)), {set.trackerFraction.data(), set.trackerFraction.size()},
                    range);
     }
   }
   if (m_skippedKey) m_view->setLegendEntryVisible(m_skippedKey, anySkipped);
+  QVector<const RunData*> legendRuns;  // runs with a scaler, hidden ones too (click to show)
+  for (const RunData* r : runs())
+    if (r && usesScaler(r)) legendRuns.append(r);
+  QList<LegendEntry> keys;
+  if (anySkipped)
+    keys << LegendEntry{tr("skipped step"), QColor(0x90, 0x90, 0x90), Qt::SolidLine, LegendEntry::Glyph::Triangle};
+  updateRunLegend(m_view, legendRuns, keys, [this](const RunData* r) {
+    const qsizetype skipped = r->series.skippedStep.size();
+    return skipped ? tr(" · %n skipped", nullptr, int(skipped)) : QString();
+  });
   m_view->setPlaceholder(m_sets.empty() && !visibleRuns().isEmpty()
                              ? tr("no loss scaling in these runs\n(fp32 and bf16 need none)")
                          : visibleRuns().isEmpty() ? tr("no runs to show")

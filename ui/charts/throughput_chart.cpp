@@ -46,7 +46,7 @@ void ThroughputChart::rebuildSeries() {
   const bool stepTime = m_show != Show::SamplesPerSecond;
   // samples/s on the left; step time on the left when alone, else on the right.
   m_view->setAxisTitles(
-      tr("step"), samples ? (stepTime ? tr("samples/s (solid)") : tr("samples/s")) : tr("step time (ms)"));
+      xAxisTitle(), samples ? (stepTime ? tr("samples/s (solid)") : tr("samples/s")) : tr("step time (ms)"));
   m_view->setIncludeZero(m_view->yAxis(), true);
   QValueAxis* msAxis = nullptr;
   if (samples && stepTime) {
@@ -61,14 +61,14 @@ void ThroughputChart::rebuildSeries() {
     if (samples) {
       set.samples = new QLineSeries;
       set.samples->setName(runs[i]->name);
-      tagSeries(set.samples, runs[i]->name, tr("samples/s"));
+      tagSeries(set.samples, runs[i], tr("samples/s"));
       m_view->addSeries(set.samples);
-      set.samples->setPen(pen(color, 1.0));  // noisy lines: 1 px strokes on Qt's fast path
+      set.samples->setPen(pen(color, 1.0, runPenStyle(runs[i])));  // noisy lines: 1 px strokes on Qt's fast path
     }
     if (stepTime) {
       set.stepMs = new QLineSeries;
       set.stepMs->setName(samples ? runs[i]->name + tr(" (step ms)") : runs[i]->name);
-      tagSeries(set.stepMs, runs[i]->name, tr("step time (ms)"));
+      tagSeries(set.stepMs, runs[i], tr("step time (ms)"));
       m_view->addSeries(set.stepMs, msAxis);
       // Fainter rather than dashed: dashes are lost on a noisy line and slow to stroke.
       QColor faint = color;
@@ -82,13 +82,36 @@ void ThroughputChart::rebuildSeries() {
 
 void ThroughputChart::updateSeries() {
   const QVector<const RunData*> runs = visibleRuns();
-  const auto [xMin, xMax] = stepExtent(runs);
+  const auto [xMin, xMax] = xExtent(runs);
   const DecimationRange range = m_view->decimationRange(xMin, xMax);
+  // Thousands when the rates reach 10,000: a five-digit tick label is what a narrow axis elides.
+  double top = 0;
+  for (RunSeriesSet& set : m_sets) {
+    const QVector<double>& v = set.run->series.samplesPerS;
+    if (set.peakDone > v.size()) set.peakDone = 0, set.peak = 0;
+    for (; set.peakDone < v.size(); ++set.peakDone) set.peak = std::max(set.peak, v[set.peakDone]);
+    top = std::max(top, set.peak);
+  }
+  const double unit = top >= 1e4 ? 1000.0 : 1.0;
+  if (unit != m_samplesUnit) {
+    m_samplesUnit = unit;
+    for (RunSeriesSet& set : m_sets) set.samplesShown.clear();
+    forgetDecimation();
+  }
+  if (m_show != Show::StepTime) {
+    const QString title = unit > 1 ? tr("k samples/s") : tr("samples/s");
+    m_view->yAxis()->setTitleText(m_show == Show::Both ? title + tr(" (solid)") : title);
+  }
   for (RunSeriesSet& set : m_sets) {
     const RunSeries& s = set.run->series;
-    if (set.samples) setDecimated(set.samples, spanOf(s.step), spanOf(s.samplesPerS), range);
-    if (set.stepMs) setDecimated(set.stepMs, spanOf(s.step), spanOf(s.stepMs), range);
+    if (set.samplesShown.size() > std::size_t(s.samplesPerS.size())) set.samplesShown.clear();
+    for (qsizetype i = qsizetype(set.samplesShown.size()); i < s.samplesPerS.size(); ++i)
+      set.samplesShown.push_back(s.samplesPerS[i] / unit);
+    if (set.samples)
+      setDecimated(set.samples, spanOf(xColumn(s)), {set.samplesShown.data(), set.samplesShown.size()}, range);
+    if (set.stepMs) setDecimated(set.stepMs, spanOf(xColumn(s)), spanOf(s.stepMs), range);
   }
+  updateRunLegend(m_view, this->runs());
   m_view->setPlaceholder(runs.isEmpty() ? tr("no runs to show") : QString());
   m_view->applyAutoRange(xMin, xMax);
 }

@@ -30,10 +30,14 @@ class ThroughputChart : public ChartPanel {
     const RunData* run = nullptr;
     QLineSeries* samples = nullptr;
     QLineSeries* stepMs = nullptr;
+    std::vector<double> samplesShown;  // samples/s divided by m_samplesUnit
+    double peak = 0;                   // highest samples/s of the first `peakDone` steps
+    qsizetype peakDone = 0;
   };
 
   QComboBox* m_showBox;
   std::vector<RunSeriesSet> m_sets;
+  double m_samplesUnit = 1;  // 1000 when samples/s run into the ten thousands: "50k" not "50000"
   Show m_show = Show::Both;
 };
 

@@ -1,0 +1,75 @@
+// The exponent histogram tells what rounding did (issue item 7): a gradient whose values all
+// underflowed to zero reads "zero 100%" and "flushed to 0: 100%", never "underflow 0%" alone,
+// and its "fraction of values" axis stops at 1.
+#include <QTest>
+#include <QValueAxis>
+
+#include "ui/charts/histogram_view.h"
+#include "ui/run_data.h"
+
+using namespace amp;
+using namespace amp::ui;
+
+class TestChartsHistogram : public QObject {
+  Q_OBJECT
+
+  static RunData zeroGradientRun(std::int64_t flushed) {
+    RunData run;
+    run.id = 1;
+    run.name = QStringLiteral("underflow/fp16_noscale");
+    run.config.train.histogramEvery = 1;
+    StepMetrics m;
+    m.step = 1;
+    HistogramRecord r;
+    r.tensor = "0.weight";
+    r.kind = HistogramKind::WeightGrad;
+    r.dtype = DType::F16;
+    for (int i = 0; i < 1000; ++i) {
+      r.scaled.add(0.0);
+      r.unscaled.add(0.0);
+    }
+    r.flushedToZero = flushed;
+    r.roundedToInf = flushed >= 0 ? 0 : -1;
+    m.histograms.push_back(r);
+    run.append(m);
+    return run;
+  }
+
+ private slots:
+  void allZeroGradientIsHonest() {
+    RunData run = zeroGradientRun(1000);
+    HistogramView view;
+    view.resize(700, 600);
+    view.setRuns({&run});
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.refreshNow();
+    const QString caption = view.captionText();
+    QVERIFY2(caption.contains("zero 100%"), qPrintable(caption));
+    QVERIFY2(caption.contains("flushed to 0: 100%"), qPrintable(caption));
+    QVERIFY2(caption.contains("rounded to inf: 0%"), qPrintable(caption));
+    auto* y = qobject_cast<QValueAxis*>(view.chartView()->yAxis());
+    QVERIFY(y);
+    QVERIFY2(y->max() <= 1.0, qPrintable(QString::number(y->max())));
+    QVERIFY(y->max() >= 1.0);  // the full bar is shown
+    // The bar is on the right (zero bin): the caption moved left, off the bar.
+    QVERIFY(view.chartView()->captionCorner() & Qt::AlignLeft);
+  }
+
+  void notMeasuredSaysSo() {
+    RunData run = zeroGradientRun(-1);
+    HistogramView view;
+    view.resize(700, 600);
+    view.setRuns({&run});
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.refreshNow();
+    const QString caption = view.captionText();
+    QVERIFY2(caption.contains("exactly zero: 100%"), qPrintable(caption));
+    QVERIFY2(caption.contains("not measured"), qPrintable(caption));
+    QVERIFY(!caption.contains("flushed to 0"));
+  }
+};
+
+QTEST_MAIN(TestChartsHistogram)
+#include "tst_charts_histogram.moc"

@@ -1,0 +1,199 @@
+// Charts readable in a small window (issue item 8, the charts' part) and on other x axes: no
+// tick label elided to "…" at 1024x640 or 1280x800, no meaningless ticks on empty charts, the
+// scale chart's tracker labels clear of its title, and x by step, epoch or training time.
+#include <QGraphicsScene>
+#include <QGraphicsSimpleTextItem>
+#include <QGraphicsTextItem>
+#include <QTest>
+#include <QValueAxis>
+#include <memory>
+
+#include "ui/charts/accuracy_chart.h"
+#include "ui/charts/dashboard.h"
+#include "ui/charts/layer_grid_panel.h"
+#include "ui/charts/loss_chart.h"
+#include "ui/charts/memory_chart.h"
+#include "ui/charts/scale_chart.h"
+#include "ui/charts/synthetic_runs.h"
+#include "ui/charts/throughput_chart.h"
+#include "ui/run_data.h"
+#include "ui/theme.h"
+
+using namespace amp;
+using namespace amp::ui;
+
+class TestChartsReadability : public QObject {
+  Q_OBJECT
+
+  std::vector<std::unique_ptr<RunData>> m_runs;
+
+  QVector<const RunData*> makeRuns(int count, std::int64_t steps = 2000) {
+    m_runs.clear();
+    QVector<const RunData*> out;
+    const PrecisionMode modes[] = {PrecisionMode::Fp32, PrecisionMode::AmpFp16, PrecisionMode::AmpBf16,
+                                   PrecisionMode::PureFp16};
+    for (int i = 0; i < count; ++i) {
+      auto run = std::make_unique<RunData>();
+      run->id = i + 1;
+      run->batchesPerEpoch = 50;
+      fillSyntheticRun(*run, {.name = QStringLiteral("run %1").arg(i + 1),
+                              .mode = modes[i % 4],
+                              .steps = steps,
+                              .histogramEvery = 200,
+                              .evalEvery = 200,
+                              .seed = std::uint64_t(i + 1),
+                              .color = runColor(i)});
+      out.append(run.get());
+      m_runs.push_back(std::move(run));
+    }
+    return out;
+  }
+
+  // Every text Qt Charts drew for the axes (tick labels, titles) in the panel's views.
+  static QStringList axisTexts(ChartView* view) {
+    QStringList out;
+    for (QGraphicsItem* item : view->scene()->items()) {
+      if (!item->isVisible()) continue;
+      if (auto* t = dynamic_cast<QGraphicsTextItem*>(item)) out << t->toPlainText();
+    }
+    return out;
+  }
+
+ private slots:
+  void noElidedTickLabels_data() {
+    QTest::addColumn<QSize>("window");
+    QTest::newRow("1024x640") << QSize(1024, 640);
+    QTest::newRow("1280x800") << QSize(1280, 800);
+  }
+  // The dashboard as it sits in the main window (docks take ~40% of the width).
+  void noElidedTickLabels() {
+    QFETCH(QSize, window);
+    Dashboard d;
+    d.resize(int(window.width() * 0.62), int(window.height() * 0.82));
+    d.setRuns(makeRuns(4));
+    d.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&d));
+    d.refresh();
+    QApplication::processEvents();
+    QStringList elided;
+    for (const QString& name : {QStringLiteral("loss"), QStringLiteral("scale"), QStringLiteral("accuracy"),
+                                QStringLiteral("throughput"), QStringLiteral("memory")}) {
+      d.showChart(name);  // its tab, when the dashboard is too small for the grid
+      QApplication::processEvents();
+      ChartPanel* p = d.panel(name);
+      QList<ChartView*> views{p->chartView()};
+      if (auto* m = qobject_cast<MemoryChart*>(p)) views << m->peakView();
+      for (ChartView* v : views) {
+        if (!v->isVisible()) continue;  // e.g. the memory panel's bars in a narrow cell
+        const QStringList texts = axisTexts(v);
+        for (const QString& text : texts)
+          if (text.contains(QChar(0x2026)) || text.contains(QLatin1String("..."))) {
+            elided << QStringLiteral("%1: [%2]").arg(name, texts.join(QLatin1String(" | ")));
+            break;
+          }
+      }
+    }
+    QVERIFY2(elided.isEmpty(), qPrintable(elided.join(QLatin1String("\n"))));
+  }
+
+  void emptyChartsShowNoTicks() {
+    Dashboard d;
+    d.resize(1280, 800);
+    d.setRuns({});
+    d.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&d));
+    d.refresh();
+    for (const QString& name : {QStringLiteral("loss"), QStringLiteral("scale"), QStringLiteral("accuracy"),
+                                QStringLiteral("throughput"), QStringLiteral("memory")}) {
+      ChartView* v = d.panel(name)->chartView();
+      QVERIFY2(!v->placeholder().isEmpty(), qPrintable(name));
+      QVERIFY2(!v->xAxis()->labelsVisible(), qPrintable(name));
+      QVERIFY2(!v->yAxis()->labelsVisible(), qPrintable(name));
+    }
+    // Data arrives: the ticks come back.
+    d.setRuns(makeRuns(1, 200));
+    d.refresh();
+    QVERIFY(d.lossChart()->chartView()->xAxis()->labelsVisible());
+    QVERIFY(d.lossChart()->chartView()->yAxis()->labelsVisible());
+  }
+
+  // The tracker labels ("tracker 12/2000") sit inside the plot, under the title.
+  void trackerLabelsClearOfTitle() {
+    Dashboard d;
+    d.resize(1024, 560);
+    d.setRuns(makeRuns(8));  // four runs with a scaler: their labels have to make way
+    d.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&d));
+    d.showChart(QStringLiteral("scale"));
+    d.refresh();
+    QApplication::processEvents();
+    ChartView* v = d.scaleChart()->chartView();
+    const QRectF plot = v->chart()->plotArea();
+    int labels = 0;
+    for (QGraphicsItem* item : v->scene()->items()) {
+      auto* t = dynamic_cast<QGraphicsSimpleTextItem*>(item);
+      if (!t || !t->isVisible() || !t->text().startsWith(QLatin1String("tracker"))) continue;
+      ++labels;
+      const QRectF r = t->sceneBoundingRect();
+      QVERIFY2(r.top() >= plot.top() - 0.5, qPrintable(t->text()));
+      QVERIFY2(r.bottom() <= plot.bottom() + 0.5, qPrintable(t->text()));
+    }
+    QVERIFY(labels > 0);
+  }
+
+  // TensorBoard's distributions: a "layers" tab with one heat map per tensor of the focused run.
+  void layersGridShowsEveryTensor() {
+    Dashboard d;
+    d.resize(1280, 800);
+    const QVector<const RunData*> runs = makeRuns(2, 1000);
+    d.setRuns(runs);
+    d.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&d));
+    d.showChart(QStringLiteral("layers"));
+    d.refresh();
+    LayerGridPanel* grid = d.layerGrid();
+    QTRY_VERIFY(grid->isVisible());
+    const std::vector<HistogramRecord>& records = runs[1]->histograms.back().records;  // newest run
+    QCOMPARE(grid->cellTitles().size(), int(records.size()));
+    QVERIFY(grid->cellTitles().first().startsWith(QString::fromStdString(records.front().tensor)));
+    QVERIFY(grid->columnCount() >= 2);  // a grid, not a list, at this width
+    d.setFocusRun(1);
+    QCOMPARE(grid->selectedRun(), 1);
+    QCOMPARE(grid->cellTitles().size(), int(runs[0]->histograms.back().records.size()));
+  }
+
+  void xAxisByEpochAndTime() {
+    Dashboard d;
+    d.resize(1280, 800);
+    const QVector<const RunData*> runs = makeRuns(2, 1000);
+    d.setRuns(runs);
+    d.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&d));
+    d.refresh();
+    ChartView* loss = d.lossChart()->chartView();
+    QVERIFY(loss->xAxis()->max() >= 1000);
+    d.setXAxisMode(XAxisMode::Epoch);
+    d.refresh();
+    const double epochs = runs[0]->series.epoch.last();  // 1000 steps / 50 per epoch
+    QCOMPARE(epochs, 20.0);
+    for (ChartPanel* p : {static_cast<ChartPanel*>(d.lossChart()), static_cast<ChartPanel*>(d.scaleChart()),
+                          static_cast<ChartPanel*>(d.throughputChart()), static_cast<ChartPanel*>(d.memoryChart()),
+                          static_cast<ChartPanel*>(d.accuracyChart())}) {
+      QValueAxis* x = p->chartView()->xAxis();
+      QVERIFY2(x->max() >= epochs && x->max() <= epochs * 1.25, qPrintable(p->name()));
+      QCOMPARE(x->titleText(), QStringLiteral("epoch"));
+    }
+    d.setXAxisMode(XAxisMode::WallTime);
+    d.refresh();
+    const double seconds = std::max(runs[0]->series.wallS.last(), runs[1]->series.wallS.last());
+    QValueAxis* x = loss->xAxis();
+    QVERIFY2(x->max() >= seconds && x->max() <= seconds * 1.25,
+             qPrintable(QStringLiteral("%1 vs %2").arg(x->max()).arg(seconds)));
+    QCOMPARE(x->titleText(), QStringLiteral("training time (s)"));
+    // Sub-unit ticks print decimals: no "0 0 1 1 1".
+    if (x->tickInterval() < 1) QVERIFY(x->labelFormat() != QStringLiteral("%.0f"));
+  }
+};
+
+QTEST_MAIN(TestChartsReadability)
+#include "tst_charts_readability.moc"
