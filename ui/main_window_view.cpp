@@ -29,7 +29,7 @@ void MainWindow::setPresentationScale(double f) {
   if (font.pointSizeF() > 0) font.setPointSizeF(m_baseFont.pointSizeF() * f);
   else font.setPixelSize(std::max(1, int(m_baseFont.pixelSize() * f + 0.5)));
   QApplication::setFont(font);
-  // (dashboard scale wired after the charts land)
+  m_dashboard->setPresentationScale(f);
   m_actions.zoomIn->setEnabled(f < kMaxPresentationScale);
   m_actions.zoomOut->setEnabled(f > kMinPresentationScale);
   m_actions.zoomReset->setEnabled(f != 1.0);
