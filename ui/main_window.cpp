@@ -8,6 +8,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
+#include <QScrollArea>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QToolBar>
@@ -96,7 +97,13 @@ void MainWindow::buildDocks() {
   m_experimentDock->raise();
   m_runsDock = dock(tr("Runs"), QStringLiteral("runsDock"), m_runsPanel, Qt::BottomDockWidgetArea);
   m_logDock = dock(tr("Event log"), QStringLiteral("logDock"), m_log, Qt::BottomDockWidgetArea);
-  m_inspectorDock = dock(tr("Inspector"), QStringLiteral("inspectorDock"), m_inspectorTabs, Qt::BottomDockWidgetArea);
+  // In a scroll area: the number inspector's table and notes would otherwise set the bottom
+  // row's minimum height, and with it the window's (663 px: too tall for a 1024x640 screen).
+  auto* inspectorScroll = new QScrollArea(this);
+  inspectorScroll->setWidget(m_inspectorTabs);
+  inspectorScroll->setWidgetResizable(true);
+  inspectorScroll->setFrameShape(QFrame::NoFrame);
+  m_inspectorDock = dock(tr("Inspector"), QStringLiteral("inspectorDock"), inspectorScroll, Qt::BottomDockWidgetArea);
   splitDockWidget(m_runsDock, m_logDock, Qt::Horizontal);
   // The trace has ten columns: it shares the wide slot with the runs table.
   tabifyDockWidget(m_runsDock, m_inspectorDock);

@@ -66,7 +66,7 @@ void MainWindow::fitDocksToWindow() {
   const int h = height(), w = width();
   if (std::abs(h - m_fittedHeight) < 40) return;
   m_fittedHeight = h;
-  const int bottom = std::clamp(int(h * 0.3), 150, 420);
+  const int bottom = std::clamp(int(h * 0.28), 140, 420);
   const int side = std::clamp(int(w * 0.26), 270, 420);
   resizeDocks({m_runsDock}, {bottom}, Qt::Vertical);
   resizeDocks({m_experimentDock}, {side}, Qt::Horizontal);

@@ -38,8 +38,10 @@ QString fractionsLine(const QString& label, const ExponentHistogram& h) {
 QString roundingLine(const HistogramRecord& r) {
   const std::int64_t total = r.scaled.total;
   if (r.flushedToZero >= 0 && total > 0) {
-    return QCoreApplication::translate("amp::ui::HistogramView", "rounding to %1: flushed to 0: %2 · rounded to inf: %3")
-        .arg(QString::fromLatin1(dtypeName(r.dtype).data()), percent(double(r.flushedToZero) / double(total)),
+    // The rounding measured is to the 16-bit compute dtype, also for gradients stored in fp32
+    // (AMP's weight gradients are 16-bit products widened), so the line names no storage dtype.
+    return QCoreApplication::translate("amp::ui::HistogramView", "rounding in 16 bits: flushed to 0: %1 · rounded to inf: %2")
+        .arg(percent(double(r.flushedToZero) / double(total)),
              percent(double(std::max<std::int64_t>(r.roundedToInf, 0)) / double(total)));
   }
   return QCoreApplication::translate("amp::ui::HistogramView",

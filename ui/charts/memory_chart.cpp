@@ -76,7 +76,9 @@ MemoryChart::MemoryChart(QWidget* parent)
   m_peakView->setInteractive(false);
   m_peakView->setRubberBand(QChartView::NoRubberBand);
   m_peakAxis = new QBarCategoryAxis(m_peakView);
-  for (int c = 0; c < kMemCategoryCount; ++c) m_peakAxis->append(categoryLabel(c));
+  // Short names: Qt Charts gives a y axis at most ~40% of the chart's width and elides longer
+  // labels to "…" ("master weights" did in a 1920x1080 window).
+  for (int c = 0; c < kMemCategoryCount; ++c) m_peakAxis->append(categoryShortLabel(c));
   m_peakView->addAxis(m_peakAxis, Qt::AlignLeft);
   m_peakValues = new QValueAxis(m_peakView);
   m_peakValues->setLabelFormat(QStringLiteral("%g"));
