@@ -113,6 +113,14 @@ class TestChartsLegend : public QObject {
     const LegendNames shared = splitLegendNames({"spirals-mlp · fp32", "spirals-mlp · AMP fp16"}, {1, 2});
     QCOMPARE(shared.common, QStringLiteral("spirals-mlp"));
     QCOMPARE(shared.distinct, QStringList({"fp32", "AMP fp16"}));
+    // A lesson's variants keep their whole labels: the heading read "pure-fp16 … fp16" over
+    // "pure" and "amp" when the shared "_fp16" tail was cut too.
+    const LegendNames lesson = splitLegendNames({"pure-fp16/pure_fp16", "pure-fp16/amp_fp16"}, {1, 2});
+    QCOMPARE(lesson.common, QStringLiteral("pure-fp16"));
+    QCOMPARE(lesson.distinct, QStringList({"pure_fp16", "amp_fp16"}));
+    // With no shared head, a shared tail is still said once.
+    const LegendNames tails = splitLegendNames({"fp32 run", "bf16 run"}, {1, 2});
+    QCOMPARE(tails.distinct, QStringList({"fp32", "bf16"}));
   }
 
   // Colours repeated after about 8 runs: 16 distinct, then run 17 keeps colour 1 but is dashed.

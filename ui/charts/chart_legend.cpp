@@ -54,7 +54,9 @@ LegendNames splitLegendNames(const QStringList& names, const QList<int>& ids) {
   out.distinct = names;
   if (names.size() >= 2) {
     const int pre = sharedPrefix(names);
-    const int suf = sharedPrefix(reversed(names));
+    // A shared tail is dropped only when there is no shared head: "pure-fp16/pure_fp16" and
+    // "pure-fp16/amp_fp16" read "pure-fp16: pure_fp16, amp_fp16", not "pure-fp16 … fp16: pure, amp".
+    const int suf = pre > 0 ? 0 : sharedPrefix(reversed(names));
     bool restsOk = true;
     QStringList rests;
     for (const QString& s : names) {

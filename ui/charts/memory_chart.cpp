@@ -79,6 +79,9 @@ MemoryChart::MemoryChart(QWidget* parent)
   // Short names: Qt Charts gives a y axis at most ~40% of the chart's width and elides longer
   // labels to "…" ("master weights" did in a 1920x1080 window).
   for (int c = 0; c < kMemCategoryCount; ++c) m_peakAxis->append(categoryShortLabel(c));
+  // Qt 6 truncates category labels to "…" whenever it judges them long, however much room the
+  // chart has ("weights" was elided at 1920x1080): the six short names always fit.
+  m_peakAxis->setTruncateLabels(false);
   m_peakView->addAxis(m_peakAxis, Qt::AlignLeft);
   m_peakValues = new QValueAxis(m_peakView);
   m_peakValues->setLabelFormat(QStringLiteral("%g"));
