@@ -21,6 +21,7 @@
 #include "ui/event_log_view.h"
 #include "ui/format_inspector_view.h"
 #include "ui/main_window.h"
+#include "ui/runs_model.h"
 #include "ui/runs_panel.h"
 #include "ui/theme.h"
 
@@ -174,6 +175,26 @@ class TestDemoWindow : public QObject {
     QVERIFY2(window()->statusBar()->currentMessage().contains(QStringLiteral("needs ≈")),
              qPrintable(window()->statusBar()->currentMessage()));
     QTRY_VERIFY_WITH_TIMEOUT(m_session->controller()->activeCount() == 0, 30000);
+  }
+
+  // lr=1e9: NaN loss from step 2, 149 of 150 steps skipped, the scale down to 2^-133, and the
+  // run ended "finished" with 149 event lines. Now: diverged, red, named, a few lines.
+  void aLossThatStaysNonFiniteIsADivergedRun() {
+    test::apply(panel(), test::tinySpirals(150));
+    test::apply(panel(), {{"optimizer.name", "sgd"}, {"optimizer.lr", "1e9"}, {"model.activation", "relu"}});
+    QVERIFY2(panel()->isValid(), qPrintable(panel()->problem()));
+    window()->actions().start->trigger();
+    ui::RunData* run = m_session->controller()->run(m_session->controller()->runs().last()->id);
+    QTRY_VERIFY_WITH_TIMEOUT(run->status != ui::RunStatus::Queued && run->status != ui::RunStatus::Running, 30000);
+    QCOMPARE(run->status, ui::RunStatus::Diverged);
+    QVERIFY2(run->statusDetail.contains(QStringLiteral("non-finite loss")), qPrintable(run->statusDetail));
+    QVERIFY2(run->statusDetail.contains(QStringLiteral("first non-finite tensor")), qPrintable(run->statusDetail));
+    QVERIFY(run->series.size() < 20);  // stopped soon after the streak, not at step 150
+    QVERIFY2(run->events.size() <= 8, qPrintable(run->events.join(QLatin1Char('\n'))));
+    ui::RunsModel* model = window()->runsModel();
+    const QModelIndex status = model->index(model->rowOf(run->id), ui::RunsModel::Status);
+    QCOMPARE(model->data(status, Qt::DisplayRole).toString(), QStringLiteral("diverged"));
+    QCOMPARE(model->data(status, Qt::ForegroundRole).value<QBrush>().color(), ui::errorColor());
   }
 
   // After "abc", the bf16 row kept the facts of the previous number.
