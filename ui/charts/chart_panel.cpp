@@ -310,4 +310,13 @@ void ChartPanel::tagSeries(QAbstractSeries* series, const QString& run, const QS
   series->setProperty("ampNoHover", !hover);
 }
 
+const RunData* ChartPanel::visibleRunOrNewestWithHistograms(int id) const {
+  const QVector<const RunData*> runs = visibleRuns();
+  for (const RunData* r : runs)
+    if (r->id == id) return r;
+  for (auto it = runs.rbegin(); it != runs.rend(); ++it)
+    if (!(*it)->histograms.empty()) return *it;
+  return runs.isEmpty() ? nullptr : runs.last();
+}
+
 }  // namespace amp::ui

@@ -76,6 +76,9 @@ class ChartPanel : public QWidget {
 
   const QVector<const RunData*>& runs() const { return m_runs; }
   QVector<const RunData*> visibleRuns() const;
+  // The visible run with this id; else the newest visible run that has histograms (the one just
+  // started), else the newest: what the histogram panels show when no run was chosen.
+  const RunData* visibleRunOrNewestWithHistograms(int id) const;
   // Wires a view's signals (re-decimate on zoom/resize, context-menu export).
   void connectView(ChartView* view);
 

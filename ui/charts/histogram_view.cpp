@@ -140,15 +140,7 @@ void HistogramView::setDomain(Domain domain) {
   refreshNow();
 }
 
-const RunData* HistogramView::selected() const {
-  const QVector<const RunData*> runs = visibleRuns();
-  for (const RunData* r : runs)
-    if (r->id == m_selectedId) return r;
-  // By default the newest run that has histograms (the one just started), else the newest.
-  for (auto it = runs.rbegin(); it != runs.rend(); ++it)
-    if (!(*it)->histograms.empty()) return *it;
-  return runs.isEmpty() ? nullptr : runs.last();
-}
+const RunData* HistogramView::selected() const { return visibleRunOrNewestWithHistograms(m_selectedId); }
 
 const HistogramRecord* HistogramView::findRecord(const HistogramFrame& frame) const {
   for (const HistogramRecord& r : frame.records)

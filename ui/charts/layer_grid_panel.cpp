@@ -79,14 +79,7 @@ void LayerGridPanel::setSelectedRun(int runId) {
   refreshNow();
 }
 
-const RunData* LayerGridPanel::selected() const {
-  const QVector<const RunData*> runs = visibleRuns();
-  for (const RunData* r : runs)
-    if (r->id == m_selectedId) return r;
-  for (auto it = runs.rbegin(); it != runs.rend(); ++it)
-    if (!(*it)->histograms.empty()) return *it;
-  return runs.isEmpty() ? nullptr : runs.last();
-}
+const RunData* LayerGridPanel::selected() const { return visibleRunOrNewestWithHistograms(m_selectedId); }
 
 void LayerGridPanel::rebuildSeries() {
   const QSignalBlocker block(m_runBox);
