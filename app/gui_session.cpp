@@ -152,6 +152,7 @@ bool GuiSession::startScreenshot(const QString& lesson, const QString& outPath, 
     QTimer::singleShot(300, this, &GuiSession::saveScreenshot);
   }, Qt::SingleShotConnection);
   if (!m_window->runLesson(lesson)) return false;
+  m_window->speedControl()->setStepsPerSecond(0);  // a screenshot waits for the end, not a class
   return true;
 }
 

@@ -264,7 +264,17 @@ bool MainWindow::runLesson(const QString& name) {
     m_experimentDock->raise();
     return false;
   }
-  return requestRuns(lessonConfigs(name), false, name);
+  if (!requestRuns(lessonConfigs(name), false, name)) return false;
+  // A lesson that would be over in a second runs at a pace a class can follow; the slider shows
+  // it and takes the runs back to full speed at any time.
+  const Preset* p = findPreset(name.toStdString());
+  if (p && p->demoPace > 0) {
+    m_speed->setStepsPerSecond(p->demoPace);
+    statusBar()->showMessage(tr("'%1' runs at %2 for the class to follow; the Speed slider changes it live.")
+                                 .arg(QString::fromStdString(p->title), SpeedControl::paceText(m_speed->stepsPerSecond())),
+                             8000);
+  }
+  return true;
 }
 
 bool MainWindow::requestRuns(const QVector<RunConfig>& configs, bool paused, const QString& lesson) {

@@ -83,7 +83,7 @@ std::vector<Preset> build() {
                                     {"train.inject_nonfinite", "30,31,90"}});
                  return o;
                }(),
-               {}, false, {}, "weight_grad|4.weight", ""});
+               {}, false, {}, "weight_grad|4.weight", "", /*demoPace=*/50});
   v.push_back({"bf16-no-scaler", "bf16 needs no loss scaler",
                "bf16 has fp32's 8 exponent bits: the same tiny gradients that vanish in fp16 "
                "survive in bf16 without any scaling (with 3 fewer mantissa bits than fp16).",
@@ -110,7 +110,7 @@ std::vector<Preset> build() {
                  return o;
                }(),
                {{"pure_fp16", {{"amp.mode", "pure_fp16"}}}, {"amp_fp16", {{"amp.mode", "fp16"}}}},
-               false, {}, "weight_grad|2.weight", "pure_fp16"});
+               false, {}, "weight_grad|2.weight", "pure_fp16", /*demoPace=*/200});
   v.push_back({"fmnist-mlp", "Fashion-MNIST MLP",
                "784-256-256-10 with ReLU, Adam 1e-3, batch 128, 5 epochs: the same recipe as "
                "the PyTorch reference script; compare fp32, fp16 and bf16 accuracy and speed.",
@@ -138,7 +138,7 @@ std::vector<Preset> build() {
                 {"model.hidden", "64,64"}, {"model.activation", "tanh"}, {"optimizer.name", "adam"},
                 {"optimizer.lr", "0.01"}, {"train.batch_size", "100"}, {"train.steps", "1000"},
                 {"train.eval_every", "50"}, {"train.histogram_every", "20"}, {"amp.mode", "fp16"}},
-               {}, false, {}, "weight_grad|0.weight", ""});
+               {}, false, {}, "weight_grad|0.weight", "", /*demoPace=*/100});
   return v;
 }
 

@@ -32,6 +32,10 @@ struct Preset {
   // ("" = the first run). The app opens the histogram there when the lesson starts.
   std::string focus{};
   std::string focusVariant{};
+  // Steps per second the app starts the lesson at, so a class can follow it as it happens (the
+  // overflow lesson's skipped steps, the spirals being learned); 0: full speed. The Speed slider
+  // shows it and changes it live; the CLI and screenshots ignore it.
+  double demoPace = 0;
 };
 
 const std::vector<Preset>& presets();

@@ -5,6 +5,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
 #include <QStatusBar>
@@ -23,6 +24,7 @@
 #include "ui/main_window.h"
 #include "ui/runs_model.h"
 #include "ui/runs_panel.h"
+#include "ui/speed_control.h"
 #include "ui/theme.h"
 
 using namespace amp;
@@ -195,6 +197,21 @@ class TestDemoWindow : public QObject {
     const QModelIndex status = model->index(model->rowOf(run->id), ui::RunsModel::Status);
     QCOMPARE(model->data(status, Qt::DisplayRole).toString(), QStringLiteral("diverged"));
     QCOMPARE(model->data(status, Qt::ForegroundRole).value<QBrush>().color(), ui::errorColor());
+  }
+
+  // The overflow lesson was over in about a second, before Pause could be pressed.
+  void aShortLessonRunsAtAPaceAClassCanFollow() {
+    QVERIFY(window()->loadLesson(QStringLiteral("overflow")));
+    panel()->setFieldValue("train.steps", "40");
+    QElapsedTimer t;
+    t.start();
+    QVERIFY(window()->runLesson(QStringLiteral("overflow")));
+    QCOMPARE(window()->speedControl()->stepsPerSecond(), 50.0);
+    ui::RunData* run = m_session->controller()->run(m_session->controller()->runs().last()->id);
+    QTRY_COMPARE_WITH_TIMEOUT(run->status, ui::RunStatus::Finished, 20000);
+    // 40 steps at 50 per second: 0.8 s (at full speed about 0.15 s here).
+    QVERIFY2(t.elapsed() >= 700, qPrintable(QString::number(t.elapsed())));
+    window()->speedControl()->setStepsPerSecond(0);
   }
 
   // After "abc", the bf16 row kept the facts of the previous number.
