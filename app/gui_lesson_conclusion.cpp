@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine/config/presets.h"
+#include "engine/core/memory_tracker.h"
 #include "engine/train/event_text.h"
 #include "ui/run_data.h"
 
@@ -32,12 +33,6 @@ double meanOf(const QVector<double>& v) {
   double sum = 0;
   for (double x : v) sum += x;
   return sum / v.size();
-}
-
-double medianOf(QVector<double> v) {
-  if (v.isEmpty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 QString tensorName(const QString& key) { return key.section(QLatin1Char('|'), 1); }
@@ -88,19 +83,24 @@ QString lostUpdatesConclusion(const QVector<const ui::RunData*>& runs) {
   return parts.join(QStringLiteral("; "));
 }
 
-// fp32 vs fp16 vs bf16: final loss (and accuracy), and the median step time against fp32's.
+// fp32 vs fp16 vs bf16: final loss (and accuracy), the median step time and the peak memory
+// against fp32's, the figures the runs table shows (its summary: warm-up steps left out).
 QString modesConclusion(const QVector<const ui::RunData*>& runs) {
   const ui::RunData* fp32 = nullptr;
   for (const ui::RunData* r : runs)
     if (r->config.mode == PrecisionMode::Fp32) fp32 = r;
-  const double baseMs = fp32 ? medianOf(fp32->series.stepMs) : 0;
+  const RunSummary base = fp32 ? fp32->summary.summary() : RunSummary{};
   QStringList parts;
   for (const ui::RunData* r : runs) {
+    const RunSummary s = r->summary.summary();
     QString part = tr("%1 reached loss %2").arg(variantLabel(*r), lossText(*r));
     if (!r->series.testAcc.isEmpty()) part += tr(", accuracy %1").arg(percent(r->series.testAcc.last()));
-    const double ms = medianOf(r->series.stepMs);
-    part += tr(", %1 ms/step").arg(ms, 0, 'g', 3);
-    if (baseMs > 0 && r != fp32 && ms > 0) part += tr(" (%1x fp32's speed)").arg(baseMs / ms, 0, 'f', 2);
+    part += tr(", %1 ms/step").arg(s.medianStepMs, 0, 'f', 2);
+    if (base.medianStepMs > 0 && r != fp32 && s.medianStepMs > 0)
+      part += tr(" (%1x fp32's speed)").arg(base.medianStepMs / s.medianStepMs, 0, 'f', 2);
+    const double peak = double(s.peakMemory.totalPeak), basePeak = double(base.peakMemory.totalPeak);
+    part += tr(", peak memory %1").arg(QString::fromStdString(formatBytes(std::int64_t(peak))));
+    if (basePeak > 0 && r != fp32 && peak > 0) part += tr(" (%1x fp32's)").arg(peak / basePeak, 0, 'f', 2);
     parts << part;
   }
   return parts.join(QStringLiteral("; "));

@@ -12,6 +12,7 @@
 #include "ui/charts/histogram_view.h"
 #include "ui/event_log_view.h"
 #include "ui/main_window.h"
+#include "ui/runs_model.h"
 
 using namespace amp;
 
@@ -111,6 +112,19 @@ class TestLessons : public QObject {
     for (const char* label : {"fp32 reached loss", "fp16 reached loss", "bf16 reached loss", "x fp32's speed"})
       QVERIFY2(log.contains(QLatin1String(label)), qPrintable(log.right(600)));
     QCOMPARE(window()->dashboard()->histogramView()->selectedTensor(), QStringLiteral("activation|0"));
+    // The conclusion's figures are the runs table's: its step time (warm-up left out) and the
+    // peak memory the text's claim is about (it said 46.6 ms where the table said 45.59).
+    ui::RunsModel* model = window()->runsModel();
+    for (const QString& v : {QStringLiteral("fp16"), QStringLiteral("bf16")}) {
+      const ui::RunData* r = runNamed(QLatin1Char('/') + v);
+      QVERIFY(r);
+      const int row = model->rowOf(r->id);
+      const QString ms = model->data(model->index(row, ui::RunsModel::MsPerStep), Qt::DisplayRole).toString();
+      QVERIFY2(log.contains(QStringLiteral("%1 reached loss").arg(v)) &&
+                   log.contains(QStringLiteral(", %1 ms/step").arg(ms)),
+               qPrintable(ms + QLatin1String(" | ") + log.right(600)));
+    }
+    QVERIFY2(log.contains(QLatin1String("x fp32's)")) && log.contains(QLatin1String("peak memory")), qPrintable(log.right(600)));
   }
 
   void overflowLessonCountsItsSkips() {
