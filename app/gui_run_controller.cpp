@@ -193,6 +193,11 @@ void RunController::shutdown() {
   for (auto& a : m_active) a.worker->cancel();
   for (auto& a : m_active) a.worker->wait();
   for (auto& a : m_active) {
+    // What the worker trained since the last drain (up to a second of steps) and an open streak
+    // of skipped steps belong to the run: the session saved on close must hold what was shown.
+    bool updated = false;
+    drainRun(a, updated);
+    log(a.run, a.skips.finish());
     if (a.run->status == ui::RunStatus::Running || a.run->status == ui::RunStatus::Paused)
       a.run->status = ui::RunStatus::Stopped;
     delete a.worker;
@@ -286,6 +291,9 @@ void RunController::onRunPaused(TrainingWorker* w, qint64 stepsDone) {
   if (!a) return;
   bool updated = false;
   drainRun(*a, updated);  // the steps before the pause are in the buffer: show them all
+  // A paused run is being looked at (often one step at a time): no skipped step stays hidden in
+  // an open streak.
+  log(a->run, a->skips.finish());
   if (updated) emit runsUpdated();
   if (w->pauseRequested()) setStatus(a->run, ui::RunStatus::Paused);
   Q_UNUSED(stepsDone);

@@ -114,10 +114,13 @@ QString GuiSession::lastSessionPath() {
 }
 
 void GuiSession::autosaveSession() {
-  if (!m_persist) return;
+  if (!m_persist || !m_ownsLastSession) return;
   const QString path = lastSessionPath();
-  if (m_window->lastCloseChoice() == ui::MainWindow::CloseChoice::Discarded || m_controller->runs().isEmpty()) {
-    QFile::remove(path);  // the user chose to lose them, or there is nothing: start fresh next time
+  // "Quit without saving" discards this session's new runs, not the ones it reopened.
+  if (m_window->lastCloseChoice() == ui::MainWindow::CloseChoice::Discarded)
+    for (int id : m_window->unsavedRunIds()) m_controller->removeRun(id);
+  if (m_controller->runs().isEmpty()) {
+    QFile::remove(path);  // nothing to reopen: the next start is a fresh one
     return;
   }
   QDir().mkpath(QFileInfo(path).absolutePath());
@@ -130,6 +133,7 @@ void GuiSession::autosaveSession() {
 }
 
 int GuiSession::restoreLastSession() {
+  m_ownsLastSession = true;
   const QString path = lastSessionPath();
   if (!QFileInfo::exists(path)) return 0;
   try {

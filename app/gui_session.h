@@ -32,9 +32,10 @@ class GuiSession : public QObject {
   // (and emits nothing) if the lesson is unknown or its settings are invalid.
   bool startScreenshot(const QString& lesson, const QString& outPath, qint64 steps = 0);
 
-  // The last session: when the window closes (with persistSettings), its runs, event logs and
-  // settings are written to lastSessionPath(), unless the user chose "Quit without saving"; the
-  // next start reopens them. Returns the number of runs restored (0: none, or none to restore).
+  // The last session: a window that reopened it (this call, made at a plain start) writes its
+  // runs and event logs back to lastSessionPath() when it closes, less the runs the user chose
+  // "Quit without saving" for; the next plain start reopens them. A window started on a lesson or
+  // a file never called this and leaves the last session as it was. Returns the runs restored.
   int restoreLastSession();
   static QString lastSessionPath();
 
@@ -51,6 +52,7 @@ class GuiSession : public QObject {
   std::unique_ptr<GuiFiles> m_files;
   QString m_screenshotPath;
   bool m_persist;
+  bool m_ownsLastSession = false;  // restoreLastSession() ran: closing writes the session back
 };
 
 // What the CPU backend runs natively and what it emulates (Backend::description()), and why

@@ -172,7 +172,10 @@ void TrainingWorker::run() {
   }
   QStringList summary;
   for (const auto& line : trainer->modelSummary()) summary << QString::fromStdString(line);
-  emit runStarted(trainer->totalSteps(), trainer->batchesPerEpoch(), backendName, backendInfo,
+  // Optimizer steps per epoch (the x axis counts steps): each takes `accumulation` batches.
+  const qint64 stepsPerEpoch =
+      std::max<qint64>(1, trainer->batchesPerEpoch() / std::max(1, trainer->config().train.accumulation));
+  emit runStarted(trainer->totalSteps(), stepsPerEpoch, backendName, backendInfo,
                   computePath, summary);
   trainer->requestTrace();  // the first step's trace, so the inspector has something to show
 

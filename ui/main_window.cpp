@@ -161,6 +161,9 @@ void MainWindow::connectActions() {
   connect(m_actions.trace, &QAction::triggered, this, [this] {
     const RunData* target = targetRun();
     if (!target) return;
+    // The inspector follows the selected run: select the traced one, so its trace is what shows
+    // (an ended run selected would otherwise keep its old trace on screen).
+    if (m_runsPanel->selectedRunId() != target->id) m_runsPanel->selectRun(target->id);
     emit traceRequested(target->id);
     m_inspectorDock->raise();
     m_inspectorTabs->setCurrentWidget(m_trace);
@@ -267,9 +270,10 @@ bool MainWindow::runLesson(const QString& name) {
   if (!requestRuns(lessonConfigs(name), false, name)) return false;
   // A lesson that would be over in a second runs at a pace a class can follow; the slider shows
   // it and takes the runs back to full speed at any time.
+  // Every lesson sets the pace, full speed included: one lesson's pace must not slow the next.
   const Preset* p = findPreset(name.toStdString());
+  m_speed->setStepsPerSecond(p ? p->demoPace : 0);
   if (p && p->demoPace > 0) {
-    m_speed->setStepsPerSecond(p->demoPace);
     statusBar()->showMessage(tr("'%1' runs at %2 for the class to follow; the Speed slider changes it live.")
                                  .arg(QString::fromStdString(p->title), SpeedControl::paceText(m_speed->stepsPerSecond())),
                              8000);

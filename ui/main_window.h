@@ -84,6 +84,7 @@ class MainWindow : public QMainWindow {
 
   // Runs trained in this session and not yet saved in an experiment file: closing asks first.
   int unsavedRunCount() const { return int(m_unsaved.size()); }
+  QList<int> unsavedRunIds() const { return m_unsaved.values(); }
   void markRunsSaved() { m_unsaved.clear(); }
   // How "Save" in the close confirmation saves (a file dialog, then the experiment file); true
   // when it saved. Without one, the confirmation offers no Save.

@@ -299,7 +299,10 @@ void RunsPanel::showContextMenu(const QPoint& pos) {
   if (m_model->baselineId() != 0)
     menu.addAction(tr("Baseline: each group's fp32 run"), this, [this] { m_model->setBaselineId(0); });
   menu.addAction(tr("Load its settings into the experiment"), this,
-                 [this, r] { emit loadSettingsRequested(r->config); });
+                 [this, id = r->id] {
+                   // By id: the run may have ended and been removed while the menu was open.
+                   if (const RunData* run = runWithId(id)) emit loadSettingsRequested(run->config);
+                 });
   menu.addAction(m_compare);
   menu.addSeparator();
   menu.addAction(m_selectGroup);

@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <limits>
+#include <type_traits>
 #include <cstdlib>
 #include <sstream>
 
@@ -78,11 +80,27 @@ std::string choiceOf(const std::string& key, const std::string& v,
   fail(key, "one of " + list, v);
 }
 
+// An integer that fits the member it goes to: a cast would wrap (model.layers=4294967299 trained
+// 3 layers) or turn seed=-1 into another seed, and the saved config would not say so.
+template <class T>
+T inRange(const std::string& key, const std::string& v, std::int64_t x) {
+  const bool low = std::is_signed_v<T> ? x < std::int64_t(std::numeric_limits<T>::min()) : x < 0;
+  const bool high = x >= 0 && std::uint64_t(x) > std::uint64_t(std::numeric_limits<T>::max());
+  if (low || high)
+    fail(key, "an integer from " + std::to_string(std::numeric_limits<T>::min()) + " to " +
+                  std::to_string(std::numeric_limits<T>::max()),
+         v);
+  return static_cast<T>(x);
+}
+
 // Table-building helpers: a key bound to a member through a pointer-returning lambda.
 template <class Get>
 ConfigKey intKey(std::string key, std::string help, Get ref) {
   return {key, "int", std::move(help), {},
-          [key, ref](RunConfig& c, const std::string& v) { *ref(c) = static_cast<std::remove_reference_t<decltype(*ref(c))>>(parseInt(key, v)); },
+          [key, ref](RunConfig& c, const std::string& v) {
+            using T = std::remove_reference_t<decltype(*ref(c))>;
+            *ref(c) = inRange<T>(key, v, parseInt(key, v));
+          },
           [ref](const RunConfig& c) { return std::to_string(*ref(const_cast<RunConfig&>(c))); }};
 }
 template <class Get>
@@ -248,7 +266,10 @@ std::optional<std::string> validateRunConfig(const RunConfig& c) {
   if (!std::isfinite(t.lossWeight) || !(t.lossWeight > 0)) return "train.loss_weight must be a finite number > 0";
   if (t.histogramEvery < 0) return "train.histogram_every must be >= 0";
   if (t.evalEvery < 0) return "train.eval_every must be >= 0";
-  if (t.threads < 0) return "train.threads must be >= 0";
+  // OpenMP crashed (SIGSEGV) creating 100000 threads; more threads than this helps no CPU.
+  if (t.threads < 0 || t.threads > kMaxTrainThreads)
+    return "train.threads must be from 0 (all cores) to " + std::to_string(kMaxTrainThreads) + ", got " +
+           std::to_string(t.threads);
   for (auto s : t.injectNonFinite)
     if (s <= 0) return "train.inject_nonfinite steps are 1-based and must be > 0";
   if (auto e = validate(c.scaler)) return e;

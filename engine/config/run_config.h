@@ -15,6 +15,10 @@
 
 namespace amp {
 
+// More CPU threads than any machine this runs on has cores (validateRunConfig refuses more).
+inline constexpr int kMaxTrainThreads = 1024;
+
+
 enum class PrecisionMode : std::uint8_t {
   Fp32,      // no autocast
   AmpFp16,   // autocast fp16 + fp32 master weights (+ loss scaling)
@@ -54,7 +58,7 @@ struct TrainConfig {
   std::vector<std::int64_t> injectNonFinite;  // 1-based steps with a forced inf gradient
   std::string injectParam;         // parameter to corrupt ("" = the last weight)
   std::string postUnscaleCheck = "warn";  // warn | skip: non-finite after unscale (scale < 1)
-  int threads = 0;                 // 0 = all cores
+  int threads = 0;                 // 0 = all cores; at most kMaxTrainThreads
 };
 
 struct CheckpointConfig {

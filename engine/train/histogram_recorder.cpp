@@ -44,7 +44,10 @@ void HistogramRecorder::activationGrad(const std::string& layer, const Tensor& d
 }
 
 void HistogramRecorder::weightGradRounding(const std::string& param, const RoundingCounts& c) {
-  m_weightRounding[param] += c;
+  // One count per gradient element: with gradient accumulation each micro-batch's product is
+  // rounded on its own, and summing them would count each element once per micro-batch (a
+  // "300%" flushed); the histogram's gradient is the accumulated one, so the last product stands.
+  m_weightRounding[param] = c;
 }
 
 void HistogramRecorder::inputGradRounding(const RoundingCounts& c) {

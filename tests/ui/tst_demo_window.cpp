@@ -211,7 +211,12 @@ class TestDemoWindow : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(run->status, ui::RunStatus::Finished, 20000);
     // 40 steps at 50 per second: 0.8 s (at full speed about 0.15 s here).
     QVERIFY2(t.elapsed() >= 700, qPrintable(QString::number(t.elapsed())));
-    window()->speedControl()->setStepsPerSecond(0);
+    // The next lesson sets its own pace, full speed included: overflow's must not slow it.
+    QVERIFY(window()->loadLesson(QStringLiteral("underflow")));
+    panel()->setFieldValue("train.steps", "5");
+    QVERIFY(window()->runLesson(QStringLiteral("underflow")));
+    QCOMPARE(window()->speedControl()->stepsPerSecond(), 0.0);
+    QTRY_VERIFY_WITH_TIMEOUT(m_session->controller()->activeCount() == 0, 30000);
   }
 
   // After "abc", the bf16 row kept the facts of the previous number.
@@ -265,6 +270,7 @@ class TestDemoWindow : public QObject {
     QFile::remove(gui::GuiSession::lastSessionPath());
     {
       gui::GuiSession s(/*persistSettings=*/true);
+      QCOMPARE(s.restoreLastSession(), 0);  // a plain start: nothing yet
       s.window()->show();
       ui::RunData* run = runToEnd(s, 12);
       QVERIFY(run);
@@ -279,10 +285,25 @@ class TestDemoWindow : public QObject {
       QCOMPARE(back->series.size(), 12);
       QVERIFY(!s.window()->eventLog()->plainText().isEmpty());
       QCOMPARE(s.window()->unsavedRunCount(), 0);
-      // "Quit without saving" means it: nothing comes back the next time.
+      // "Quit without saving" discards the new run, not the one this session reopened.
       ui::RunData* again = runToEnd(s, 5);
       QVERIFY(again);
       test::answerNextMessageBox(QStringLiteral("Quit without saving"));
+      s.window()->close();
+    }
+    {
+      // A start on a lesson (or a file) does not reopen the session, and so leaves it alone.
+      gui::GuiSession s(true);
+      QVERIFY(runToEnd(s, 3));
+      s.window()->markRunsSaved();
+      s.window()->close();
+    }
+    {
+      gui::GuiSession s(true);
+      QCOMPARE(s.restoreLastSession(), 1);
+      QCOMPARE(s.controller()->runs().first()->series.size(), 12);
+      // Removing every run and closing leaves nothing to reopen.
+      s.controller()->removeRun(s.controller()->runs().first()->id);
       s.window()->close();
     }
     QVERIFY(!QFile::exists(gui::GuiSession::lastSessionPath()));

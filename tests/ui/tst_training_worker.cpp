@@ -146,7 +146,18 @@ class TestTrainingWorker : public QObject {
     w.start();
     QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 10000);
     QCOMPARE(started.size(), 1);
-    QVERIFY(started[0][1].toLongLong() > 0);
+    const qint64 perEpoch = started[0][1].toLongLong();
+    QVERIFY(perEpoch > 0);
+    // Optimizer steps per epoch, not batches: with 2 micro-batches a step, half as many (the
+    // epoch axis showed 5 epochs as 1.25 with accumulation=4).
+    RunConfig c = tinyConfig(3);
+    c.train.accumulation = 2;
+    TrainingWorker w2(c);
+    QSignalSpy started2(&w2, &TrainingWorker::runStarted);
+    QSignalSpy ended2(&w2, &TrainingWorker::runEnded);
+    w2.start();
+    QTRY_COMPARE_WITH_TIMEOUT(ended2.size(), 1, 10000);
+    QCOMPARE(started2[0][1].toLongLong(), std::max<qint64>(1, perEpoch / 2));
   }
 
   void constructionErrorsFailTheRun() {

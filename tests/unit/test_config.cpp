@@ -126,3 +126,45 @@ TEST(Config, NumbersIgnoreTheLocale) {
   std::setlocale(LC_NUMERIC, saved.c_str());
   EXPECT_EQ(c.optimizer.lr, 0.5);
 }
+
+namespace amp {
+namespace {
+// Integers wrapped into the member's type: model.layers=4294967299 trained 3 layers and
+// train.epochs=4294967297 ran 1 epoch (exit 0); seed=-1 became another seed than the one asked.
+TEST(ConfigIntegers, OutOfRangeIsRefusedNotWrapped) {
+  RunConfig c;
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"model.layers", "4294967299"}, {"train.epochs", "4294967297"}, {"seed", "-1"},
+           {"scaler.growth_interval", "-2147483649"}}) {
+    try {
+      setConfigValue(c, key, value);
+      ADD_FAILURE() << key << "=" << value << " was accepted";
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(key + ": expected an integer from"), std::string::npos) << what;
+      EXPECT_NE(what.find("'" + value + "'"), std::string::npos) << what;
+    }
+  }
+  EXPECT_EQ(c.model.layers, RunConfig{}.model.layers);  // nothing half-applied
+  setConfigValue(c, "model.layers", "2147483647");      // the largest that fits is still a number
+  EXPECT_EQ(c.model.layers, 2147483647);
+  setConfigValue(c, "seed", "9223372036854775807");
+  EXPECT_EQ(c.seed, 9223372036854775807ull);
+}
+}  // namespace
+}  // namespace amp
+
+namespace amp {
+namespace {
+// run --preset spirals --set train.threads=100000 ended in SIGSEGV inside OpenMP (exit 139).
+TEST(ConfigIntegers, AbsurdThreadCountsAreRefused) {
+  RunConfig c;
+  c.train.threads = 100000;
+  const auto e = validateRunConfig(c);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_NE(e->find("train.threads must be from 0 (all cores) to 1024, got 100000"), std::string::npos) << *e;
+  c.train.threads = kMaxTrainThreads;
+  EXPECT_FALSE(validateRunConfig(c).has_value());
+}
+}  // namespace
+}  // namespace amp

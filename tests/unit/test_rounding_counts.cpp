@@ -187,3 +187,30 @@ TEST(RoundingCounts, PureFp16RecordsTheLayersOwnCounts) {
     EXPECT_GE(r->roundedToInf, 0) << name;
   }
 }
+
+namespace amp {
+namespace {
+// With gradient accumulation each micro-batch's product was counted into one record whose
+// histogram holds the accumulated gradient, so up to "flushed to 0: 400%" with accumulation=4:
+// a bound that holds whatever the data (this case flushes too little to exceed it when summed).
+TEST(RoundingCounts, AccumulatedGradientsCountEachElementOnce) {
+  const Preset* p = findPreset("underflow");
+  RunConfig c = presetConfig(*p, &p->variants[1]);  // fp16 without scaling
+  setConfigValue(c, "amp.mode", "pure_fp16");
+  c.train.lossWeight = 1e-3;  // products partly below fp16's subnormals: some flush, not all
+  c.train.accumulation = 4;
+  c.train.steps = 1;
+  Trainer t(c);
+  const StepMetrics m = t.step();
+  std::int64_t flushed = 0;
+  for (const char* name : {"0.weight", "2.weight", "4.weight"}) {
+    const HistogramRecord* r = findRecord(m, name, HistogramKind::WeightGrad);
+    ASSERT_NE(r, nullptr);
+    ASSERT_GE(r->flushedToZero, 0);
+    EXPECT_LE(r->flushedToZero, r->scaled.total) << name;
+    flushed += r->flushedToZero;
+  }
+  EXPECT_GT(flushed, 0);  // the case measures something (96 of 4352 here)
+}
+}  // namespace
+}  // namespace amp
