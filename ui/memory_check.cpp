@@ -2,6 +2,9 @@
 
 #include <QCoreApplication>
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
 
 #include "engine/backend/backend_registry.h"
 #include "engine/core/memory_tracker.h"
@@ -13,6 +16,14 @@ namespace {
 bool trainsOnHost(const RunConfig& c) {
   return c.backend == "cpu" || (c.backend == "auto" && !gpuInventory().usable());
 }
+// Everything the loader reads from its options, as one string.
+std::string dataKey(const DataOptions& d) {
+  return d.name + '\n' + d.path + '\n' + d.normalize + '\n' + d.labelColumn + '\n' +
+         std::to_string(d.subset) + ' ' + std::to_string(d.seed) + ' ' + std::to_string(d.testFraction) + ' ' +
+         std::to_string(d.samples) + ' ' + std::to_string(d.noise) + ' ' + std::to_string(d.classes) + ' ' +
+         std::to_string(d.batches) + ' ' + std::to_string(d.batchSize) + ' ' + std::to_string(d.width) + ' ' +
+         std::to_string(d.targetWidth);
+}
 QString tr(const char* text) { return QCoreApplication::translate("amp::ui::MemoryCheck", text); }
 }  // namespace
 
@@ -21,13 +32,30 @@ MemoryCheck checkHostMemory(const QVector<RunConfig>& configs, int maxConcurrent
   const std::optional<std::int64_t> available = hostMemoryAvailable();
   if (!available) return out;
   std::vector<std::int64_t> needs;
+  // A lesson's variants share one data set: load it once (Fashion-MNIST is ~190 MB, on the GUI
+  // thread), keyed by what the loader sees.
+  std::map<std::string, std::optional<DataShapes>> shapes;
   for (const RunConfig& c : configs) {
     if (!trainsOnHost(c)) continue;
+    const std::string key = dataKey(dataOptionsOf(c));
+    auto it = shapes.find(key);
+    if (it == shapes.end()) {
+      std::optional<DataShapes> s;
+      try {
+        s = dataShapesOf(c);
+      } catch (const std::exception&) {
+        // the run itself reports why its data fails
+      }
+      it = shapes.emplace(key, s).first;
+    }
+    if (!it->second) continue;
+    DataShapes s = *it->second;
+    s.emulatedCompute = emulatesCompute(c);
     MemoryEstimate e;
     try {
-      e = estimateMemory(c);
+      e = estimateMemory(c, s);
     } catch (const std::exception&) {
-      continue;  // the run itself reports why its data or settings fail
+      continue;  // the run itself reports why its settings fail
     }
     // One run alone must fit: refuse it with its own figures, as the Trainer would.
     if (auto why = memoryRefusal(c, e, e.total(), *available, std::string()))

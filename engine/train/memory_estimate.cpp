@@ -143,27 +143,36 @@ MemoryEstimate estimateMemory(const RunConfig& c, const DataShapes& data) {
   return e;
 }
 
-MemoryEstimate estimateMemory(const RunConfig& c) {
+DataOptions dataOptionsOf(const RunConfig& c) {
   DataOptions d = c.data;
   if (d.seed == 0) d.seed = c.seed;
   d.batchSize = c.train.batchSize;
   if (c.model.name == "recipe_mlp") d.width = c.model.width;
-  const DataSplit split = loadDataset(d);
+  return d;
+}
+
+DataShapes dataShapesOf(const RunConfig& c) {
+  const DataSplit split = loadDataset(dataOptionsOf(c));
   DataShapes s;
   s.sample = split.train.sampleShape;
   s.classification = split.train.isClassification();
   s.outputs = s.classification ? split.train.numClasses : split.train.targetDim;
   s.trainCount = split.train.count;
   s.testCount = split.test.count;
-  if (c.computeDtype() != DType::F32) {
-    try {
-      s.emulatedCompute = !makeBackend(c.backend, BackendOptions{c.tf32})->nativeCompute(c.computeDtype());
-    } catch (const std::exception&) {
-      // No such backend: the Trainer will say so; the estimate assumes native compute.
-    }
-  }
-  return estimateMemory(c, s);
+  s.emulatedCompute = emulatesCompute(c);
+  return s;
 }
+
+bool emulatesCompute(const RunConfig& c) {
+  if (c.computeDtype() == DType::F32) return false;
+  try {
+    return !makeBackend(c.backend, BackendOptions{c.tf32})->nativeCompute(c.computeDtype());
+  } catch (const std::exception&) {
+    return false;  // no such backend: the Trainer will say so; the estimate assumes native compute
+  }
+}
+
+MemoryEstimate estimateMemory(const RunConfig& c) { return estimateMemory(c, dataShapesOf(c)); }
 
 std::optional<std::int64_t> hostMemoryAvailable() {
   std::ifstream meminfo("/proc/meminfo");

@@ -60,6 +60,13 @@ MemoryEstimate estimateMemory(const RunConfig& c, const DataShapes& data);
 // whether it emulates 16-bit compute (throws DataError/ConfigError as the Trainer would). For
 // the UI's estimate beside Start.
 MemoryEstimate estimateMemory(const RunConfig& c);
+// Its two parts, for callers that estimate several configs over one data set (a lesson's
+// variants): the data set's shapes (loads it; throws as the Trainer would) and whether the
+// config's backend emulates its 16-bit compute dtype.
+DataShapes dataShapesOf(const RunConfig& c);
+bool emulatesCompute(const RunConfig& c);
+// The options the Trainer loads the config's data set with (seed, batch size, recipe width).
+DataOptions dataOptionsOf(const RunConfig& c);
 
 // Host memory available to a new allocation (/proc/meminfo MemAvailable); nothing where unknown.
 std::optional<std::int64_t> hostMemoryAvailable();
