@@ -82,6 +82,16 @@ std::string choiceOf(const std::string& key, const std::string& v,
 
 // An integer that fits the member it goes to: a cast would wrap (model.layers=4294967299 trained
 // 3 layers) or turn seed=-1 into another seed, and the saved config would not say so.
+// An unsigned 64-bit key (the seed) takes all of its range: "18446744073709551615" is too large
+// for parseInt's strtoll, so non-negative text is read with strtoull.
+std::uint64_t parseUnsigned(const std::string& key, const std::string& v) {
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+  if (errno || !end || *end) fail(key, "an integer", v);
+  return x;
+}
+
 template <class T>
 T inRange(const std::string& key, const std::string& v, std::int64_t x) {
   const bool low = std::is_signed_v<T> ? x < std::int64_t(std::numeric_limits<T>::min()) : x < 0;
@@ -99,6 +109,13 @@ ConfigKey intKey(std::string key, std::string help, Get ref) {
   return {key, "int", std::move(help), {},
           [key, ref](RunConfig& c, const std::string& v) {
             using T = std::remove_reference_t<decltype(*ref(c))>;
+            if constexpr (std::is_same_v<T, std::uint64_t>) {
+              const bool digitsOnly = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+              if (digitsOnly && v.size() >= 19) {  // beyond what strtoll holds for sure
+                *ref(c) = parseUnsigned(key, v);
+                return;
+              }
+            }
             *ref(c) = inRange<T>(key, v, parseInt(key, v));
           },
           [ref](const RunConfig& c) { return std::to_string(*ref(const_cast<RunConfig&>(c))); }};

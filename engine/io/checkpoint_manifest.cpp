@@ -109,13 +109,6 @@ std::uint64_t wordFromHex(const QJsonValue& v, const std::string& path) {
   return w;
 }
 
-QJsonObject configJson(const RunConfig& c) {
-  QJsonObject o = configToJson(c);
-  // configToJson writes the seed as a JSON number, which rounds seeds above 2^53; the integer
-  // key parser reads a decimal string, and a signed one wraps back to the same 64 bits.
-  if (c.seed >= (1ull << 53)) o["seed"] = QString::number(static_cast<qint64>(c.seed));
-  return o;
-}
 
 }  // namespace
 
@@ -129,7 +122,7 @@ QByteArray manifestToJson(const CheckpointInfo& m) {
   o["format_version"] = m.formatVersion;
   o["app_version"] = QString::fromStdString(m.appVersion);
   o["created"] = QString::fromStdString(m.created);
-  o["config"] = configJson(m.config);
+  o["config"] = configToJson(m.config);  // 64-bit seeds as exact strings
   o["step"] = static_cast<double>(m.step);
   o["epoch"] = static_cast<double>(m.epoch);
   o["scheduler_steps"] = static_cast<double>(m.schedulerSteps);
@@ -183,7 +176,14 @@ CheckpointInfo manifestFromJson(const QByteArray& bytes) {
 
   const Reader cfg = r.object("config");
   try {
-    applyConfigJson(m.config, cfg.raw());
+    QJsonObject config = cfg.raw();
+    // Checkpoints before the integer range checks wrote seeds >= 2^63 as negative decimal
+    // strings (the same 64 bits, signed): read them as the unsigned seed they stand for.
+    const QString seed = config.value("seed").toString();
+    bool isSigned = false;
+    const qint64 bits = seed.startsWith(QLatin1Char('-')) ? seed.toLongLong(&isSigned) : 0;
+    if (isSigned) config["seed"] = QString::number(static_cast<quint64>(bits));
+    applyConfigJson(m.config, config);
   } catch (const ConfigError& e) {
     fail(std::string("config: ") + e.what());
   }

@@ -1,5 +1,7 @@
 #include "engine/io/config_json.h"
 
+#include <cstdlib>
+
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -81,7 +83,13 @@ QJsonObject configToJson(const RunConfig& c) {
     const ConfigKey* k = findConfigKey(key);
     const QString v = QString::fromStdString(value);
     QJsonValue jv = v;
-    if (k && k->type == "int") jv = static_cast<double>(v.toLongLong());
+    if (k && k->type == "int") {
+      // A JSON number is a double: integers beyond 2^53 (a 64-bit seed) go as their exact
+      // decimal string, which the key's parser reads back (toLongLong gave 0 above 2^63).
+      bool ok = false;
+      const qint64 x = v.toLongLong(&ok);
+      jv = ok && std::llabs(x) <= (1LL << 53) ? QJsonValue(static_cast<double>(x)) : QJsonValue(v);
+    }
     else if (k && k->type == "number") jv = v.toDouble();
     else if (k && k->type == "bool") jv = v == "true";
     else if (k && k->type == "int_list") {

@@ -113,6 +113,16 @@ TEST(CheckpointFormat, ManifestRoundTrips) {
   m.optimizerScalars = {{"step", 123}, {"0.weight.started", 1}};
   m.entries["model.safetensors"] = {sha256Hex("abc"), 3};
   const CheckpointInfo r = manifestFromJson(manifestToJson(m));
+  // Checkpoints written before seeds were checked against their range hold such a seed as the
+  // same 64 bits, signed: "-81985529216486896". They still load, with the seed they stood for.
+  QByteArray legacy = manifestToJson(m);
+  legacy.replace("\"18364758544493064720\"", "\"-81985529216486896\"");
+  ASSERT_TRUE(legacy.contains("-81985529216486896"));
+  EXPECT_EQ(manifestFromJson(legacy).config.seed, m.config.seed);
+  // The largest seed too (JSON's doubles would round it; toLongLong read it as 0).
+  CheckpointInfo top = m;
+  top.config.seed = 0xFFFFFFFFFFFFFFFFull;
+  EXPECT_EQ(manifestFromJson(manifestToJson(top)).config.seed, 0xFFFFFFFFFFFFFFFFull);
   EXPECT_EQ(r.formatVersion, kCheckpointFormatVersion);
   EXPECT_EQ(r.appVersion, "0.1.0");
   EXPECT_EQ(r.created, m.created);
