@@ -54,7 +54,9 @@ class CsvParser {
 
   std::vector<Row> readRows() {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(m_path, ec)) fail("no such file");
+    // A FIFO would block the read and /dev/zero never end it: only regular files are data.
+    if (!std::filesystem::exists(m_path, ec)) fail("no such file");
+    if (!std::filesystem::is_regular_file(m_path, ec)) fail("not a regular file (a folder, device or pipe)");
     std::ifstream in(m_path, std::ios::binary);
     if (!in) fail("cannot open for reading");
     std::stringstream ss;

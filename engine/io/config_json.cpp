@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 
@@ -61,6 +62,9 @@ void applyConfigJson(RunConfig& c, const QJsonObject& obj, const std::string& pr
 }
 
 void applyConfigFile(RunConfig& c, const std::string& path) {
+  // Only a regular file: a FIFO blocked the read forever and /dev/zero filled memory.
+  const QFileInfo info(QString::fromStdString(path));
+  if (info.exists() && !info.isFile()) throw ConfigError(path + ": not a regular file (a folder, device or pipe)");
   QFile f(QString::fromStdString(path));
   if (!f.open(QIODevice::ReadOnly))
     throw ConfigError(path + ": cannot open (" + f.errorString().toStdString() + ")");

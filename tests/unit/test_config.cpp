@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <QTemporaryDir>
+#include <sys/stat.h>
+
 #include <clocale>
 #include <fstream>
 
@@ -165,6 +167,23 @@ TEST(ConfigIntegers, AbsurdThreadCountsAreRefused) {
   EXPECT_NE(e->find("train.threads must be from 0 (all cores) to 1024, got 100000"), std::string::npos) << *e;
   c.train.threads = kMaxTrainThreads;
   EXPECT_FALSE(validateRunConfig(c).has_value());
+}
+}  // namespace
+}  // namespace amp
+
+namespace amp {
+namespace {
+// `run FIFO` hung forever and `run /dev/zero` ate memory at about 1 GB/s.
+TEST(ConfigFiles, OnlyRegularFilesAreRead) {
+  QTemporaryDir dir;
+  const std::string fifo = dir.filePath("config.json").toStdString();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  RunConfig c;
+  EXPECT_EQ(errorOf([&] { applyConfigFile(c, fifo); }), fifo + ": not a regular file (a folder, device or pipe)");
+  EXPECT_EQ(errorOf([&] { applyConfigFile(c, "/dev/zero"); }),
+            "/dev/zero: not a regular file (a folder, device or pipe)");
+  EXPECT_EQ(errorOf([&] { applyConfigFile(c, dir.path().toStdString()); }),
+            dir.path().toStdString() + ": not a regular file (a folder, device or pipe)");
 }
 }  // namespace
 }  // namespace amp

@@ -1,5 +1,6 @@
 // CSV tables: header detection, label kinds, and errors that point at the line and field.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -93,6 +94,11 @@ TEST_F(CsvTest, EmptyFileAndNoData) {
   EXPECT_HAS(errorOf([&] { readCsvDataset(one); }), "needs at least 2 columns");
   const std::string missing = (m_dir / "missing.csv").string();
   EXPECT_EQ(errorOf([&] { readCsvDataset(missing); }), missing + ": no such file");
+  // A FIFO blocked the read forever and /dev/zero ate memory ("no such file" for it was wrong).
+  const std::string fifo = (m_dir / "pipe.csv").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(errorOf([&] { readCsvDataset(fifo); }), fifo + ": not a regular file (a folder, device or pipe)");
+  EXPECT_EQ(errorOf([&] { readCsvDataset("/dev/zero"); }), "/dev/zero: not a regular file (a folder, device or pipe)");
 }
 
 TEST_F(CsvTest, MissingLabelColumn) {
