@@ -154,7 +154,7 @@ ConfigKey listKey(std::string key, std::string help, Get ref) {
 std::vector<ConfigKey> buildKeys() {
   std::vector<ConfigKey> k;
   k.push_back(strKey("name", "run name shown in tables (default: preset and mode)", [](RunConfig& c) { return &c.name; }));
-  k.push_back(intKey("seed", "seed of weights, data, shuffling and dropout", [](RunConfig& c) { return &c.seed; }));
+  k.push_back(intKey("seed", "seed of weights, data, shuffling and dropout (0 to 2^64-1; written exactly)", [](RunConfig& c) { return &c.seed; }));
   k.push_back({"amp.mode", "choice", "precision: fp32 | fp16 (AMP) | bf16 (AMP) | pure_fp16 (no master weights)",
                {"fp32", "fp16", "bf16", "pure_fp16"},
                [](RunConfig& c, const std::string& v) {
@@ -226,7 +226,7 @@ std::vector<ConfigKey> buildKeys() {
   k.push_back(listKey("train.inject_nonfinite", "1-based steps whose gradient is forced to inf, e.g. 2,7", [](RunConfig& c) { return &c.train.injectNonFinite; }));
   k.push_back(strKey("train.inject_param", "parameter to corrupt (default: the last weight)", [](RunConfig& c) { return &c.train.injectParam; }));
   k.push_back(choiceKey("train.post_unscale_check", "warn | skip on gradients non-finite only after unscaling", {"warn", "skip"}, [](RunConfig& c) { return &c.train.postUnscaleCheck; }));
-  k.push_back(intKey("train.threads", "CPU threads (0 = all cores)", [](RunConfig& c) { return &c.train.threads; }));
+  k.push_back(intKey("train.threads", "CPU threads (0 = all cores; at most 1024)", [](RunConfig& c) { return &c.train.threads; }));
   k.push_back(intKey("checkpoint.every", "write a checkpoint every N steps (0 = off)", [](RunConfig& c) { return &c.checkpoint.every; }));
   k.push_back(boolKey("checkpoint.at_end", "write a checkpoint when the run ends", [](RunConfig& c) { return &c.checkpoint.atEnd; }));
   return k;
