@@ -48,6 +48,9 @@ void LessonTracker::focusHistogram(const Lesson& lesson) {
   ui::HistogramView* view = m_window->dashboard()->histogramView();
   view->setSelectedRun(key->id);
   view->setSelectedTensor(QString::fromStdString(p->focus));
+  // In tabs (a small window) the chart the lesson talks about must be the one on screen.
+  if (!p->focusChart.empty() && m_window->dashboard()->layoutMode() == ui::Dashboard::Layout::Tabs)
+    m_window->dashboard()->showChart(QString::fromStdString(p->focusChart));
 }
 
 bool LessonTracker::ended(const Lesson& lesson) const {

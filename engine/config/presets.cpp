@@ -70,7 +70,7 @@ std::vector<Preset> build() {
                {{"fp32", {{"amp.mode", "fp32"}}},
                 {"fp16_noscale", {{"amp.mode", "fp16"}, {"scaler.kind", "none"}}},
                 {"fp16_dynamic", {{"amp.mode", "fp16"}, {"scaler.kind", "dynamic"}}}},
-               false, {}, "weight_grad|0.weight", "fp16_noscale"});
+               false, {}, "weight_grad|0.weight", "fp16_noscale", 0, "histogram"});
   v.push_back({"overflow", "Overflow and backoff",
                "Non-finite gradients are injected at steps 30, 31 and 90. Each time the dynamic "
                "scaler skips the optimizer step and halves the scale; after growth_interval (40) "
@@ -83,14 +83,14 @@ std::vector<Preset> build() {
                                     {"train.inject_nonfinite", "30,31,90"}});
                  return o;
                }(),
-               {}, false, {}, "weight_grad|4.weight", "", /*demoPace=*/50});
+               {}, false, {}, "weight_grad|4.weight", "", /*demoPace=*/50, "scale"});
   v.push_back({"bf16-no-scaler", "bf16 needs no loss scaler",
                "bf16 has fp32's 8 exponent bits: the same tiny gradients that vanish in fp16 "
                "survive in bf16 without any scaling (with 3 fewer mantissa bits than fp16).",
                kUnderflow,
                {{"fp16_noscale", {{"amp.mode", "fp16"}, {"scaler.kind", "none"}}},
                 {"bf16_noscale", {{"amp.mode", "bf16"}, {"scaler.enabled", "false"}}}},
-               false, {}, "weight_grad|0.weight", "fp16_noscale"});
+               false, {}, "weight_grad|0.weight", "fp16_noscale", 0, "histogram"});
   // A small data set the MLP can fit, and an lr where AMP's updates (kept in fp32 masters) move
   // the loss while most of pure fp16's round away: the loss curves part, not only the meter.
   v.push_back({"pure-fp16", "Pure fp16 loses updates",
@@ -110,7 +110,7 @@ std::vector<Preset> build() {
                  return o;
                }(),
                {{"pure_fp16", {{"amp.mode", "pure_fp16"}}}, {"amp_fp16", {{"amp.mode", "fp16"}}}},
-               false, {}, "weight_grad|2.weight", "pure_fp16", /*demoPace=*/200});
+               false, {}, "weight_grad|2.weight", "pure_fp16", /*demoPace=*/200, "loss"});
   v.push_back({"fmnist-mlp", "Fashion-MNIST MLP",
                "784-256-256-10 with ReLU, Adam 1e-3, batch 128, 5 epochs: the same recipe as "
                "the PyTorch reference script; compare fp32, fp16 and bf16 accuracy and speed.",

@@ -36,6 +36,9 @@ struct Preset {
   // overflow lesson's skipped steps, the spirals being learned); 0: full speed. The Speed slider
   // shows it and changes it live; the CLI and screenshots ignore it.
   double demoPace = 0;
+  // The chart the lesson is about ("histogram", "scale", "loss"; "" = leave the charts as they
+  // are): where the charts are in tabs, the app brings it to the front when the lesson starts.
+  std::string focusChart{};
 };
 
 const std::vector<Preset>& presets();

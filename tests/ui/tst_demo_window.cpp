@@ -18,6 +18,7 @@
 #include "app/gui_run_controller.h"
 #include "app/gui_session.h"
 #include "gui_test_util.h"
+#include "ui/charts/chart_panel.h"
 #include "ui/charts/dashboard.h"
 #include "ui/event_log_view.h"
 #include "ui/format_inspector_view.h"
@@ -155,6 +156,19 @@ class TestDemoWindow : public QObject {
     f.close();
     panel()->setFieldValue("data.path", csv.toStdString());
     QVERIFY2(!panel()->problem().contains(QStringLiteral("data.path")), qPrintable(panel()->problem()));
+  }
+
+  // In a small window the charts are tabs: the underflow lesson is about the gradient
+  // histograms, so that tab comes to the front (the loss tab hid them).
+  void aLessonBringsItsChartToTheFrontInTabs() {
+    window()->setChartLayout(ui::MainWindow::ChartLayout::Tabs);
+    QVERIFY(window()->loadLesson(QStringLiteral("underflow")));
+    panel()->setFieldValue("train.steps", "5");
+    QVERIFY(window()->runLesson(QStringLiteral("underflow")));
+    QTRY_VERIFY(window()->dashboard()->panel(QStringLiteral("histogram"))->isVisible());
+    QVERIFY(!window()->dashboard()->panel(QStringLiteral("loss"))->isVisible());
+    QTRY_VERIFY_WITH_TIMEOUT(m_session->controller()->activeCount() == 0, 30000);
+    window()->setChartLayout(ui::MainWindow::ChartLayout::Automatic);
   }
 
   // A huge model was started, took a row, and failed with "std::bad_alloc" after trying.
