@@ -20,6 +20,7 @@
 #include "gui_test_util.h"
 #include "ui/charts/chart_panel.h"
 #include "ui/charts/dashboard.h"
+#include "ui/charts/loss_chart.h"
 #include "ui/event_log_view.h"
 #include "ui/format_inspector_view.h"
 #include "ui/main_window.h"
@@ -211,6 +212,11 @@ class TestDemoWindow : public QObject {
     const QModelIndex status = model->index(model->rowOf(run->id), ui::RunsModel::Status);
     QCOMPARE(model->data(status, Qt::DisplayRole).toString(), QStringLiteral("diverged"));
     QCOMPARE(model->data(status, Qt::ForegroundRole).value<QBrush>().color(), ui::errorColor());
+    // The NaN curve was simply not drawn: the loss chart now says why it is missing.
+    window()->dashboard()->lossChart()->refreshNow();
+    const QString caption = window()->dashboard()->lossChart()->chartView()->caption();
+    QVERIFY2(caption.contains(QStringLiteral("loss not finite at")) && caption.contains(QStringLiteral("from step 2")),
+             qPrintable(caption));
   }
 
   // The overflow lesson was over in about a second, before Pause could be pressed.

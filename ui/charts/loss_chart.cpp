@@ -1,5 +1,7 @@
 #include "ui/charts/loss_chart.h"
 
+#include <cmath>
+
 #include <QCheckBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -127,12 +129,27 @@ void LossChart::updateSeries() {
     setDecimated(set.test, xAtSteps(s, s.testStep), spanOf(s.testLoss), range, domain);
     anyTest = anyTest || !s.testStep.isEmpty();
   }
+  m_view->setCaption(nonFiniteCaption(), Qt::AlignTop | Qt::AlignRight);
   if (m_testKey) m_view->setLegendEntryVisible(m_testKey, anyTest);
   QList<LegendEntry> keys;
   if (anyTest) keys << LegendEntry{tr("test loss"), QColor(0x80, 0x80, 0x80), Qt::SolidLine, LegendEntry::Glyph::Dot};
   updateRunLegend(m_view, this->runs(), keys);
   m_view->setPlaceholder(runs.isEmpty() ? tr("no runs to show") : QString());
   m_view->applyAutoRange(xMin, xMax);
+}
+
+QString LossChart::nonFiniteCaption() {
+  QStringList lines;
+  for (RunSeriesSet& set : m_sets) {
+    const RunSeries& s = set.run->series;
+    for (; set.scanned < s.loss.size(); ++set.scanned)
+      if (!std::isfinite(s.loss[set.scanned]) && set.nonFinite++ == 0) set.firstNonFiniteX = s.step[set.scanned];
+    if (set.nonFinite > 0)
+      lines << tr("%1: loss not finite at %n step(s) from step %2 (not drawn)", nullptr, int(set.nonFinite))
+                   .arg(set.run->name)
+                   .arg(qint64(set.firstNonFiniteX));
+  }
+  return lines.join(QLatin1Char('\n'));
 }
 
 }  // namespace amp::ui

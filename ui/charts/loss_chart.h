@@ -40,7 +40,13 @@ class LossChart : public ChartPanel {
     QLineSeries* smoothed = nullptr;
     QScatterSeries* test = nullptr;
     DebiasedEma ema;
+    // Non-finite losses cannot be drawn: counted incrementally (steps scanned so far) for the
+    // chart's caption, so a diverged run's missing curve is explained, not just absent.
+    int scanned = 0;
+    qint64 nonFinite = 0;
+    double firstNonFiniteX = 0;
   };
+  QString nonFiniteCaption();
 
   QSlider* m_slider;
   QLabel* m_sliderValue;
