@@ -76,8 +76,8 @@ class MainWindow : public QMainWindow {
   double presentationScale() const { return m_presentationScale; }
   static constexpr double kMinPresentationScale = 0.8, kMaxPresentationScale = 2.5;
 
-  // Where the charts go: a 3 x 2 grid, one tab each, or whichever fits the window (Automatic:
-  // tabs once a grid cell would be too small for legible tick labels).
+  // Where the charts go: a 3 x 2 grid, one tab each, or whichever fits (Automatic: the
+  // dashboard switches to tabs once a grid cell would be too small for legible tick labels).
   enum class ChartLayout { Automatic, Grid, Tabs };
   void setChartLayout(ChartLayout layout);
   ChartLayout chartLayout() const { return m_chartLayout; }
@@ -137,7 +137,6 @@ class MainWindow : public QMainWindow {
   // Asks for runs once the host can hold them (memory_check.h); false: refused, with the reason
   // in the experiment panel.
   bool requestRuns(const QVector<RunConfig>& configs, bool paused, const QString& lesson = {});
-  void updateChartLayout();  // Automatic: grid or tabs for the dashboard's current size
   void fitDocksToWindow();   // the bottom row grows with the window (more trace rows)
   CloseChoice confirmClose();
   void chartsChanged();  // runs added/removed/ticked

@@ -1,5 +1,5 @@
-// The main window's view side: presentation scale, where the charts go for the window's size,
-// how tall the bottom row is, and the confirmation before closing with unsaved runs.
+// The main window's view side: presentation scale, the user's choice of chart layout, how tall
+// the bottom row is, and the confirmation before closing with unsaved runs.
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDockWidget>
@@ -15,12 +15,6 @@
 
 namespace amp::ui {
 
-namespace {
-// A grid cell smaller than this (at scale 1) elides tick labels and overprints titles: measured
-// on the screenshots at 1280x800, where a cell of 313 x 245 lost its throughput and memory ticks.
-constexpr int kMinGridCellWidth = 400;
-constexpr int kMinGridCellHeight = 260;
-}  // namespace
 
 void MainWindow::setPresentationScale(double f) {
   f = std::clamp(f, kMinPresentationScale, kMaxPresentationScale);
@@ -33,7 +27,6 @@ void MainWindow::setPresentationScale(double f) {
   m_actions.zoomIn->setEnabled(f < kMaxPresentationScale);
   m_actions.zoomOut->setEnabled(f > kMinPresentationScale);
   m_actions.zoomReset->setEnabled(f != 1.0);
-  updateChartLayout();  // larger text needs larger cells
   if (f != 1.0) statusBar()->showMessage(tr("Presentation scale %1% (Ctrl+0: normal)").arg(qRound(f * 100)), 3000);
 }
 
@@ -43,21 +36,8 @@ void MainWindow::setChartLayout(ChartLayout layout) {
                : layout == ChartLayout::Tabs ? m_actions.chartsTabs
                                              : m_actions.chartsAuto;
   a->setChecked(true);
-  updateChartLayout();
-}
-
-void MainWindow::updateChartLayout() {
-  Dashboard::Layout want = Dashboard::Layout::Grid;
-  if (m_chartLayout == ChartLayout::Tabs) {
-    want = Dashboard::Layout::Tabs;
-  } else if (m_chartLayout == ChartLayout::Automatic) {
-    // Judge by the space the dashboard has (the docks take the rest), in its own layout's terms.
-    const QSize area = m_dashboard->size();
-    const bool fits = area.width() / 3 >= kMinGridCellWidth * m_presentationScale &&
-                      area.height() / 2 >= kMinGridCellHeight * m_presentationScale;
-    want = fits ? Dashboard::Layout::Grid : Dashboard::Layout::Tabs;
-  }
-  if (m_dashboard->layoutMode() != want) m_dashboard->setLayoutMode(want);
+  if (layout == ChartLayout::Automatic) m_dashboard->setAutomaticLayout();
+  else m_dashboard->setLayoutMode(layout == ChartLayout::Grid ? Dashboard::Layout::Grid : Dashboard::Layout::Tabs);
 }
 
 void MainWindow::fitDocksToWindow() {
@@ -74,9 +54,7 @@ void MainWindow::fitDocksToWindow() {
 
 void MainWindow::resizeEvent(QResizeEvent* event) {
   QMainWindow::resizeEvent(event);
-  fitDocksToWindow();
-  // The docks settle after this event: judge the dashboard's size once they have.
-  QMetaObject::invokeMethod(this, &MainWindow::updateChartLayout, Qt::QueuedConnection);
+  fitDocksToWindow();  // the dashboard then picks grid or tabs for the size it is left with
 }
 
 MainWindow::CloseChoice MainWindow::confirmClose() {

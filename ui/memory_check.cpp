@@ -13,9 +13,7 @@
 namespace amp::ui {
 
 namespace {
-bool trainsOnHost(const RunConfig& c) {
-  return c.backend == "cpu" || (c.backend == "auto" && !gpuInventory().usable());
-}
+bool trainsOnHost(const RunConfig& c) { return resolveBackendName(c.backend) == "cpu"; }
 // Everything the loader reads from its options, as one string.
 std::string dataKey(const DataOptions& d) {
   return d.name + '\n' + d.path + '\n' + d.normalize + '\n' + d.labelColumn + '\n' +

@@ -78,6 +78,7 @@ Dashboard::Dashboard(QWidget* parent)
 void Dashboard::setPresentationScale(double factor) {
   m_presentationScale = factor;
   for (ChartPanel* p : allPanels()) p->setPresentationScale(factor);
+  applyAutomaticLayout();  // larger text needs larger cells
 }
 
 void Dashboard::setXAxisMode(XAxisMode mode) {
@@ -121,10 +122,21 @@ void Dashboard::setLayoutMode(Layout layout) {
   applyLayout(layout);
 }
 
+void Dashboard::setAutomaticLayout() {
+  m_autoLayout = true;
+  applyAutomaticLayout();
+}
+
+void Dashboard::applyAutomaticLayout() {
+  if (!m_autoLayout) return;
+  const bool fits = width() / 3 >= kMinGridCell.width() * m_presentationScale &&
+                    height() / 2 >= kMinGridCell.height() * m_presentationScale;
+  applyLayout(fits ? Layout::Grid : Layout::Tabs);
+}
+
 void Dashboard::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
-  if (m_autoLayout)
-    applyLayout(width() >= kGridMinWidth && height() >= kGridMinHeight ? Layout::Grid : Layout::Tabs);
+  applyAutomaticLayout();
 }
 
 void Dashboard::showChart(const QString& name) {
