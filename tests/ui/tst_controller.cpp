@@ -11,6 +11,7 @@
 
 #include "app/gui_run_controller.h"
 #include "app/gui_session.h"
+#include "gui_session_fixture.h"
 #include "gui_test_util.h"
 #include "ui/event_log_view.h"
 #include "ui/main_window.h"
@@ -25,14 +26,10 @@ bool anyInjected(const ui::RunData* run) {
 }
 }  // namespace
 
-class TestController : public QObject {
+class TestController : public test::SessionFixture {
   Q_OBJECT
 
  private:
-  std::unique_ptr<gui::GuiSession> m_session;
-  ui::MainWindow* window() { return m_session->window(); }
-  ui::ExperimentPanel* panel() { return window()->experiment(); }
-  gui::RunController* controller() { return m_session->controller(); }
   ui::RunData* runNamed(const QString& suffix) {
     for (const ui::RunData* r : controller()->runs())
       if (r->name.endsWith(suffix)) return controller()->run(r->id);
@@ -50,11 +47,7 @@ class TestController : public QObject {
 
  private slots:
   void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
-  void init() {
-    m_session = std::make_unique<gui::GuiSession>(/*persistSettings=*/false);
-    window()->show();
-    QVERIFY(QTest::qWaitForWindowExposed(window()));
-  }
+  void init() { QVERIFY(openSession()); }
   void cleanup() { m_session.reset(); }
 
   // Issue item 4: Ctrl+I with twin runs going put an inf into the fp32 twin as well.

@@ -17,6 +17,7 @@
 #include "app/gui_files.h"
 #include "app/gui_run_controller.h"
 #include "app/gui_session.h"
+#include "gui_session_fixture.h"
 #include "gui_test_util.h"
 #include "ui/charts/chart_panel.h"
 #include "ui/charts/dashboard.h"
@@ -46,13 +47,10 @@ int iconLightness(const QIcon& icon) {
 }
 }  // namespace
 
-class TestDemoWindow : public QObject {
+class TestDemoWindow : public test::SessionFixture {
   Q_OBJECT
 
  private:
-  std::unique_ptr<gui::GuiSession> m_session;
-  ui::MainWindow* window() { return m_session->window(); }
-  ui::ExperimentPanel* panel() { return window()->experiment(); }
 
   ui::RunData* runToEnd(gui::GuiSession& s, long steps) {
     test::apply(s.window()->experiment(), test::tinySpirals(steps));
@@ -66,11 +64,7 @@ class TestDemoWindow : public QObject {
 
  private slots:
   void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
-  void init() {
-    m_session = std::make_unique<gui::GuiSession>(/*persistSettings=*/false);
-    window()->show();
-    QVERIFY(QTest::qWaitForWindowExposed(window()));
-  }
+  void init() { QVERIFY(openSession()); }
   void cleanup() {
     if (ui::currentTheme() == ui::Theme::Dark) window()->actions().light->trigger();
     window()->markRunsSaved();  // no confirmation when the fixture goes
@@ -168,7 +162,7 @@ class TestDemoWindow : public QObject {
     QVERIFY(window()->runLesson(QStringLiteral("underflow")));
     QTRY_VERIFY(window()->dashboard()->panel(QStringLiteral("histogram"))->isVisible());
     QVERIFY(!window()->dashboard()->panel(QStringLiteral("loss"))->isVisible());
-    QTRY_VERIFY_WITH_TIMEOUT(m_session->controller()->activeCount() == 0, 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(controller()->activeCount() == 0, 30000);
     window()->setChartLayout(ui::MainWindow::ChartLayout::Automatic);
   }
 
@@ -179,7 +173,7 @@ class TestDemoWindow : public QObject {
     panel()->setFieldValue("backend", "cpu");
     QVERIFY(panel()->isValid());
     window()->actions().start->trigger();
-    QCOMPARE(m_session->controller()->runs().size(), 0);  // no run, no row, no colour
+    QCOMPARE(controller()->runs().size(), 0);  // no run, no row, no colour
     auto* message = panel()->findChild<QLabel*>(QStringLiteral("experimentMessage"));
     QVERIFY(message);
     QVERIFY2(message->text().contains(QStringLiteral("model.hidden=1000000,1000000")), qPrintable(message->text()));
@@ -188,10 +182,10 @@ class TestDemoWindow : public QObject {
     // A model that fits starts, and the status bar says what it needs.
     panel()->setFieldValue("model.hidden", "16,16");
     window()->actions().start->trigger();
-    QCOMPARE(m_session->controller()->runs().size(), 1);
+    QCOMPARE(controller()->runs().size(), 1);
     QVERIFY2(window()->statusBar()->currentMessage().contains(QStringLiteral("needs ≈")),
              qPrintable(window()->statusBar()->currentMessage()));
-    QTRY_VERIFY_WITH_TIMEOUT(m_session->controller()->activeCount() == 0, 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(controller()->activeCount() == 0, 30000);
   }
 
   // lr=1e9: NaN loss from step 2, 149 of 150 steps skipped, the scale down to 2^-133, and the
@@ -201,7 +195,7 @@ class TestDemoWindow : public QObject {
     test::apply(panel(), {{"optimizer.name", "sgd"}, {"optimizer.lr", "1e9"}, {"model.activation", "relu"}});
     QVERIFY2(panel()->isValid(), qPrintable(panel()->problem()));
     window()->actions().start->trigger();
-    ui::RunData* run = m_session->controller()->run(m_session->controller()->runs().last()->id);
+    ui::RunData* run = lastRun();
     QTRY_VERIFY_WITH_TIMEOUT(run->status != ui::RunStatus::Queued && run->status != ui::RunStatus::Running, 30000);
     QCOMPARE(run->status, ui::RunStatus::Diverged);
     QVERIFY2(run->statusDetail.contains(QStringLiteral("non-finite loss")), qPrintable(run->statusDetail));
@@ -227,7 +221,7 @@ class TestDemoWindow : public QObject {
     t.start();
     QVERIFY(window()->runLesson(QStringLiteral("overflow")));
     QCOMPARE(window()->speedControl()->stepsPerSecond(), 50.0);
-    ui::RunData* run = m_session->controller()->run(m_session->controller()->runs().last()->id);
+    ui::RunData* run = lastRun();
     QTRY_COMPARE_WITH_TIMEOUT(run->status, ui::RunStatus::Finished, 20000);
     // 40 steps at 50 per second: 0.8 s (at full speed about 0.15 s here).
     QVERIFY2(t.elapsed() >= 700, qPrintable(QString::number(t.elapsed())));
@@ -236,7 +230,7 @@ class TestDemoWindow : public QObject {
     panel()->setFieldValue("train.steps", "5");
     QVERIFY(window()->runLesson(QStringLiteral("underflow")));
     QCOMPARE(window()->speedControl()->stepsPerSecond(), 0.0);
-    QTRY_VERIFY_WITH_TIMEOUT(m_session->controller()->activeCount() == 0, 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(controller()->activeCount() == 0, 30000);
   }
 
   // After "abc", the bf16 row kept the facts of the previous number.

@@ -7,6 +7,7 @@
 #include "app/gui_run_controller.h"
 #include "app/gui_session.h"
 #include "engine/config/presets.h"
+#include "gui_session_fixture.h"
 #include "gui_test_util.h"
 #include "ui/charts/dashboard.h"
 #include "ui/charts/histogram_view.h"
@@ -16,14 +17,10 @@
 
 using namespace amp;
 
-class TestLessons : public QObject {
+class TestLessons : public test::SessionFixture {
   Q_OBJECT
 
  private:
-  std::unique_ptr<gui::GuiSession> m_session;
-  ui::MainWindow* window() { return m_session->window(); }
-  ui::ExperimentPanel* panel() { return window()->experiment(); }
-  gui::RunController* controller() { return m_session->controller(); }
   ui::RunData* runNamed(const QString& suffix) {
     for (const ui::RunData* r : controller()->runs())
       if (QString::fromStdString(r->config.name).endsWith(suffix)) return controller()->run(r->id);
@@ -49,11 +46,7 @@ class TestLessons : public QObject {
 
  private slots:
   void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
-  void init() {
-    m_session = std::make_unique<gui::GuiSession>(/*persistSettings=*/false);
-    window()->show();
-    QVERIFY(QTest::qWaitForWindowExposed(window()));
-  }
+  void init() { QVERIFY(openSession()); }
   void cleanup() { m_session.reset(); }
 
   // Issue item 6: "run it in fp32, fp16 and bf16" started one fp16 run; "compare..." one run.

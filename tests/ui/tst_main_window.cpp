@@ -17,6 +17,7 @@
 #include "app/gui_run_controller.h"
 #include "app/gui_session.h"
 #include "engine/backend/backend.h"
+#include "gui_session_fixture.h"
 #include "gui_test_util.h"
 #include "ui/event_log_view.h"
 #include "ui/format_inspector_view.h"
@@ -29,25 +30,11 @@
 
 using namespace amp;
 
-class TestMainWindow : public QObject {
+class TestMainWindow : public test::SessionFixture {
   Q_OBJECT
 
- private:
-  std::unique_ptr<gui::GuiSession> m_session;
-  ui::MainWindow* window() { return m_session->window(); }
-  ui::ExperimentPanel* panel() { return window()->experiment(); }
-  gui::RunController* controller() { return m_session->controller(); }
-  ui::RunData* lastRun() {
-    const auto runs = controller()->runs();
-    return runs.isEmpty() ? nullptr : controller()->run(runs.last()->id);
-  }
-
  private slots:
-  void init() {
-    m_session = std::make_unique<gui::GuiSession>(/*persistSettings=*/false);
-    window()->show();
-    QVERIFY(QTest::qWaitForWindowExposed(window()));
-  }
+  void init() { QVERIFY(openSession()); }
   void cleanup() { m_session.reset(); }
   void initTestCase() {
     // QSettings then lives under ~/.qttest: the persistence test never touches a user's settings.
