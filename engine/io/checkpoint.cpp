@@ -105,10 +105,31 @@ std::map<std::string, double> parseScaler(const QString& path, const QByteArray&
   return out;
 }
 
+// manifest.json alone, however large the zip says it is: a manifest is a few kilobytes.
+std::map<QString, QByteArray> readManifestEntry(const QString& path) {
+  ZipReadLimits limits;
+  limits.maxEntryBytes = 16 << 20;
+  return readZipEntries(path, {kManifestEntry}, limits);
+}
+
+// The manifest is read first, alone: the other entries are then read only when the zip
+// declares exactly the sizes it lists, and an entry it does not list is refused unread, so a
+// small checkpoint hiding gigabytes of zeros costs nothing to turn away.
+std::map<QString, QByteArray> readListedEntries(const QString& path, const CheckpointInfo& info,
+                                                const QStringList& names) {
+  ZipReadLimits limits;
+  limits.allowedNames << kManifestEntry;
+  for (const auto& [name, digest] : info.entries) {
+    limits.allowedNames << QString::fromStdString(name);
+    limits.exactBytes[QString::fromStdString(name)] = digest.bytes;
+  }
+  return readZipEntries(path, names, limits);
+}
+
 LoadedCheckpoint readVerified(const QString& path) {
-  const auto entries = readZipEntries(path);
   LoadedCheckpoint c;
-  c.info = parseManifest(path, entries);
+  c.info = parseManifest(path, readManifestEntry(path));
+  const auto entries = readListedEntries(path, c.info, {kModelEntry, kOptimizerEntry, kScalerEntry, kMetricsEntry});
   for (const char* name : {kModelEntry, kOptimizerEntry, kScalerEntry, kMetricsEntry})
     verifiedEntry(path, entries, c.info, name);
   c.model = parseSafetensorsEntry(path, kModelEntry, entries.at(kModelEntry));
@@ -242,12 +263,12 @@ void saveCheckpoint(Trainer& trainer, const QString& zipPath, const QByteArray& 
 }
 
 CheckpointInfo readCheckpointInfo(const QString& zipPath) {
-  return parseManifest(zipPath, readZipEntries(zipPath, {kManifestEntry}));
+  return parseManifest(zipPath, readManifestEntry(zipPath));
 }
 
 QByteArray checkpointMetrics(const QString& zipPath) {
-  const auto entries = readZipEntries(zipPath, {kManifestEntry, kMetricsEntry});
-  return verifiedEntry(zipPath, entries, parseManifest(zipPath, entries), kMetricsEntry);
+  const CheckpointInfo info = parseManifest(zipPath, readManifestEntry(zipPath));
+  return verifiedEntry(zipPath, readListedEntries(zipPath, info, {kMetricsEntry}), info, kMetricsEntry);
 }
 
 void loadCheckpoint(Trainer& trainer, const QString& zipPath) {

@@ -160,18 +160,14 @@ void roundingCountsFromJson(const QJsonObject& o, HistogramRecord& h) {
 }
 
 JsonLinesWriter::JsonLinesWriter(const QString& path, bool append)
-    : m_file(std::make_unique<QFile>(path)) {
-  if (!m_file->open(QIODevice::WriteOnly | (append ? QIODevice::Append : QIODevice::Truncate)))
-    throw std::runtime_error(path.toStdString() + ": cannot write (" +
-                             m_file->errorString().toStdString() + ")");
-}
+    : m_file(std::make_unique<AppendOnlyFile>(path.toStdString(), !append)) {}
 
 JsonLinesWriter::~JsonLinesWriter() = default;
 
 void JsonLinesWriter::write(const QJsonObject& o) {
-  m_file->write(QJsonDocument(o).toJson(QJsonDocument::Compact));
-  m_file->write("\n");
-  m_file->flush();
+  m_file->append((QJsonDocument(o).toJson(QJsonDocument::Compact) + '\n').toStdString());
 }
+
+void JsonLinesWriter::sync() { m_file->sync(); }
 
 }  // namespace amp

@@ -7,9 +7,8 @@
 #include <memory>
 #include <vector>
 
+#include "engine/core/checked_file.h"
 #include "engine/train/step_metrics.h"
-
-class QFile;
 
 namespace amp {
 
@@ -25,15 +24,17 @@ StepMetrics stepMetricsFromJson(const QJsonObject& o);
 QByteArray stepMetricsJsonLine(const StepMetrics& m);
 std::vector<StepMetrics> stepMetricsFromJsonLines(const QByteArray& jsonl);
 
-// Appends JSON lines, flushing each so a killed run keeps every finished step.
+// Appends JSON lines, each written whole or not at all (AppendOnlyFile), so a killed run
+// keeps every finished step and a full disk never leaves half a line. Throws OutputError.
 class JsonLinesWriter {
  public:
   explicit JsonLinesWriter(const QString& path, bool append = false);
   ~JsonLinesWriter();
   void write(const QJsonObject& o);
+  void sync();
 
  private:
-  std::unique_ptr<QFile> m_file;
+  std::unique_ptr<AppendOnlyFile> m_file;
 };
 
 }  // namespace amp

@@ -1,13 +1,11 @@
 #include "engine/io/run_output.h"
 
-#include <QDir>
-#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
-#include <QSaveFile>
 #include <cmath>
 #include <stdexcept>
 
+#include "engine/core/checked_file.h"
 #include "engine/io/config_json.h"
 #include "engine/io/run_record.h"  // the run files' names
 
@@ -39,14 +37,11 @@ QJsonObject runSummaryToJson(const RunSummary& s) {
 
 RunOutputWriter::RunOutputWriter(const QString& dir, const RunConfig& config, bool append)
     : m_dir(dir) {
-  if (!QDir().mkpath(dir))
-    throw std::runtime_error(dir.toStdString() + ": cannot create the output folder");
+  makeFolders(dir.toStdString());
   writeJson(kRunConfigFile, configToJson(config));
   m_metrics = std::make_unique<JsonLinesWriter>(dir + "/" + kRunMetricsFile, append);
   m_histograms = std::make_unique<JsonLinesWriter>(dir + "/" + kRunHistogramsFile, append);
-  m_events = std::make_unique<QFile>(dir + "/" + kRunEventsFile);
-  if (!m_events->open(QIODevice::WriteOnly | (append ? QIODevice::Append : QIODevice::Truncate)))
-    throw std::runtime_error(m_events->fileName().toStdString() + ": cannot write");
+  m_events = std::make_unique<AppendOnlyFile>((dir + "/" + kRunEventsFile).toStdString(), !append);
 }
 
 RunOutputWriter::~RunOutputWriter() = default;
@@ -54,23 +49,28 @@ RunOutputWriter::~RunOutputWriter() = default;
 void RunOutputWriter::writeStep(const StepMetrics& m, const std::vector<std::string>& events) {
   m_metrics->write(stepMetricsToJson(m));
   for (const auto& h : m.histograms) m_histograms->write(histogramToJson(m.step, h));
-  for (const auto& e : events) {
-    m_events->write(e.c_str());
-    m_events->write("\n");
-  }
-  if (!events.empty()) m_events->flush();
+  std::string lines;
+  for (const auto& e : events) lines += e + "\n";
+  m_events->append(lines);
+}
+
+void RunOutputWriter::sync() {
+  m_metrics->sync();
+  m_histograms->sync();
+  m_events->sync();
 }
 
 void RunOutputWriter::writeSummary(const RunSummary& s, const QJsonObject& extra) {
   QJsonObject o = runSummaryToJson(s);
   for (auto it = extra.begin(); it != extra.end(); ++it) o[it.key()] = it.value();
+  // The lines it summarises reach the disk first: a summary must never claim steps that a
+  // power cut could still take away.
+  sync();
   writeJson(kRunSummaryFile, o);
 }
 
 void RunOutputWriter::writeJson(const QString& name, const QJsonObject& o) {
-  QSaveFile f(m_dir + "/" + name);
-  if (!f.open(QIODevice::WriteOnly) || f.write(QJsonDocument(o).toJson()) < 0 || !f.commit())
-    throw std::runtime_error((m_dir + "/" + name).toStdString() + ": cannot write");
+  writeFileAtomically((m_dir + "/" + name).toStdString(), QJsonDocument(o).toJson().toStdString());
 }
 
 }  // namespace amp

@@ -6,10 +6,11 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QRegularExpression>
-#include <QSaveFile>
 #include <climits>
 #include <cmath>
 #include <optional>
+
+#include "engine/core/checked_file.h"
 
 #include "engine/config/config_schema.h"
 #include "engine/io/config_json.h"
@@ -157,15 +158,14 @@ void readBookkeeping(RunRecord& r, const QString& file) {
 }  // namespace
 
 QByteArray readFileBytes(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) fail(path + ": cannot read (" + f.errorString() + ")");
-  return f.readAll();
+  std::string bytes;
+  if (auto problem = readRegularFile(path.toStdString(), kMaxRunFileBytes, bytes))
+    fail(QString::fromStdString(*problem));
+  return QByteArray::fromStdString(bytes);
 }
 
 void writeFileAtomically(const QString& path, const QByteArray& bytes) {
-  QSaveFile f(path);
-  if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit())
-    fail(path + ": cannot write (" + f.errorString() + ")");
+  amp::writeFileAtomically(path.toStdString(), std::string_view(bytes.constData(), bytes.size()));
 }
 
 HistogramRecord histogramFromJson(const QJsonObject& o) {
@@ -271,12 +271,11 @@ std::vector<RunRecord> loadRunFolders(const QString& dir) {
   if (isRunFolder(clean)) return {loadRunFolder(clean)};
   // A preset's comparison (summary.json {"runs": [{"label": ...}]}) gives the variants' order.
   QStringList order;
-  if (QFileInfo::exists(clean + "/" + kRunSummaryFile)) {
-    QFile f(clean + "/" + kRunSummaryFile);
-    if (f.open(QIODevice::ReadOnly))
-      for (const auto& v : QJsonDocument::fromJson(f.readAll()).object()["runs"].toArray())
-        order << v.toObject()["label"].toString();
-  }
+  // Only a hint: a summary that cannot be read (or is a pipe) leaves the folders' name order.
+  std::string comparison;
+  if (!readRegularFile((clean + "/" + kRunSummaryFile).toStdString(), kMaxRunFileBytes, comparison))
+    for (const auto& v : QJsonDocument::fromJson(QByteArray::fromStdString(comparison)).object()["runs"].toArray())
+      order << v.toObject()["label"].toString();
   const QDir d(clean);
   QStringList subs;
   for (const QString& label : order)

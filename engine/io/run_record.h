@@ -50,8 +50,10 @@ struct RunRecord {
   QStringList warnings;            // tolerated problems, e.g. a last line cut short by a kill
 };
 
-// A whole file's bytes, and a file replaced only once all its bytes are written (QSaveFile).
-// Both throw RunRecordError naming the path and the system's reason.
+// A whole file's bytes (a regular file of at most kMaxRunFileBytes; RunRecordError otherwise),
+// and a file replaced only once all its bytes are on the disk (OutputError otherwise). Both
+// messages name the path and the system's reason.
+inline constexpr std::int64_t kMaxRunFileBytes = std::int64_t{4} << 30;
 QByteArray readFileBytes(const QString& path);
 void writeFileAtomically(const QString& path, const QByteArray& bytes);
 
