@@ -29,7 +29,7 @@ std::string str(const T& v) {
 
 [[noreturn]] void badOption(const std::string& setting, const std::string& value,
                             const std::string& why) {
-  throw DataError("data option " + setting + " = " + value + ": " + why);
+  throw DataError(setting + " = " + value + ": " + why);
 }
 
 void validateOptions(const DataOptions& o) {
@@ -37,26 +37,26 @@ void validateOptions(const DataOptions& o) {
   bool known = false;
   for (const char* n : kNames) known = known || o.name == n;
   if (!known)
-    badOption("name", "'" + o.name + "'",
+    badOption("data.name", "'" + o.name + "'",
               "unknown data set (expected synthetic, fmnist, spirals, circles, blobs or csv)");
-  if (o.subset < 0) badOption("subset", str(o.subset), "must be >= 0 (0 = all samples)");
+  if (o.subset < 0) badOption("data.subset", str(o.subset), "must be >= 0 (0 = all samples)");
   if (o.normalize != "unit" && o.normalize != "standard" && o.normalize != "none")
-    badOption("normalize", "'" + o.normalize + "'", "expected unit, standard or none");
+    badOption("data.normalize", "'" + o.normalize + "'", "expected unit, standard or none");
   if (!(o.testFraction >= 0.0 && o.testFraction < 1.0))
-    badOption("testFraction", str(o.testFraction), "must be in [0, 1)");
-  if (o.samples < 0) badOption("samples", str(o.samples), "must be >= 0 (0 = default 1000)");
+    badOption("data.test_fraction", str(o.testFraction), "must be in [0, 1)");
+  if (o.samples < 0) badOption("data.samples", str(o.samples), "must be >= 0 (0 = default 1000)");
   if (!(o.noise >= 0.0 && std::isfinite(o.noise)))
-    badOption("noise", str(o.noise), "must be a finite number >= 0");
+    badOption("data.noise", str(o.noise), "must be a finite number >= 0");
   if (o.classes < 0 || o.classes == 1 || o.classes > 1000)
-    badOption("classes", str(o.classes), "must be 0 (default 3) or 2..1000");
+    badOption("data.classes", str(o.classes), "must be 0 (default 3) or 2..1000");
   if (o.name == "synthetic") {
-    if (o.batches <= 0) badOption("batches", str(o.batches), "must be > 0");
-    if (o.batchSize <= 0) badOption("batchSize", str(o.batchSize), "must be > 0");
-    if (o.width <= 0) badOption("width", str(o.width), "must be > 0");
-    if (o.targetWidth < 0) badOption("targetWidth", str(o.targetWidth), "must be >= 0 (0 = width)");
+    if (o.batches <= 0) badOption("data.batches", str(o.batches), "must be > 0");
+    if (o.batchSize <= 0) badOption("train.batch_size", str(o.batchSize), "must be > 0");
+    if (o.width <= 0) badOption("model.width", str(o.width), "must be > 0");
+    if (o.targetWidth < 0) badOption("the synthetic target width", str(o.targetWidth), "must be >= 0 (0 = width)");
   }
   if (o.name == "csv" && o.path.empty())
-    badOption("path", "''", "the csv data set needs the path of a .csv file");
+    badOption("data.path", "''", "the csv data set needs the path of a .csv file");
 }
 
 // The first min(n, count) samples of a seeded shuffle; untouched when n covers the split.
@@ -117,7 +117,7 @@ DataSplit splitTrainTest(const Dataset& data, double testFraction, std::uint64_t
     trainIdx.insert(trainIdx.end(), g.begin() + nTest, g.end());
   }
   if (trainIdx.empty())
-    throw DataError(base + ": testFraction " + str(testFraction) + " of " + str(data.count) +
+    throw DataError(base + ": data.test_fraction " + str(testFraction) + " of " + str(data.count) +
                     " samples leaves no training samples");
   // Mix the classes again (the loader shuffles too, but an unshuffled test set sorted by
   // class would make any "first N test samples" view misleading).
@@ -132,12 +132,24 @@ DataSplit splitTrainTest(const Dataset& data, double testFraction, std::uint64_t
 DataSplit loadDataset(const DataOptions& opt) {
   validateOptions(opt);
   DataSplit split;
+  // Errors about the user's files name the key that chose them: "data.path: 0: no such file".
+  auto fromPath = [&](auto load) {
+    try {
+      return load();
+    } catch (const DataError& e) {
+      if (opt.path.empty()) throw;
+      throw DataError(std::string("data.path: ") + e.what());
+    }
+  };
   if (opt.name == "fmnist") {
-    split = loadFashionMnist(opt.path.empty() ? std::string(kFashionMnistDir) : opt.path,
-                             opt.normalize);
+    split = fromPath([&] {
+      return loadFashionMnist(opt.path.empty() ? std::string(kFashionMnistDir) : opt.path, opt.normalize);
+    });
   } else if (opt.name == "csv") {
-    split = splitTrainTest(readCsvDataset(opt.path, opt.labelColumn), opt.testFraction, opt.seed,
-                           csvBaseName(opt.path));
+    split = fromPath([&] {
+      return splitTrainTest(readCsvDataset(opt.path, opt.labelColumn), opt.testFraction, opt.seed,
+                            csvBaseName(opt.path));
+    });
   } else if (opt.name == "synthetic") {
     split = makeSyntheticRegression(opt);
   } else {

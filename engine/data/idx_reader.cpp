@@ -2,6 +2,10 @@
 // one code path serves both .gz and raw files.
 #include "engine/data/idx_reader.h"
 
+#include "engine/core/checked_file.h"
+#include "engine/core/memory_tracker.h"  // formatBytes
+#include "engine/train/memory_estimate.h"  // hostMemoryAvailable
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -31,9 +35,8 @@ std::string hex(std::uint32_t v, int digits) {
 class GzReader {
  public:
   explicit GzReader(const std::string& path) : m_path(path) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) fail("no such file");
-    if (std::filesystem::is_directory(path, ec)) fail("is a folder, expected an IDX file");
+    // A pipe would block gzopen forever and /dev/zero would be read for ever: files only.
+    if (auto problem = regularFileProblem(path)) fail(*problem + ", expected an IDX file");
     m_file = gzopen(path.c_str(), "rb");
     if (!m_file) fail(std::string("cannot open: ") + std::strerror(errno));
     gzbuffer(m_file, 1 << 18);  // fewer, larger reads: inflate dominates the load time
@@ -126,13 +129,21 @@ std::vector<std::uint8_t> readBody(GzReader& in, std::uint64_t expected, const c
   if (data.size() < expected)
     in.fail("truncated: expected " + std::to_string(expected) + " bytes of " + what +
             ", found " + std::to_string(data.size()));
-  std::array<unsigned char, 1 << 16> scratch;
-  std::uint64_t extra = 0;
-  for (std::size_t got; (got = in.read(scratch.data(), scratch.size())) > 0;) extra += got;
-  if (extra > 0)
-    in.fail(std::to_string(extra) + " unexpected bytes after the " + std::to_string(expected) +
-            " bytes of " + what + " the header declares (trailing garbage, or a wrong count)");
+  // One byte past the end is enough to refuse: counting them all would inflate whatever a
+  // small gzip chooses to hold after the data (gigabytes of zeros, at 1000:1).
+  unsigned char extra;
+  if (in.read(&extra, 1) > 0)
+    in.fail("unexpected bytes after the " + std::to_string(expected) + " bytes of " + what +
+            " the header declares (trailing garbage, or a wrong count)");
   return data;
+}
+
+// The count a header declares (images or labels), read without touching the body.
+std::uint32_t idxHeaderCount(const std::string& path, std::uint32_t magic, const char* what) {
+  GzReader in(path);
+  unsigned char header[8];
+  readHeader(in, header, sizeof header, magic, what);
+  return bigEndian32(header + 4);
 }
 
 std::string findFile(const std::string& dir, const std::string& base) {
@@ -153,7 +164,7 @@ std::array<float, 256> pixelTable(const std::string& normalize) {
     if (normalize == "none") lut[v] = static_cast<float>(v);
     else if (normalize == "standard") lut[v] = (unit - 0.2860f) / 0.3530f;
     else if (normalize == "unit") lut[v] = unit;
-    else throw DataError("data option normalize = '" + normalize + "': expected unit, standard or none");
+    else throw DataError("data.normalize = '" + normalize + "': expected unit, standard or none");
   }
   return lut;
 }
@@ -162,12 +173,22 @@ Dataset loadSplit(const std::string& dir, const std::string& prefix, const std::
                   const std::array<float, 256>& lut) {
   const std::string imagesPath = findFile(dir, prefix + "-images-idx3-ubyte");
   const std::string labelsPath = findFile(dir, prefix + "-labels-idx1-ubyte");
+  // Both headers before either body: a small gzip that declares millions of images is refused
+  // for its counts or its size before anything is inflated.
+  const std::uint32_t imageCount = idxHeaderCount(imagesPath, kImagesMagic, "images");
+  const std::uint32_t labelCount = idxHeaderCount(labelsPath, kLabelsMagic, "labels");
+  if (labelCount != imageCount)
+    throw DataError(imagesPath + " has " + std::to_string(imageCount) + " images but " +
+                    labelsPath + " has " + std::to_string(labelCount) +
+                    " labels (mislabelled: the counts must match)");
+  // Pixels as bytes while reading, then as floats: 5 bytes a pixel at the peak.
+  const std::uint64_t needed = std::uint64_t{imageCount} * 28 * 28 * 5;
+  if (const auto available = hostMemoryAvailable(); available && needed > static_cast<std::uint64_t>(*available))
+    throw DataError(imagesPath + ": declares " + std::to_string(imageCount) + " images, which need " +
+                    formatBytes(static_cast<std::int64_t>(needed)) + " to load; " + formatBytes(*available) +
+                    " available");
   IdxImages images = readIdxImages(imagesPath, 28, 28);
   std::vector<std::uint8_t> labels = readIdxLabels(labelsPath, 10);
-  if (static_cast<std::int64_t>(labels.size()) != images.count)
-    throw DataError(imagesPath + " has " + std::to_string(images.count) + " images but " +
-                    labelsPath + " has " + std::to_string(labels.size()) +
-                    " labels (mislabelled: the counts must match)");
   Dataset d;
   d.name = name;
   d.sampleShape = {1, images.rows, images.cols};
@@ -228,9 +249,12 @@ const std::vector<std::string>& fashionMnistClassNames() {
 
 DataSplit loadFashionMnist(const std::string& dir, const std::string& normalize) {
   std::error_code ec;
+  if (!std::filesystem::exists(dir, ec))
+    throw DataError(dir + ": no such folder (the Fashion-MNIST data path is the folder holding "
+                          "train-images-idx3-ubyte.gz etc.)");
   if (!std::filesystem::is_directory(dir, ec))
-    throw DataError(dir + ": Fashion-MNIST folder not found (set the data path to the folder "
-                          "holding train-images-idx3-ubyte.gz etc.)");
+    throw DataError(dir + ": not a folder (the Fashion-MNIST data path is the folder holding "
+                          "train-images-idx3-ubyte.gz etc.)");
   const std::array<float, 256> lut = pixelTable(normalize);
   // Inflating dominates the load; the test files inflate on a second core meanwhile.
   auto test = std::async(std::launch::async, [&] { return loadSplit(dir, "t10k", "fmnist/test", lut); });

@@ -28,11 +28,11 @@ DataSplit makeSyntheticRegression(const DataOptions& opt) {
   const std::int64_t count = opt.batches * opt.batchSize;
   const std::int64_t targetDim = opt.targetWidth > 0 ? opt.targetWidth : opt.width;
   if (opt.batches <= 0 || opt.batchSize <= 0 || opt.width <= 0 || opt.targetWidth < 0)
-    throw DataError("synthetic data: batches, batchSize and width must be > 0 (got " +
+    throw DataError("synthetic data: data.batches, train.batch_size and model.width must be > 0 (got " +
                     std::to_string(opt.batches) + ", " + std::to_string(opt.batchSize) + ", " +
                     std::to_string(opt.width) + ")");
   if (count > kMaxValues / opt.width || count > kMaxValues / targetDim)
-    throw DataError("synthetic data: batches * batchSize * width = " + std::to_string(opt.batches) +
+    throw DataError("synthetic data: data.batches * train.batch_size * model.width = " + std::to_string(opt.batches) +
                     " * " + std::to_string(opt.batchSize) + " * " + std::to_string(std::max(opt.width, targetDim)) +
                     " values is too large (limit 2^30)");
 

@@ -83,9 +83,9 @@ DataSplit makeToyDataset(const DataOptions& opt) {
   if (opt.name == "spirals") all = makeSpirals(n, opt.noise, opt.seed);
   else if (opt.name == "circles") all = makeCircles(n, opt.noise, opt.seed);
   else if (opt.name == "blobs") all = makeBlobs(n, opt.classes > 0 ? opt.classes : kDefaultBlobs, opt.noise, opt.seed);
-  else throw DataError("data option name = '" + opt.name + "': not a toy data set (spirals, circles, blobs)");
+  else throw DataError("data.name = '" + opt.name + "': not a toy data set (spirals, circles, blobs)");
   if (n < all.numClasses)
-    throw DataError("data option samples = " + std::to_string(n) + ": " + opt.name + " needs at least " +
+    throw DataError("data.samples = " + std::to_string(n) + ": " + opt.name + " needs at least " +
                     std::to_string(all.numClasses) + " samples (one per class)");
   return splitTrainTest(all, opt.testFraction, opt.seed, opt.name);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -151,7 +152,27 @@ DataOptions dataOptionsOf(const RunConfig& c) {
   return d;
 }
 
+std::optional<std::int64_t> generatedDataBytes(const DataOptions& d) {
+  if (d.name != "spirals" && d.name != "circles" && d.name != "blobs") return std::nullopt;
+  const std::int64_t n = d.samples > 0 ? d.samples : 1000;
+  // Per sample: 2 float coordinates and a label byte, held twice (the generated set and its
+  // train/test copies), plus the 8-byte indices of the split: 34 bytes, rounded up to 40.
+  constexpr std::int64_t kBytesPerSample = 40;
+  if (n > std::numeric_limits<std::int64_t>::max() / kBytesPerSample) return std::numeric_limits<std::int64_t>::max();
+  return n * kBytesPerSample;
+}
+
+void refuseDataThatCannotFit(const DataOptions& d) {
+  const auto needed = generatedDataBytes(d);
+  if (!needed) return;
+  const auto available = hostMemoryAvailable();
+  if (available && *needed > *available)
+    throw ConfigError("data.samples=" + std::to_string(d.samples) + " needs ≈ " + formatBytes(*needed) +
+                      " to generate the " + d.name + " data set; " + formatBytes(*available) + " available");
+}
+
 DataShapes dataShapesOf(const RunConfig& c) {
+  refuseDataThatCannotFit(dataOptionsOf(c));
   const DataSplit split = loadDataset(dataOptionsOf(c));
   DataShapes s;
   s.sample = split.train.sampleShape;

@@ -68,6 +68,15 @@ bool emulatesCompute(const RunConfig& c);
 // The options the Trainer loads the config's data set with (seed, batch size, recipe width).
 DataOptions dataOptionsOf(const RunConfig& c);
 
+// Bytes a generated data set (spirals, circles, blobs) takes while it is made and split into
+// train and test copies, known before generating it; nothing for data read from files (their
+// readers check what headers declare) or the recipe's synthetic batches (capped at 2^30 values).
+std::optional<std::int64_t> generatedDataBytes(const DataOptions& d);
+// Throws ConfigError ("data.samples=10000000000 needs ≈ 335 GiB to generate; 21 GiB
+// available") before a data set that cannot fit is generated. The Trainer and the UI's Start
+// check both ask, so data.samples=1e10 is refused rather than filling memory.
+void refuseDataThatCannotFit(const DataOptions& d);
+
 // Host memory available to a new allocation (/proc/meminfo MemAvailable); nothing where unknown.
 std::optional<std::int64_t> hostMemoryAvailable();
 

@@ -60,6 +60,7 @@ Trainer::Trainer(RunConfig config, std::unique_ptr<Backend> backend)
   if (d.seed == 0) d.seed = m_config.seed;
   d.batchSize = m_config.train.batchSize;  // the recipe's batches are the training batches
   if (m_config.model.name == "recipe_mlp") d.width = m_config.model.width;
+  refuseDataThatCannotFit(d);  // before generating it: data.samples=1e10 must not fill memory
   m_data = loadDataset(d);
   if (m_data.train.count == 0) throw DataError("data: the training set is empty");
 

@@ -119,7 +119,9 @@ TEST_F(IdxTest, TrailingGarbageIsAnError) {
   const std::string p = writeRaw("long", imageFile(2, 7));
   const std::string msg = errorOf([&] { readIdxImages(p); });
   EXPECT_HAS(msg, p);
-  EXPECT_HAS(msg, "7 unexpected bytes");
+  // Refused at the first byte past the declared data: counting them all would inflate whatever
+  // a small gzip holds after it.
+  EXPECT_HAS(msg, "unexpected bytes after the 1568 bytes of pixel data");
 }
 
 TEST_F(IdxTest, WrongMagicAndTypeAreReported) {
@@ -247,10 +249,10 @@ TEST_F(IdxTest, LoadDatasetSubsetIsSeededAndCapsTest) {
 TEST(LoadDataset, BadOptionsNameTheSetting) {
   DataOptions o;
   o.name = "mnist";
-  EXPECT_HAS(errorOf([&] { loadDataset(o); }), "data option name = 'mnist'");
+  EXPECT_HAS(errorOf([&] { loadDataset(o); }), "data.name = 'mnist'");
   o = {};
   o.testFraction = 1.0;
-  EXPECT_HAS(errorOf([&] { loadDataset(o); }), "testFraction = 1: must be in [0, 1)");
+  EXPECT_HAS(errorOf([&] { loadDataset(o); }), "data.test_fraction = 1: must be in [0, 1)");
   o = {};
   o.normalize = "zscore";
   EXPECT_HAS(errorOf([&] { loadDataset(o); }), "normalize = 'zscore'");
@@ -267,7 +269,7 @@ TEST(LoadDataset, BadOptionsNameTheSetting) {
   o = {};
   o.name = "fmnist";
   o.path = "/nonexistent/fmnist";
-  EXPECT_HAS(errorOf([&] { loadDataset(o); }), "/nonexistent/fmnist: Fashion-MNIST folder not found");
+  EXPECT_HAS(errorOf([&] { loadDataset(o); }), "data.path: /nonexistent/fmnist: no such folder");
   o = {};
   o.name = "csv";
   EXPECT_HAS(errorOf([&] { loadDataset(o); }), "path");
