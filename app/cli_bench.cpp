@@ -6,11 +6,11 @@
 // timed test.
 #include <unistd.h>
 
-#include <QFile>
 #include <cstdio>
 #include <vector>
 
 #include "app/cli_experiment.h"
+#include "app/cli_output_folder.h"
 #include "engine/backend/backend_registry.h"
 #include "engine/train/recipe_bench.h"
 
@@ -47,8 +47,9 @@ int cmdBench(const Args& args) {
     if (steps.empty()) steps = resolveBackendName(backend) == "cuda" ? "150" : "40";
     ea.overrides.insert(ea.overrides.begin(), {"train.steps=" + steps, "train.histogram_every=0"});
     configs = buildConfigs(ea);
+    if (!jsonPath.empty()) checkOutputFile(jsonPath);  // before the work, not after it
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ampstudio-cli bench: %s\n", e.what());
+    printError("bench", e.what());
     return 2;
   }
   const RunConfig base = configs.front().config;
@@ -60,11 +61,11 @@ int cmdBench(const Args& args) {
       runs.push_back(benchRun(c, mode, isatty(STDERR_FILENO) ? benchProgressOnStderr : nullptr));
     }
   } catch (const ConfigError& e) {
-    std::fprintf(stderr, "ampstudio-cli bench: %s\n", e.what());
+    printError("bench", e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ampstudio-cli bench: %s\n", e.what());
-    return 1;
+    printError("bench", e.what());
+    return 2;
   }
   std::printf("recipe MLP: width %lld, batch %lld, %d layers, %lld steps on %s after %lld untimed (median%s)\n",
               static_cast<long long>(base.model.width), static_cast<long long>(base.train.batchSize),
@@ -78,13 +79,7 @@ int cmdBench(const Args& args) {
                        {"layers", std::to_string(base.model.layers)},
                        {"backend", "\"" + runs.front().backend + "\""}});
   std::fputs(json.c_str(), stdout);
-  if (!jsonPath.empty()) {
-    QFile f(QString::fromStdString(jsonPath));
-    if (!f.open(QIODevice::WriteOnly) || f.write(json.data(), qint64(json.size())) != qint64(json.size())) {
-      std::fprintf(stderr, "ampstudio-cli bench: %s: cannot write\n", jsonPath.c_str());
-      return 1;
-    }
-  }
+  if (!jsonPath.empty() && !writeOutputFile("bench", jsonPath, json)) return 2;
   return 0;
 }
 

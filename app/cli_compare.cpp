@@ -1,10 +1,10 @@
 // ampstudio-cli compare: fp32, AMP fp16 and AMP bf16 of one experiment with one seed, as one
 // table (test accuracy, time per epoch, peak memory, skipped steps, ratios against fp32).
 #include <QJsonDocument>
-#include <QSaveFile>
 #include <cstdio>
 
 #include "app/cli_experiment.h"
+#include "app/cli_output_folder.h"
 #include "app/cli_report.h"
 
 namespace amp::cli {
@@ -40,9 +40,10 @@ int cmdCompare(const Args& args) {
       }
     }
     configs = buildConfigs(ea);
+    if (!jsonPath.empty()) checkOutputFile(jsonPath);  // before the work, not after it
     if (configs.size() != 1) throw UsageError("compare needs a single-run preset or config");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ampstudio-cli compare: %s\n", e.what());
+    printError("compare", e.what());
     return 2;
   }
   std::vector<LabelledResult> results;
@@ -54,23 +55,18 @@ int cmdCompare(const Args& args) {
     try {
       results.push_back({mode, runToEnd(c, dir, ea.quiet, false, mode)});
     } catch (const ConfigError& e) {
-      std::fprintf(stderr, "ampstudio-cli compare: %s\n", e.what());
+      printError("compare", e.what());
       return 2;
     } catch (const DataError& e) {
-      std::fprintf(stderr, "ampstudio-cli compare: %s\n", e.what());
+      printError("compare", e.what());
       return 2;
     }
   }
   printComparison(results, stdout);
   QJsonObject json = comparisonToJson(results);
   json["preset"] = QString::fromStdString(ea.preset);
-  if (!jsonPath.empty()) {
-    QSaveFile f(QString::fromStdString(jsonPath));
-    if (!f.open(QIODevice::WriteOnly) || f.write(QJsonDocument(json).toJson()) < 0 || !f.commit()) {
-      std::fprintf(stderr, "ampstudio-cli compare: --json: cannot write %s\n", jsonPath.c_str());
-      return 2;
-    }
-  }
+  if (!jsonPath.empty() && !writeOutputFile("compare", jsonPath, QJsonDocument(json).toJson().toStdString()))
+    return 2;
   return 0;
 }
 

@@ -40,7 +40,7 @@ struct ConvertOptions {
 
 // One line on stderr naming the argument and what was expected; exit code 2 (bad input).
 int usageError(const std::string& message) {
-  std::fprintf(stderr, "ampstudio-cli convert: %s\n", message.c_str());
+  printError("convert", message);
   return 2;
 }
 

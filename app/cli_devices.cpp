@@ -6,6 +6,7 @@
 
 #include "app/cli_main.h"
 #include "engine/backend/backend_registry.h"
+#include "engine/config/config_schema.h"  // shownValue
 
 namespace amp::cli {
 
@@ -17,7 +18,7 @@ int cmdDevices(const Args& args) {
                 "capability, memory, driver) or why none is usable. backend=auto picks the GPU.");
       return 0;
     }
-    std::fprintf(stderr, "ampstudio-cli devices: unknown option '%s'\n", a.c_str());
+    printError("devices", "unknown option " + shownValue(a));
     return 2;
   }
   std::printf("cpu     %s\n", makeCpuBackend()->description().c_str());

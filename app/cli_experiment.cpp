@@ -1,4 +1,5 @@
 #include "app/cli_experiment.h"
+#include "app/cli_main.h"  // printError
 
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <cstdio>
 
 #include "engine/backend/backend_registry.h"
+#include "engine/core/checked_file.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/config_json.h"
 #include "engine/io/run_record.h"
@@ -41,13 +43,14 @@ ExperimentArgs parseExperimentArgs(const Args& args, const std::vector<std::stri
     else if (s == "--inject-nonfinite") a.overrides.push_back("train.inject_nonfinite=" + value(i, s));
     else if (s == "--quiet" || s == "-q") a.quiet = true;
     else if (s == "--trace") a.trace = true;
+    else if (s == "--overwrite") a.overwrite = true;
     else if (isExtra(s)) a.rest.push_back(s);
     else if (isExtra(s + "=")) {
       a.rest.push_back(s);
       a.rest.push_back(value(i, s));
-    } else if (s.rfind("--", 0) == 0) throw UsageError("unknown option " + s);
+    } else if (s.rfind("--", 0) == 0) throw UsageError("unknown option " + shownValue(s));
     else if (a.configFile.empty()) a.configFile = s;
-    else throw UsageError("unexpected argument '" + s + "' (one config file at most)");
+    else throw UsageError("unexpected argument " + shownValue(s) + " (one config file at most)");
   }
   return a;
 }
@@ -183,7 +186,12 @@ void keepStepsUpTo(const QString& path, std::int64_t step, bool jsonLines) {
 // steps appended. A new folder starts with the checkpoint's own metrics (and their events).
 void prepareResumedFolder(const QString& dir, const QByteArray& history, const std::vector<StepMetrics>& steps,
                           std::int64_t step, int growthInterval) {
-  if (!QDir().mkpath(dir)) throw std::runtime_error(dir.toStdString() + ": cannot create the output folder");
+  makeFolders(dir.toStdString());
+  // The folder's summary described the run before this resume; the resumed run writes its own
+  // at the end. Removed first, so that whatever happens next (a kill, a full disk) no summary
+  // claims steps the trimmed metrics no longer hold.
+  if (QFileInfo(dir + "/" + kRunSummaryFile).isFile() && !QFile::remove(dir + "/" + kRunSummaryFile))
+    throw OutputError((dir + "/" + kRunSummaryFile).toStdString() + ": cannot remove the previous summary");
   const QString metrics = dir + "/" + kRunMetricsFile;
   if (QFile::exists(metrics)) {
     keepStepsUpTo(metrics, step, true);
@@ -259,8 +267,9 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
     if (lastCheckpoint == trainer.stepsDone()) return;
     lastCheckpoint = trainer.stepsDone();
     try {
+      if (writer) writer->sync();  // the lines a checkpoint's step follows are on the disk first
       saveCheckpoint(trainer, checkpointDir + checkpointFileName(lastCheckpoint), metricsSoFar);
-    } catch (const CheckpointError& e) {
+    } catch (const std::exception& e) {  // CheckpointError, OutputError (sync)
       std::fprintf(stderr, "%s[%s] warning: checkpoint not written: %s\n", tty ? "\r\033[K" : "", tag.c_str(),
                    e.what());
     }
@@ -271,7 +280,16 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
     const StepMetrics m = trainer.step();
     builder.add(m);
     const auto events = describeEvents(m, config.scaler.growthInterval);
-    if (writer) writer->writeStep(m, events);
+    if (writer) {
+      try {
+        writer->writeStep(m, events);
+      } catch (const OutputError& e) {
+        // Training on without a record would be lost work; every whole line before stays.
+        throw OutputError(std::string(e.what()) + "; the run stopped at step " + std::to_string(m.step) +
+                          (m.step > 1 ? ", and " + outDir + " keeps its steps up to " + std::to_string(m.step - 1)
+                                      : std::string()));
+      }
+    }
     if (checkpoints) {
       metricsSoFar += stepMetricsJsonLine(m);
       if (config.checkpoint.every > 0 && m.step % config.checkpoint.every == 0) checkpoint();

@@ -30,6 +30,7 @@ struct ExperimentArgs {
   std::string resume;                  // checkpoint to resume from
   bool quiet = false;
   bool trace = false;
+  bool overwrite = false;              // --overwrite: replace a run already in --out
   std::vector<std::string> rest;       // options the caller handles itself
 };
 

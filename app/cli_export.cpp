@@ -1,10 +1,10 @@
 // ampstudio-cli export: the metrics of one or more run folders as CSV or JSON (charts later).
-#include <QSaveFile>
 #include <cmath>
 #include <cstdio>
 #include <set>
 
 #include "app/cli_experiment.h"
+#include "app/cli_output_folder.h"
 #include "engine/io/metrics_export.h"
 #include "engine/io/run_record.h"
 #include "app/cli_export_charts.h"
@@ -28,7 +28,7 @@ constexpr const char* kExportUsage =
 }  // namespace
 
 int usageError(const std::string& what) {
-  std::fprintf(stderr, "ampstudio-cli export: %s\n", what.c_str());
+  printError("export", what);
   return 2;
 }
 
@@ -68,8 +68,8 @@ int cmdExport(const Args& args) {
         smoothing = QString::fromStdString(v).toDouble(&ok);
         // The chart's slider stops at 0.999; 1 would freeze the curve at its first value.
         if (!ok || !(smoothing >= 0 && smoothing < 1))
-          throw UsageError("--smoothing: expected a number in [0, 1), got '" + v + "'");
-      } else throw UsageError("unknown option " + s);
+          throw UsageError("--smoothing: expected a number in [0, 1), got " + shownValue(v));
+      } else throw UsageError("unknown option " + shownValue(s));
     } catch (const UsageError& e) {
       return usageError(e.what());
     }
@@ -80,13 +80,14 @@ int cmdExport(const Args& args) {
 
   std::vector<RunRecord> runs;
   try {
+    if (!out.empty()) checkOutputFile(out);
     for (const auto& d : dirs)
       for (RunRecord& r : loadRunFolders(QString::fromStdString(d))) runs.push_back(std::move(r));
-  } catch (const RunRecordError& e) {
+  } catch (const std::exception& e) {  // RunRecordError, ConfigError (config.json), OutputError
     return usageError(e.what());
   }
   for (const auto& r : runs)
-    for (const auto& w : r.warnings) std::fprintf(stderr, "ampstudio-cli export: warning: %s\n", qPrintable(w));
+    for (const auto& w : r.warnings) printError("export", "warning: " + w.toStdString());
   // The same run exported twice (or two folders of one preset) would share a "run" value.
   std::set<QString> seen;
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -104,10 +105,7 @@ int cmdExport(const Args& args) {
     std::fwrite(text.constData(), 1, static_cast<std::size_t>(text.size()), stdout);
     return 0;
   }
-  QSaveFile f(QString::fromStdString(out));
-  if (!f.open(QIODevice::WriteOnly) || f.write(text) != text.size() || !f.commit())
-    return usageError(out + ": cannot write (" + f.errorString().toStdString() + ")");
-  return 0;
+  return writeOutputFile("export", out, std::string_view(text.constData(), static_cast<std::size_t>(text.size()))) ? 0 : 2;
 }
 
 }  // namespace amp::cli

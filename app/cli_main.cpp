@@ -6,6 +6,8 @@
 #include <map>
 #include <string_view>
 
+#include "engine/config/config_schema.h"  // shownValue
+
 namespace amp::cli {
 namespace {
 
@@ -22,6 +24,20 @@ constexpr const char* kUsage =
 
 }  // namespace
 
+void printError(const std::string& command, const std::string& what) {
+  std::string line;
+  for (unsigned char ch : what) {
+    if (line.size() >= 2000) {
+      line += "… (message cut)";
+      break;
+    }
+    if (ch == '\n') line += "\\n";
+    else if (ch < 0x20 || ch == 0x7f) line += ' ';
+    else line += static_cast<char>(ch);
+  }
+  std::fprintf(stderr, "ampstudio-cli%s%s: %s\n", command.empty() ? "" : " ", command.c_str(), line.c_str());
+}
+
 int cliMain(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
@@ -33,16 +49,20 @@ int cliMain(int argc, char** argv) {
   };
   auto it = commands.find(argv[1]);
   if (it == commands.end()) {
-    std::fprintf(stderr, "ampstudio-cli: unknown command '%s' (try --help)\n", argv[1]);
+    printError("", "unknown command " + shownValue(argv[1]) + " (try --help)");
     return 2;
   }
   Args args(argv + 2, argv + argc);
   try {
     return it->second(args);
+  } catch (const std::bad_alloc&) {
+    printError(argv[1], "out of memory");
+    return 2;
   } catch (const std::exception& e) {
-    // Library code throws errors a user can act on; the CLI prints them as one line.
-    std::fprintf(stderr, "ampstudio-cli %s: %s\n", argv[1], e.what());
-    return 1;
+    // Library code throws errors a user can act on (input that cannot be read, output that
+    // cannot be written): one line, exit 2. Exit 1 means a run that failed (diverged).
+    printError(argv[1], e.what());
+    return 2;
   }
 }
 

@@ -10,6 +10,11 @@ namespace amp::cli {
 using Args = std::vector<std::string>;
 
 int cliMain(int argc, char** argv);
+
+// Prints "ampstudio-cli COMMAND: WHAT" as one line on stderr: control characters in `what`
+// (a newline in a path or value) are escaped and a message over 2000 characters is cut, so
+// scripts reading stderr line by line always get one line per error.
+void printError(const std::string& command, const std::string& what);
 int cmdRun(const Args& args);
 int cmdBench(const Args& args);
 int cmdCompare(const Args& args);

@@ -1,10 +1,11 @@
 // ampstudio-cli run: train from a config file and/or a preset, writing an output folder.
 #include <QDir>
 #include <QJsonDocument>
-#include <QSaveFile>
 #include <cstdio>
+#include <filesystem>
 
 #include "app/cli_experiment.h"
+#include "app/cli_output_folder.h"
 #include "app/cli_report.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/run_output.h"
@@ -17,11 +18,13 @@ namespace {
 void printRunHelp() {
   std::printf(
       "usage: ampstudio-cli run [CONFIG.json] [--preset NAME] [--set key=value]... [--out DIR]\n"
-      "                         [--inject-nonfinite 2,7] [--trace] [--quiet]\n"
+      "                         [--inject-nonfinite 2,7] [--trace] [--quiet] [--overwrite]\n"
       "       ampstudio-cli run --resume CKPT.zip [--set key=value]... [--out DIR]\n"
       "Writes DIR/config.json, metrics.jsonl (one object per step), histograms.jsonl,\n"
       "events.log and summary.json (a preset with variants: one sub-folder per variant and a\n"
-      "comparison in DIR/summary.json). Default DIR: ampstudio-run.\n"
+      "comparison in DIR/summary.json). Default DIR: ampstudio-run (or ampstudio-run-2, ... when\n"
+      "that holds a run). A DIR that holds a run is refused unless --overwrite, which replaces\n"
+      "that run's files (and its checkpoints/step-N.zip) and nothing else there.\n"
       "checkpoint.every=N writes DIR/checkpoints/step-<N>.zip every N steps, checkpoint.at_end=true\n"
       "one at the end. --resume continues such a checkpoint exactly, with its config (--set may\n"
       "change e.g. train.steps, not the model, data, seed or precision), appending to\n"
@@ -31,6 +34,13 @@ void printRunHelp() {
     std::printf("  %-26s %-8s %s\n", k.key.c_str(), k.type.c_str(), k.help.c_str());
   std::printf("  %-26s %-8s %s\n", "autocast.<op>", "choice",
               "override an op's autocast list: lower_precision | fp32 | fp32_output | promote | pass_through");
+}
+
+// Whether two paths name one folder (a resume's --out and the checkpoint's own run folder).
+bool sameFolder(const std::string& a, const std::string& b) {
+  std::error_code ea, eb;
+  const auto ca = std::filesystem::weakly_canonical(a, ea), cb = std::filesystem::weakly_canonical(b, eb);
+  return !ea && !eb && ca == cb;
 }
 
 }  // namespace
@@ -48,49 +58,56 @@ int cmdRun(const Args& args) {
     if (ea.resume.empty()) configs = buildConfigs(ea);
     else configs = {{"", buildResumeConfig(ea)}};
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ampstudio-cli run: %s\n", e.what());
+    printError("run", e.what());
     return 2;
   }
-  const std::string out = !ea.outDir.empty() ? ea.outDir
-                          : ea.resume.empty() ? "ampstudio-run"
-                                              : defaultResumeOutDir(ea.resume);
+  // The default folder never replaces an earlier run: ampstudio-run, then ampstudio-run-2, ...
+  const std::string out = !ea.outDir.empty()  ? ea.outDir
+                          : !ea.resume.empty() ? defaultResumeOutDir(ea.resume)
+                                               : freshOutputFolder("ampstudio-run");
+  auto dirOf = [&](const NamedConfig& nc) { return nc.label.empty() ? out : out + "/" + nc.label; };
+  // Every folder is checked before the first step: a run must not fail at its end for a
+  // folder named summary.json, nor write over another run's metrics.
+  try {
+    if (configs.size() > 1) prepareOutputFolder({out, false, ea.overwrite, false});
+    for (const auto& nc : configs) {
+      OutputFolderPlan plan;
+      plan.dir = dirOf(nc);
+      plan.checkpoints = nc.config.checkpoint.every > 0 || nc.config.checkpoint.atEnd;
+      plan.overwrite = ea.overwrite;
+      // A resume continues its own run's folder (its metrics up to the checkpoint are kept).
+      plan.continuing = !ea.resume.empty() && sameFolder(plan.dir, defaultResumeOutDir(ea.resume));
+      prepareOutputFolder(plan);
+    }
+  } catch (const std::exception& e) {  // OutputError, UsageError
+    printError("run", e.what());
+    return 2;
+  }
   std::vector<LabelledResult> results;
   bool diverged = false;
   for (const auto& nc : configs) {
-    const std::string dir = nc.label.empty() ? out : out + "/" + nc.label;
     try {
-      RunResult r = runToEnd(nc.config, dir, ea.quiet, ea.trace, nc.label, ea.resume);
+      RunResult r = runToEnd(nc.config, dirOf(nc), ea.quiet, ea.trace, nc.label, ea.resume);
       diverged |= r.summary.status == "diverged" && nc.config.train.onDivergence == "stop";
       results.push_back({nc.label.empty() ? std::string(precisionModeName(nc.config.mode)) : nc.label,
                          std::move(r)});
-    } catch (const ConfigError& e) {
-      std::fprintf(stderr, "ampstudio-cli run: %s\n", e.what());
-      return 2;
-    } catch (const DataError& e) {
-      std::fprintf(stderr, "ampstudio-cli run: %s\n", e.what());
-      return 2;
-    } catch (const UsageError& e) {
-      std::fprintf(stderr, "ampstudio-cli run: %s\n", e.what());
-      return 2;
-    } catch (const CheckpointError& e) {
-      std::fprintf(stderr, "ampstudio-cli run: %s\n", e.what());
-      return 2;
     } catch (const std::bad_alloc&) {
       // The Trainer refuses what its estimate says cannot fit; this is memory that ran out
       // anyway (taken by others meanwhile, or outside the estimate): never a bare "std::bad_alloc".
-      std::fprintf(stderr, "ampstudio-cli run: out of memory running %s (batch %lld); try a smaller model or batch\n",
-                   modelSettingsText(nc.config.model).c_str(), static_cast<long long>(nc.config.train.batchSize));
+      printError("run", "out of memory running " + modelSettingsText(nc.config.model) + " (batch " +
+                            std::to_string(nc.config.train.batchSize) + "); try a smaller model or batch");
+      return 2;
+    } catch (const std::exception& e) {
+      // Bad input (ConfigError, DataError, CheckpointError, UsageError) or output that could not
+      // be written (OutputError): one line naming it, exit 2. What was written stays.
+      printError("run", e.what());
       return 2;
     }
   }
   if (configs.size() > 1) {
     QJsonObject cmp = comparisonToJson(results);
     cmp["preset"] = QString::fromStdString(ea.preset);
-    QSaveFile f(QString::fromStdString(out + "/summary.json"));
-    if (f.open(QIODevice::WriteOnly)) {
-      f.write(QJsonDocument(cmp).toJson());
-      f.commit();
-    }
+    if (!writeOutputFile("run", out + "/summary.json", QJsonDocument(cmp).toJson().toStdString())) return 2;
   }
   if (!ea.quiet || configs.size() > 1) printComparison(results, stdout);
   std::printf("outputs in %s\n", out.c_str());

@@ -15,7 +15,7 @@ namespace amp {
 namespace {
 
 [[noreturn]] void fail(const std::string& key, const std::string& expected, const std::string& got) {
-  throw ConfigError(key + ": expected " + expected + ", got '" + got + "'");
+  throw ConfigError(key + ": expected " + expected + ", got " + shownValue(got));
 }
 
 std::int64_t parseInt(const std::string& key, const std::string& v) {
@@ -245,6 +245,29 @@ const ConfigKey* findConfigKey(const std::string& key) {
   return nullptr;
 }
 
+std::string shownValue(std::string_view value, std::size_t max) {
+  std::string out = "'";
+  std::size_t shown = 0;
+  for (unsigned char ch : value) {
+    if (shown++ == max) {
+      out += "…' (" + std::to_string(value.size()) + " bytes)";
+      return out;
+    }
+    if (ch == '\n') out += "\\n";
+    else if (ch == '\r') out += "\\r";
+    else if (ch == '\t') out += "\\t";
+    else if (ch < 0x20 || ch == 0x7f) {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[ch >> 4];
+      out += hex[ch & 15];
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out + "'";
+}
+
 void setConfigValue(RunConfig& c, const std::string& key, const std::string& value) {
   if (key.rfind("autocast.", 0) == 0) {
     const std::string op = key.substr(9);
@@ -254,14 +277,14 @@ void setConfigValue(RunConfig& c, const std::string& key, const std::string& val
     return;
   }
   const ConfigKey* k = findConfigKey(key);
-  if (!k) throw ConfigError("unknown config key '" + key + "' (see the README's key list)");
+  if (!k) throw ConfigError("unknown config key " + shownValue(key) + " (see the README's key list)");
   k->set(c, value);
 }
 
 void applyOverride(RunConfig& c, const std::string& kv) {
   const auto eq = kv.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw ConfigError("--set expects key=value, got '" + kv + "'");
+    throw ConfigError("--set expects key=value, got " + shownValue(kv));
   setConfigValue(c, kv.substr(0, eq), kv.substr(eq + 1));
 }
 

@@ -6,11 +6,17 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/config/run_config.h"
 
 namespace amp {
+
+// A user's value as an error message shows it: quoted, control characters escaped (a newline
+// becomes \n, so the message stays one line) and long values cut to their first `max`
+// characters with their length: "'aaaa…' (100000 bytes)".
+std::string shownValue(std::string_view value, std::size_t max = 60);
 
 class ConfigError : public std::runtime_error {
  public:

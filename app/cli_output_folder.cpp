@@ -1,0 +1,121 @@
+#include "app/cli_output_folder.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "app/cli_experiment.h"  // UsageError
+#include "app/cli_main.h"        // printError
+#include "engine/core/checked_file.h"
+#include "engine/io/run_record.h"  // the run files' names
+
+namespace amp::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kTraceFile = "trace.json";
+constexpr const char* kCheckpointFolder = "checkpoints";
+
+std::vector<std::string> ownFileNames() {
+  std::vector<std::string> names(std::begin(kRunFiles), std::end(kRunFiles));
+  names.push_back(kTraceFile);
+  return names;
+}
+
+bool exists(const std::string& path, struct stat& st) { return ::lstat(path.c_str(), &st) == 0; }
+
+// Checkpoints our writer made: step-<N>.zip (and nothing else in the folder is ours).
+std::vector<fs::path> checkpointFiles(const std::string& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  static const std::regex name(R"(step-[0-9]+\.zip)");
+  for (fs::directory_iterator it(fs::path(dir) / kCheckpointFolder, ec), end; !ec && it != end; it.increment(ec))
+    if (std::regex_match(it->path().filename().string(), name)) out.push_back(it->path());
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> existingRunOutputs(const std::string& dir) {
+  std::vector<std::string> found;
+  struct stat st {};
+  for (const auto& name : ownFileNames())
+    if (exists(dir + "/" + name, st)) found.push_back(name);
+  if (!checkpointFiles(dir).empty()) found.push_back(std::string(kCheckpointFolder) + "/");
+  return found;
+}
+
+void prepareOutputFolder(const OutputFolderPlan& plan) {
+  const std::string& dir = plan.dir;
+  makeFolders(dir);
+  struct stat st {};
+  // Something that is not a file where a run writes one fails only at the end otherwise
+  // (summary.json), or at every checkpoint (a file named checkpoints).
+  for (const auto& name : ownFileNames())
+    if (exists(dir + "/" + name, st) && !S_ISREG(st.st_mode))
+      throw OutputError(dir + "/" + name + ": exists and is not a file, so the run could not write it");
+  const std::string checkpoints = dir + "/" + kCheckpointFolder;
+  if (plan.checkpoints && ::stat(checkpoints.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+    throw OutputError(checkpoints + ": exists and is not a folder, so no checkpoint could be written");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw OutputError(dir + ": cannot write there: " + systemReason(errno));
+
+  if (plan.continuing) return;
+  const auto found = existingRunOutputs(dir);
+  if (found.empty()) return;
+  if (!plan.overwrite)
+    throw UsageError(dir + ": already holds a run (" + joined(found) +
+                     "); choose another --out, or add --overwrite to replace it");
+  // Only what a run writes: other files the user keeps there stay.
+  std::error_code ec;
+  for (const auto& name : ownFileNames())
+    if (fs::remove(fs::path(dir) / name, ec); ec)
+      throw OutputError(dir + "/" + name + ": cannot remove it: " + ec.message());
+  for (const auto& ckpt : checkpointFiles(dir))
+    if (fs::remove(ckpt, ec); ec) throw OutputError(ckpt.string() + ": cannot remove it: " + ec.message());
+}
+
+std::string freshOutputFolder(const std::string& base) {
+  // Any non-empty folder counts as taken: a preset's variants live in sub-folders, and a run
+  // killed before its summary left only some of its files.
+  auto taken = [](const std::string& d) {
+    std::error_code ec;
+    return fs::exists(d, ec) && (!fs::is_directory(d, ec) || !fs::is_empty(d, ec));
+  };
+  std::string dir = base;
+  for (int n = 2; taken(dir); ++n) dir = base + "-" + std::to_string(n);
+  return dir;
+}
+
+void checkOutputFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw OutputError(path + ": is a folder; give a file name to write");
+  const std::string parent = fs::path(path).parent_path().empty() ? "." : fs::path(path).parent_path().string();
+  if (::stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw OutputError(path + ": cannot write there: its folder " + parent + " does not exist");
+  if (::access(parent.c_str(), W_OK | X_OK) != 0)
+    throw OutputError(path + ": cannot write there: " + systemReason(errno));
+}
+
+bool writeOutputFile(const std::string& command, const std::string& path, std::string_view bytes) {
+  try {
+    writeFileAtomically(path, bytes);
+    return true;
+  } catch (const OutputError& e) {
+    printError(command, e.what());
+    return false;
+  }
+}
+
+}  // namespace amp::cli

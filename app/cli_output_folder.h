@@ -1,0 +1,44 @@
+// Where `ampstudio-cli run` writes, checked before any training: a run that cannot write its
+// files should fail in its first second with exit 2, not after an hour (a folder named
+// summary.json), and must never silently replace another run's metrics or leave that run's
+// checkpoints beside its own.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace amp::cli {
+
+// The files and folders of ours that `dir` already holds ("metrics.jsonl", "checkpoints/"):
+// a run's outputs, or a preset comparison's summary.json.
+std::vector<std::string> existingRunOutputs(const std::string& dir);
+
+struct OutputFolderPlan {
+  std::string dir;
+  bool checkpoints = false;   // the run writes dir/checkpoints/
+  bool overwrite = false;     // --overwrite: an earlier run's files there may be replaced
+  bool continuing = false;    // a resume into the run's own folder: its files are meant to stay
+};
+
+// Makes `plan.dir` and checks that every file a run writes there can be written: no folder
+// where a file goes (summary.json, metrics.jsonl, ...), no file where checkpoints/ goes, the
+// folder writable. A folder that already holds a run is refused (UsageError naming what it
+// holds and --overwrite) unless `overwrite`, which removes those outputs first (our file names
+// only, and checkpoints/step-N.zip; nothing else in the folder is touched). Throws OutputError
+// or UsageError, one line each.
+void prepareOutputFolder(const OutputFolderPlan& plan);
+
+// `base` when nothing of a run is there yet, else the first free "base-2", "base-3", ...: the
+// default output folder never replaces an earlier run.
+std::string freshOutputFolder(const std::string& base);
+
+// Checks, before the work that produces it, that a single output file (--json, --output) can
+// be written: its folder exists and is writable, and the path is not a folder. Throws OutputError.
+void checkOutputFile(const std::string& path);
+
+// writeFileAtomically, with a failure printed as "ampstudio-cli COMMAND: PATH: cannot write:
+// REASON": returns false then (the caller exits 2).
+bool writeOutputFile(const std::string& command, const std::string& path, std::string_view bytes);
+
+}  // namespace amp::cli
