@@ -5,7 +5,6 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QMessageBox>
-#include <QSaveFile>
 #include <QStatusBar>
 #include <QTemporaryDir>
 #include <map>
@@ -31,18 +30,13 @@ QString statusText(ui::RunStatus s) {
                                                                   : ui::runStatusName(s);
 }
 
-void writeFile(const QString& path, const QByteArray& bytes) {
-  QSaveFile f(path);  // atomic: a failed export never leaves half a file
-  if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit())
-    throw std::runtime_error(QStringLiteral("%1: %2").arg(path, f.errorString()).toStdString());
-}
+// Atomic and checked (OutputError names the file and the system's reason): a failed export
+// never leaves half a file, nor an empty one on a full disk.
+void writeFile(const QString& path, const QByteArray& bytes) { writeFileAtomically(path, bytes); }
 
 QByteArray readCheckpointBytes(const ui::RunData& r) {
   if (r.checkpointPath.isEmpty()) return {};
-  QFile f(r.checkpointPath);
-  if (!f.open(QIODevice::ReadOnly))
-    throw std::runtime_error(QStringLiteral("%1: %2").arg(r.checkpointPath, f.errorString()).toStdString());
-  return f.readAll();
+  return readFileBytes(r.checkpointPath);  // a regular file, capped (RunRecordError otherwise)
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 #include <algorithm>
 
 #include "app/gui_training_worker.h"
+#include "engine/core/checked_file.h"
 #include "engine/io/checkpoint.h"
+#include "engine/io/run_record.h"  // writeFileAtomically
 #include "engine/io/experiment_file.h"
 #include "engine/io/metrics_json.h"
 #include "engine/train/event_text.h"
@@ -85,11 +87,13 @@ ui::RunData* RunController::addLoadedRun(const ExperimentRun& loaded) {
     // An embedded checkpoint becomes a file, so the run can be resumed or saved again.
     const QString dir = checkpointDir(*run);
     const QString path = QDir(dir).filePath(checkpointFileName(r.steps.empty() ? 0 : r.steps.back().step));
-    QFile f(path);
-    if (QDir().mkpath(dir) && f.open(QIODevice::WriteOnly) && f.write(loaded.checkpointZip) == loaded.checkpointZip.size())
+    try {
+      makeFolders(dir.toStdString());
+      writeFileAtomically(path, loaded.checkpointZip);  // checked: never half a checkpoint
       run->checkpointPath = path;
-    else
-      run->events << tr("could not unpack its checkpoint to %1").arg(path);
+    } catch (const OutputError& e) {
+      run->events << tr("could not unpack its checkpoint: %1").arg(QString::fromStdString(e.what()));
+    }
   }
   ui::RunData* raw = run.get();
   m_runs.push_back(std::move(run));

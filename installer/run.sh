@@ -11,8 +11,8 @@ if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
 fi
 echo "No display found: running the CLI demo instead (the 'underflow' lesson, side by side)."
 echo "For the app without a display: xvfb-run -a build/release/app/ampstudio"
-build/release/app/ampstudio-cli run --preset underflow --out ampstudio-demo/underflow
-build/release/app/ampstudio-cli run --preset overflow --set train.steps=120 --out ampstudio-demo/overflow
+build/release/app/ampstudio-cli run --preset underflow --out ampstudio-demo/underflow --overwrite
+build/release/app/ampstudio-cli run --preset overflow --set train.steps=120 --out ampstudio-demo/overflow --overwrite
 build/release/app/ampstudio-cli export --run ampstudio-demo/underflow --format png --output ampstudio-demo/underflow.png
 build/release/app/ampstudio-cli export --run ampstudio-demo/overflow --format png --output ampstudio-demo/overflow.png
 echo "Charts of both lessons: ampstudio-demo/underflow.png and ampstudio-demo/overflow.png"

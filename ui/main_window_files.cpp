@@ -5,7 +5,8 @@
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QMenu>
-#include <QSaveFile>
+
+#include "engine/core/checked_file.h"
 #include <QSettings>
 #include <QStatusBar>
 
@@ -43,10 +44,11 @@ bool MainWindow::openConfigFile(const QString& path) {
 }
 
 bool MainWindow::saveConfigFile(const QString& path) {
-  QSaveFile f(path);  // a crash mid-write never leaves half a file
-  if (!f.open(QIODevice::WriteOnly) ||
-      f.write(QJsonDocument(configToJson(m_experiment->config())).toJson()) < 0 || !f.commit()) {
-    statusBar()->showMessage(tr("Could not save %1: %2").arg(path, f.errorString()));
+  try {
+    // A crash mid-write never leaves half a file, and a full disk is reported as such.
+    writeFileAtomically(path.toStdString(), QJsonDocument(configToJson(m_experiment->config())).toJson().toStdString());
+  } catch (const OutputError& e) {
+    statusBar()->showMessage(tr("Could not save: %1").arg(QString::fromStdString(e.what())));
     return false;
   }
   addRecentFile(path);

@@ -4,6 +4,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QTemporaryDir>
@@ -13,6 +14,7 @@
 #include "engine/io/safetensors.h"
 #include "engine/io/zip_entries.h"
 #include "tests/unit/checkpoint_test_support.h"
+#include "tests/unit/test_support.h"
 
 namespace amp {
 namespace {
@@ -108,6 +110,36 @@ TEST_F(CheckpointErrors, BytesAfterTheZipDirectory) {
   expectRefused(writeFile("tail.zip", m_bytes + QByteArray(100, 'x')),
                 {"does not end with its zip directory"});
   expectRefused(writeFile("twice.zip", m_bytes + m_bytes.left(m_bytes.size() / 2)), {"zip"});
+}
+
+// Decompression bombs: 64 MiB of zeros deflate to about 64 KiB. Each is refused from the zip
+// directory's declared sizes, before anything is inflated; the messages come from that check.
+TEST_F(CheckpointErrors, BombsAreRefusedBeforeInflating) {
+  const QByteArray zeros(64 << 20, '\0');
+  const QString extra = m_dir.filePath("extra.zip");
+  {
+    std::vector<ZipEntry> entries;
+    for (const auto& [n, data] : readZipEntries(m_good)) entries.push_back({n, data, true});
+    entries.push_back({"extra.bin", zeros, true});
+    writeZipAtomically(extra, entries);
+  }
+  ASSERT_LT(QFileInfo(extra).size(), 2 << 20);
+  // Before, the extra entry was inflated and the checkpoint accepted.
+  expectRefused(extra, {"extra.bin", "unexpected entry"});
+  // Before, the model entry was inflated, then found not to match the manifest.
+  expectRefused(rewritten("model-bomb.zip", {{"model.safetensors", zeros}}),
+                {"model.safetensors", "declares 67108864 bytes, but manifest.json lists"});
+  expectRefused(rewritten("manifest-bomb.zip", {{"manifest.json", zeros}}),
+                {"manifest.json", "declares 67108864 bytes uncompressed, more than the 16777216"});
+  // The global cap, and the per-entry cap, for any reader of zips (experiments, bundles).
+  ZipReadLimits limits;
+  limits.maxEntryBytes = 1000;
+  EXPECT_HAS(test::messageOf<CheckpointError>([&] { readZipEntries(extra, {}, limits); }),
+             "an entry may hold");
+  limits = {};
+  limits.maxTotalBytes = 60 << 20;
+  EXPECT_HAS(test::messageOf<CheckpointError>([&] { readZipEntries(extra, {}, limits); }),
+             "bytes uncompressed in all");
 }
 
 TEST_F(CheckpointErrors, FlippedBytesInsideAnEntry) {
