@@ -162,6 +162,24 @@ std::optional<std::int64_t> generatedDataBytes(const DataOptions& d) {
   return n * kBytesPerSample;
 }
 
+std::optional<DataShapes> generatedDataShapes(const DataOptions& d) {
+  DataShapes s;
+  if (d.name == "synthetic") {
+    s.sample = {d.width};
+    s.outputs = d.targetWidth > 0 ? d.targetWidth : d.width;
+    s.classification = false;
+    s.trainCount = d.batches * d.batchSize;
+    return s;
+  }
+  if (!generatedDataBytes(d)) return std::nullopt;
+  const std::int64_t n = d.samples > 0 ? d.samples : 1000;
+  s.sample = {2};
+  s.outputs = d.classes > 0 ? d.classes : 3;
+  s.testCount = static_cast<std::int64_t>(static_cast<double>(n) * d.testFraction);
+  s.trainCount = n - s.testCount;
+  return s;
+}
+
 void refuseDataThatCannotFit(const DataOptions& d) {
   const auto needed = generatedDataBytes(d);
   if (!needed) return;
@@ -221,7 +239,9 @@ std::optional<std::string> memoryRefusal(const RunConfig& c, const MemoryEstimat
                                          const std::string& where) {
   if (needed <= available) return std::nullopt;
   return modelSettingsText(c.model) + " (batch " + std::to_string(c.train.batchSize) + ", " +
-         std::string(precisionModeName(c.mode)) + ") needs " + e.summary() + "; " +
+         std::string(precisionModeName(c.mode)) + ") needs " + e.summary() +
+         // Before the data set is generated its bytes count too, and the message says so.
+         (needed > e.tracked() ? " and its data set " + formatBytes(needed - e.tracked()) : std::string()) + "; " +
          formatBytes(available) + " available" + (where.empty() ? "" : " on " + where);
 }
 

@@ -77,6 +77,10 @@ std::optional<std::int64_t> generatedDataBytes(const DataOptions& d);
 // check both ask, so data.samples=1e10 is refused rather than filling memory.
 void refuseDataThatCannotFit(const DataOptions& d);
 
+// The shapes of a generated data set (the recipe's synthetic batches, spirals, circles, blobs),
+// from its options alone; nothing for data read from files.
+std::optional<DataShapes> generatedDataShapes(const DataOptions& d);
+
 // Host memory available to a new allocation (/proc/meminfo MemAvailable); nothing where unknown.
 std::optional<std::int64_t> hostMemoryAvailable();
 

@@ -61,6 +61,13 @@ Trainer::Trainer(RunConfig config, std::unique_ptr<Backend> backend)
   d.batchSize = m_config.train.batchSize;  // the recipe's batches are the training batches
   if (m_config.model.name == "recipe_mlp") d.width = m_config.model.width;
   refuseDataThatCannotFit(d);  // before generating it: data.samples=1e10 must not fill memory
+  // A generated data set's shapes are known from the config: the whole run is estimated before
+  // anything is generated (model.width=30000 made 3 GB of recipe batches before being refused).
+  if (auto shapes = generatedDataShapes(d)) {
+    shapes->emulatedCompute = !m_be->nativeCompute(m_config.computeDtype());
+    m_estimate = std::make_unique<MemoryEstimate>(estimateMemory(m_config, *shapes));
+    refuseIfItCannotFit(true);
+  }
   m_data = loadDataset(d);
   if (m_data.train.count == 0) throw DataError("data: the training set is empty");
 
@@ -203,12 +210,13 @@ bool Trainer::weightsNonFinite() {
 // The memory this run needs against what is free where its tensors live (the device's free
 // memory, else the host's MemAvailable, the data set being loaded already): refused before
 // anything is allocated when it cannot fit.
-void Trainer::refuseIfItCannotFit() {
+void Trainer::refuseIfItCannotFit(bool includeData) {
   const auto device = m_be->deviceMemory();
   const std::optional<std::int64_t> available =
       device ? std::optional<std::int64_t>(device->free) : hostMemoryAvailable();
   if (!available) return;
-  if (auto why = memoryRefusal(m_config, *m_estimate, m_estimate->tracked(), *available,
+  const std::int64_t needed = m_estimate->tracked() + (includeData && !device ? m_estimate->dataSet : 0);
+  if (auto why = memoryRefusal(m_config, *m_estimate, needed, *available,
                                device ? m_be->name() : std::string()))
     throw ConfigError(*why);
 }

@@ -85,7 +85,8 @@ class Trainer {
 
  private:
   StepMetrics runStep();
-  void refuseIfItCannotFit();
+  // includeData: the data set is not loaded yet, so its host bytes count too.
+  void refuseIfItCannotFit(bool includeData = false);
   std::string outOfMemoryMessage(const std::string& when) const;
   const Batch& nextBatch();
   bool keepTrainingSetOnDevice() const;
