@@ -99,7 +99,7 @@ expect(2 "data.test_fraction" run --preset spirals --set data.test_fraction=2 --
 expect(2 "data.samples=10000000000 needs" run --preset spirals --set data.samples=10000000000 --out ${WORK}/x)
 expect(2 "needs" run --preset fmnist-cnn --set model.cnn=fc:4294967297 --out ${WORK}/x)
 # The recipe's batches (2^30 values at most) are not made before the model is found too big.
-expect(2 "model.width=200000, model.layers=3 (batch 256, fp32) needs" run --preset recipe --set model.width=200000 --set amp.mode=fp32 --out ${WORK}/x)
+expect(2 "model.width=200000, model.layers=3 (batch 256, fp32) needs" run --preset recipe --set model.width=200000 --out ${WORK}/x)
 expect(2 "train.threads" run --preset spirals --set train.threads=100000 --out ${WORK}/x)
 
 # 6. A full disk: the run stops with exit 2 naming the file and "No space left on device";
