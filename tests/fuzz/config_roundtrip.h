@@ -4,6 +4,7 @@
 // its config must reopen with that config.
 #pragma once
 
+#include <QJsonDocument>
 #include <string>
 
 #include "engine/config/config_schema.h"
@@ -35,10 +36,10 @@ inline void checkConfigRoundTrip(const RunConfig& c) {
   }
   if (flatText(viaText) != before) fail("config changed through flattenConfig/setConfigValue:\n" + before +
                                         "--- became ---\n" + flatText(viaText));
-  // As nested JSON, as config.json and checkpoints store it.
+  // As nested JSON text, as config.json and checkpoints store it.
   RunConfig viaJson;
   try {
-    applyConfigJson(viaJson, configToJson(c));
+    applyConfigJson(viaJson, QJsonDocument::fromJson(QJsonDocument(configToJson(c)).toJson()).object());
   } catch (const ConfigError& e) {
     fail(std::string("configToJson wrote a config that applyConfigJson refuses: ") + e.what() + "\n" + before);
   }
