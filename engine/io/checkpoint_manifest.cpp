@@ -4,6 +4,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <algorithm>
 #include <cmath>
 
 #include "engine/config/config_schema.h"
@@ -224,7 +225,11 @@ CheckpointInfo manifestFromJson(const QByteArray& bytes) {
     const Reader e(it.value().toObject(), "entries." + name);
     EntryDigest d;
     d.sha256 = QByteArray::fromStdString(e.string("sha256")).toLower();
-    if (d.sha256.size() != 64) fail("\"" + e.where("sha256") + "\" must be 64 hex digits");
+    // Hex digits, not just 64 bytes: other text (UTF-8 letters) was accepted, then written back
+    // as Latin-1 into a manifest that no longer read (found by fuzz_checkpoint_manifest).
+    const bool hex = std::all_of(d.sha256.begin(), d.sha256.end(),
+                                 [](char ch) { return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'); });
+    if (d.sha256.size() != 64 || !hex) fail("\"" + e.where("sha256") + "\" must be 64 hex digits");
     d.bytes = e.integer("bytes");
     m.entries[name] = d;
   }
