@@ -91,8 +91,11 @@ std::vector<TensorSpec> specsFromJson(const QJsonArray& a, const std::string& pa
     if (!dt) fail("\"" + r.where("dtype") + "\": unknown dtype '" + r.string("dtype") + "'");
     s.dtype = *dt;
     for (const QJsonValue& d : r.array("shape")) {
-      if (!d.isDouble() || d.toDouble() < 0 || d.toDouble() != std::floor(d.toDouble()))
-        fail("\"" + r.where("shape") + "\" must hold integers >= 0");
+      // At most 2^53, as every count here: a larger double (1.8e19) does not fit the int64_t it
+      // is cast to (undefined behaviour; found by fuzz_checkpoint_manifest).
+      const double x = d.toDouble();
+      if (!d.isDouble() || !(x >= 0 && x <= kMaxExactInteger) || x != std::floor(x))
+        fail("\"" + r.where("shape") + "\" must hold integers from 0 to 2^53");
       s.shape.push_back(static_cast<std::int64_t>(d.toDouble()));
     }
     out.push_back(std::move(s));

@@ -2,6 +2,7 @@
 // accepts must be what the writer can write back.
 #include <gtest/gtest.h>
 
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 
@@ -52,4 +53,18 @@ TEST(CheckpointManifest, DigestMustBeHexNotJust64Bytes) {
   // Upper-case hex is read as lower-case.
   EXPECT_EQ(manifestFromJson(withDigestField("sha256", QString(64, 'A'))).entries.at("model.safetensors").sha256,
             QByteArray(64, 'a'));
+}
+
+TEST(CheckpointManifest, ShapeDimensionsBeyond2To53AreRefused) {
+  // 1.8e19 was cast to int64_t unchecked (undefined behaviour).
+  QJsonObject o = QJsonDocument::fromJson(manifestToJson(smallManifest())).object();
+  QJsonObject model = o["model"].toObject();
+  QJsonArray params = model["parameters"].toArray();
+  QJsonObject p = params[0].toObject();
+  p["shape"] = QJsonArray{2, 1.8446744073709552e19};
+  params[0] = p;
+  model["parameters"] = params;
+  o["model"] = model;
+  EXPECT_EQ(test::messageOf<CheckpointError>([&] { manifestFromJson(QJsonDocument(o).toJson()); }),
+            "manifest.json: \"model.parameters[0].shape\" must hold integers from 0 to 2^53");
 }
