@@ -15,7 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   RunConfig c;
   try {
     applyConfigFile(c, path.toStdString());
-  } catch (const ConfigError&) {
+  } catch (const ConfigError& e) {
+    fuzz::refused(e);
     return 0;
   }
   (void)validateRunConfig(c);

@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (arg.empty()) continue;
     try {
       applyOverride(c, arg);
-    } catch (const ConfigError&) {
+    } catch (const ConfigError& e) {
+    fuzz::refused(e);
       return 0;  // the CLI stops at the first bad --set
     }
   }

@@ -13,7 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (path.isEmpty()) return 0;
   try {
     (void)loadExperiment(path);
-  } catch (const ExperimentError&) {
+  } catch (const ExperimentError& e) {
+    fuzz::refused(e);
   }
   const auto runs = fuzz::openRuns(path);
   if (!runs) return 0;

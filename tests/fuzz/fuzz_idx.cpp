@@ -29,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (auto l : labels)
         if (l >= classes) fuzz::fail("labels: " + std::to_string(l) + " accepted with " + std::to_string(classes) + " classes");
     }
-  } catch (const DataError&) {
+  } catch (const DataError& e) {
+    fuzz::refused(e);
   }
   return 0;
 }

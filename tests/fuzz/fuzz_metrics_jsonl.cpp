@@ -30,7 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     HistogramRecord h;
     try {
       h = histogramFromJson(o);
-    } catch (const RunRecordError&) {
+    } catch (const RunRecordError& e) {
+      fuzz::refused(e);
       continue;
     }
     const QByteArray first = compact(histogramToJson(0, h));

@@ -1,5 +1,5 @@
-// CLI run folders (File > Open on a folder, `ampstudio-cli report`): the input's parts (0x1E
-// separated) become config.json, metrics.jsonl, histograms.jsonl, events.log and summary.json in
+// CLI run folders (File > Open on a folder, `ampstudio-cli report`): the input's parts (split as
+// fuzz_support.h says) become config.json, metrics.jsonl, histograms.jsonl, events.log and summary.json in
 // that order; the first byte says which of them exist (bits 0-4) and whether the run sits in a
 // sub-folder of a preset's comparison folder whose summary.json lists it (bit 5). loadRunFolders
 // reads it; refusals are RunRecordErrors. A run that loads must survive what saving it does
@@ -27,7 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<RunRecord> runs;
   try {
     runs = loadRunFolders(root);
-  } catch (const RunRecordError&) {
+  } catch (const RunRecordError& e) {
+    fuzz::refused(e);
     return 0;
   }
   for (const RunRecord& r : runs) {

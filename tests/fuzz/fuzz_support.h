@@ -2,8 +2,9 @@
 // input into several files or zip entries, and a loud stop for a broken property.
 //
 // Multi-file inputs are text-friendly, so seeds stay readable and libFuzzer's mutations and
-// dictionaries work on the contents: parts are separated by the ASCII record separator 0x1E, and
-// a zip entry is "<name>\n<bytes>". A property failure calls fail(), which aborts: libFuzzer
+// dictionaries work on the contents: parts are separated by three ASCII record separators and a
+// newline ("\x1e\x1e\x1e\n": one 0x1E alone turned up inside tensor bytes), and a zip entry is
+// "<name>\n<bytes>". A property failure calls fail(), which aborts: libFuzzer
 // saves the input as a crash, exactly like a sanitizer report.
 #pragma once
 
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -24,7 +26,7 @@
 
 namespace amp::fuzz {
 
-inline constexpr char kPartSeparator = '\x1e';
+inline const QByteArray kPartSeparator = QByteArrayLiteral("\x1e\x1e\x1e\n");
 
 [[noreturn]] inline void fail(const std::string& what) {
   std::fprintf(stderr, "FUZZ PROPERTY BROKEN: %s\n", what.c_str());
@@ -36,6 +38,13 @@ inline constexpr char kPartSeparator = '\x1e';
 // silently either.
 inline void require(bool ok, const std::string& what) {
   if (!ok) fail("harness: " + what);
+}
+
+// With AMP_FUZZ_VERBOSE set, the harnesses print why an input was refused: to check that the
+// seeds get as deep as they should (run the target on the corpus with -runs=0).
+inline void refused(const std::exception& e) {
+  static const bool verbose = std::getenv("AMP_FUZZ_VERBOSE") != nullptr;
+  if (verbose) std::fprintf(stderr, "refused: %s\n", e.what());
 }
 
 inline QByteArray bytesOf(const std::uint8_t* data, std::size_t size) {
@@ -71,7 +80,25 @@ inline QString freshDir(const QString& path) {
   return path;
 }
 
-inline QList<QByteArray> splitParts(const QByteArray& bytes) { return bytes.split(kPartSeparator); }
+inline QList<QByteArray> splitParts(const QByteArray& bytes) {
+  QList<QByteArray> parts;
+  qsizetype from = 0;
+  for (qsizetype at; (at = bytes.indexOf(kPartSeparator, from)) >= 0; from = at + kPartSeparator.size())
+    parts.append(bytes.mid(from, at - from));
+  parts.append(bytes.mid(from));
+  return parts;
+}
+
+// The parts joined (what splitParts takes apart); for the seed generator, which must not write
+// a part that holds the separator itself.
+inline QByteArray joinParts(const QList<QByteArray>& parts) {
+  QByteArray out;
+  for (qsizetype i = 0; i < parts.size(); ++i) {
+    require(!parts[i].contains(kPartSeparator), "a part holds the separator");
+    out += (i ? kPartSeparator : QByteArray()) + parts[i];
+  }
+  return out;
+}
 
 // "<name>\n<bytes>" parts as zip entries (a part without a name is dropped). Stored, not
 // deflated: writing stays cheap, and compression is not what the reader is fuzzed for here
@@ -88,12 +115,9 @@ inline std::vector<ZipEntry> entriesFromParts(const QByteArray& bytes) {
 }
 
 inline QByteArray partsFromEntries(const std::vector<std::pair<QString, QByteArray>>& entries) {
-  QByteArray out;
-  for (const auto& [name, data] : entries) {
-    if (!out.isEmpty()) out += kPartSeparator;
-    out += name.toUtf8() + '\n' + data;
-  }
-  return out;
+  QList<QByteArray> parts;
+  for (const auto& [name, data] : entries) parts.append(name.toUtf8() + '\n' + data);
+  return joinParts(parts);
 }
 
 }  // namespace amp::fuzz

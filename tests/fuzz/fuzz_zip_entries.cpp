@@ -18,13 +18,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto manifestOnly = readZipEntries(path, {QStringLiteral("manifest.json")});
     if (manifestOnly.size() > 1 || (manifestOnly.size() == 1 && !entries.count(QStringLiteral("manifest.json"))))
       fuzz::fail("readZipEntries(only manifest.json) returned other entries");
-  } catch (const CheckpointError&) {
+  } catch (const CheckpointError& e) {
+    fuzz::refused(e);
     return 0;
   }
   try {
     (void)readCheckpointInfo(path);
     (void)checkpointMetrics(path);
-  } catch (const CheckpointError&) {
+  } catch (const CheckpointError& e) {
+    fuzz::refused(e);
   }
   return 0;
 }

@@ -166,12 +166,13 @@ void runSeeds() {
   // The run's files: every file (flags 0x1f), in a comparison's sub-folder (0x3f), and a run
   // killed early (config.json and metrics.jsonl only, the last line cut).
   const auto files = runRecordFiles(r);
-  QByteArray parts;
-  for (const char* name : kRunFiles) parts += (parts.isEmpty() ? "" : QByteArray(1, fuzz::kPartSeparator)) + files.at(name);
+  QList<QByteArray> fileParts;
+  for (const char* name : kRunFiles) fileParts.append(files.at(name));
+  const QByteArray parts = fuzz::joinParts(fileParts);
   seed("run_folder", "finished.parts", '\x1f' + parts);
   seed("run_folder", "comparison.parts", '\x3f' + parts);
   seed("run_folder", "killed.parts",
-       '\x03' + files.at(kRunConfigFile) + fuzz::kPartSeparator + metrics.left(metrics.size() - 40));
+       '\x03' + fuzz::joinParts({files.at(kRunConfigFile), metrics.left(metrics.size() - 40)}));
 
   // An experiment with the run and its checkpoint, and a bundle with a chart: raw (first byte
   // even) and as entries (odd).

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "engine/io/checkpoint_manifest.h"
 #include "engine/io/experiment_file.h"
@@ -23,7 +25,8 @@ inline QString zipFileFromInput(const std::uint8_t* data, std::size_t size, cons
   }
   try {
     writeZipAtomically(path, entriesFromParts(rest));
-  } catch (const CheckpointError&) {
+  } catch (const CheckpointError& e) {
+    fuzz::refused(e);
     return {};
   }
   return path;
@@ -33,7 +36,8 @@ inline QString zipFileFromInput(const std::uint8_t* data, std::size_t size, cons
 inline std::optional<std::vector<ExperimentRun>> openRuns(const QString& path) {
   try {
     return openAnything(path);
-  } catch (const ExperimentError&) {
+  } catch (const ExperimentError& e) {
+    fuzz::refused(e);
     return std::nullopt;
   }
 }
