@@ -22,10 +22,12 @@ std::int64_t parseInt(const std::string& key, const std::string& v) {
   errno = 0;
   char* end = nullptr;
   const long long x = std::strtoll(v.c_str(), &end, 10);
-  // Accept "3.0" from JSON numbers written as floats, but not 3.5.
+  // Accept "3.0" from JSON numbers written as floats, but not 3.5. (strtod gets its own end:
+  // sharing strtoll's let "3.5" and "1.5e300" through as 3 and 1, found by fuzzing.)
   if (end && *end == '.') {
-    const double d = std::strtod(v.c_str(), &end);
-    if (*end == 0 && d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<std::int64_t>(d);
+    char* dend = nullptr;
+    const double d = std::strtod(v.c_str(), &dend);
+    if (*dend == 0 && d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<std::int64_t>(d);
   }
   if (v.empty() || errno || !end || *end) fail(key, "an integer", v);
   return x;

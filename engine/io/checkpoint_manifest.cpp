@@ -4,6 +4,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <algorithm>
 #include <cmath>
 
 #include "engine/config/config_schema.h"
@@ -90,8 +91,11 @@ std::vector<TensorSpec> specsFromJson(const QJsonArray& a, const std::string& pa
     if (!dt) fail("\"" + r.where("dtype") + "\": unknown dtype '" + r.string("dtype") + "'");
     s.dtype = *dt;
     for (const QJsonValue& d : r.array("shape")) {
-      if (!d.isDouble() || d.toDouble() < 0 || d.toDouble() != std::floor(d.toDouble()))
-        fail("\"" + r.where("shape") + "\" must hold integers >= 0");
+      // At most 2^53, as every count here: a larger double (1.8e19) does not fit the int64_t it
+      // is cast to (undefined behaviour; found by fuzz_checkpoint_manifest).
+      const double x = d.toDouble();
+      if (!d.isDouble() || !(x >= 0 && x <= kMaxExactInteger) || x != std::floor(x))
+        fail("\"" + r.where("shape") + "\" must hold integers from 0 to 2^53");
       s.shape.push_back(static_cast<std::int64_t>(d.toDouble()));
     }
     out.push_back(std::move(s));
@@ -224,7 +228,11 @@ CheckpointInfo manifestFromJson(const QByteArray& bytes) {
     const Reader e(it.value().toObject(), "entries." + name);
     EntryDigest d;
     d.sha256 = QByteArray::fromStdString(e.string("sha256")).toLower();
-    if (d.sha256.size() != 64) fail("\"" + e.where("sha256") + "\" must be 64 hex digits");
+    // Hex digits, not just 64 bytes: other text (UTF-8 letters) was accepted, then written back
+    // as Latin-1 into a manifest that no longer read (found by fuzz_checkpoint_manifest).
+    const bool hex = std::all_of(d.sha256.begin(), d.sha256.end(),
+                                 [](char ch) { return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'); });
+    if (d.sha256.size() != 64 || !hex) fail("\"" + e.where("sha256") + "\" must be 64 hex digits");
     d.bytes = e.integer("bytes");
     m.entries[name] = d;
   }

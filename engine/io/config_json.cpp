@@ -1,5 +1,6 @@
 #include "engine/io/config_json.h"
 
+#include <cmath>
 #include <cstdlib>
 
 #include <QFile>
@@ -16,9 +17,11 @@ std::string scalarText(const std::string& key, const QJsonValue& v) {
     case QJsonValue::Bool: return v.toBool() ? "true" : "false";
     case QJsonValue::Double: {
       const double d = v.toDouble();
-      // Integral values print without a fraction so integer keys accept them.
-      if (d == static_cast<double>(static_cast<long long>(d)) && std::abs(d) < 9e15)
-        return std::to_string(static_cast<long long>(d));
+      // Integral values print without a fraction so integer keys accept them. The range is
+      // checked before the cast: converting 1e300 or nan to long long is undefined (the fuzzer's
+      // first find). -0 keeps its sign, as a number key given "-0" does.
+      if (d == 0) return std::signbit(d) ? "-0" : "0";
+      if (std::abs(d) < 9e15 && d == std::trunc(d)) return std::to_string(static_cast<long long>(d));
       return QString::number(d, 'g', 17).toStdString();
     }
     case QJsonValue::String: return v.toString().toStdString();
@@ -35,6 +38,9 @@ std::string scalarText(const std::string& key, const QJsonValue& v) {
     default: throw ConfigError(key + ": unsupported value");
   }
 }
+
+// Whether a JSON number (a double) holds x exactly. (Not llabs: llabs(INT64_MIN) overflows.)
+bool exactInDouble(qint64 x) { return x >= -(1LL << 53) && x <= (1LL << 53); }
 
 void setNested(QJsonObject& root, const QString& dotted, const QJsonValue& v) {
   const int dot = dotted.indexOf('.');
@@ -92,13 +98,23 @@ QJsonObject configToJson(const RunConfig& c) {
       // decimal string, which the key's parser reads back (toLongLong gave 0 above 2^63).
       bool ok = false;
       const qint64 x = v.toLongLong(&ok);
-      jv = ok && std::llabs(x) <= (1LL << 53) ? QJsonValue(static_cast<double>(x)) : QJsonValue(v);
+      jv = ok && exactInDouble(x) ? QJsonValue(static_cast<double>(x)) : QJsonValue(v);
     }
-    else if (k && k->type == "number") jv = v.toDouble();
+    else if (k && k->type == "number") {
+      // JSON has no inf or nan (Qt writes null), and QJsonValue stores -0 as the integer 0: those
+      // go as the key's text, which scalarText and the key's parser read back exactly.
+      const double d = v.toDouble();
+      jv = std::isfinite(d) && !(d == 0 && std::signbit(d)) ? QJsonValue(d) : QJsonValue(v);
+    }
     else if (k && k->type == "bool") jv = v == "true";
     else if (k && k->type == "int_list") {
       QJsonArray a;
-      for (const auto& part : v.split(',', Qt::SkipEmptyParts)) a.append(static_cast<double>(part.toLongLong()));
+      // Items beyond 2^53 go as exact decimal strings, as whole integers do above (a double
+      // would round model.hidden=9007199254740993 to ...992).
+      for (const auto& part : v.split(',', Qt::SkipEmptyParts)) {
+        const qint64 x = part.toLongLong();
+        a.append(exactInDouble(x) ? QJsonValue(static_cast<double>(x)) : QJsonValue(part));
+      }
       jv = a;
     }
     if (key.rfind("autocast.", 0) == 0) {

@@ -4,6 +4,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace amp {
@@ -23,6 +24,15 @@ double readNum(const QJsonValue& v) {
     if (s == "-inf") return -INFINITY;
   }
   return v.toDouble();
+}
+// A JSON number as a 64-bit count. Casting a double beyond the range (1e300) or nan is
+// undefined behaviour (found by fuzzing metrics.jsonl): clamp to the range, nan as 0.
+std::int64_t toInt64(const QJsonValue& v) {
+  const double d = v.toDouble();
+  if (!(d == d)) return 0;
+  if (d >= 9223372036854775807.0) return std::numeric_limits<std::int64_t>::max();
+  if (d <= -9223372036854775808.0) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(d);
 }
 }  // namespace
 
@@ -85,7 +95,7 @@ std::vector<StepMetrics> stepMetricsFromJsonLines(const QByteArray& jsonl) {
 
 StepMetrics stepMetricsFromJson(const QJsonObject& o) {
   StepMetrics m;
-  m.step = static_cast<std::int64_t>(o["step"].toDouble());
+  m.step = toInt64(o["step"]);
   m.epoch = o["epoch"].toInt();
   m.loss = readNum(o["loss"]);
   m.scale = static_cast<float>(readNum(o["scale"]));
@@ -103,13 +113,13 @@ StepMetrics stepMetricsFromJson(const QJsonObject& o) {
   const QJsonObject cur = o["memory"].toObject(), peak = o["memory_peak"].toObject();
   for (int i = 0; i < kMemCategoryCount; ++i) {
     const QString k = QString::fromUtf8(memCategoryName(static_cast<MemCategory>(i)).data());
-    m.memory.current[i] = static_cast<std::int64_t>(cur[k].toDouble());
-    m.memory.peak[i] = static_cast<std::int64_t>(peak[k].toDouble());
+    m.memory.current[i] = toInt64(cur[k]);
+    m.memory.peak[i] = toInt64(peak[k]);
   }
-  m.memory.totalCurrent = static_cast<std::int64_t>(cur["total"].toDouble());
-  m.memory.totalPeak = static_cast<std::int64_t>(peak["total"].toDouble());
-  m.memory.deviceTotal = static_cast<std::int64_t>(cur["device_total"].toDouble());
-  m.memory.deviceFree = static_cast<std::int64_t>(cur["device_free"].toDouble());
+  m.memory.totalCurrent = toInt64(cur["total"]);
+  m.memory.totalPeak = toInt64(peak["total"]);
+  m.memory.deviceTotal = toInt64(cur["device_total"]);
+  m.memory.deviceFree = toInt64(cur["device_free"]);
   m.firstNonFinite = o["first_nonfinite"].toString().toStdString();
   m.injected = o["injected"].toBool();
   m.postUnscaleOverflow = o["post_unscale_overflow"].toBool();
@@ -154,9 +164,9 @@ QJsonObject histogramToJson(std::int64_t step, const HistogramRecord& h) {
 
 void roundingCountsFromJson(const QJsonObject& o, HistogramRecord& h) {
   h.flushedToZero = o.contains("flushed_to_zero")
-                        ? static_cast<std::int64_t>(o["flushed_to_zero"].toDouble()) : -1;
+                        ? toInt64(o["flushed_to_zero"]) : -1;
   h.roundedToInf = o.contains("rounded_to_inf")
-                       ? static_cast<std::int64_t>(o["rounded_to_inf"].toDouble()) : -1;
+                       ? toInt64(o["rounded_to_inf"]) : -1;
 }
 
 JsonLinesWriter::JsonLinesWriter(const QString& path, bool append)

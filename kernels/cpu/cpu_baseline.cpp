@@ -13,8 +13,20 @@ const char* cpuBaselineProblem() {
   const char* baseline = AMP_CPU_BASELINE;
   __builtin_cpu_init();
   bool ok = true;
-  if (strcmp(baseline, "x86-64-v3") == 0) ok = __builtin_cpu_supports("x86-64-v3");
-  else if (strcmp(baseline, "x86-64-v4") == 0) ok = __builtin_cpu_supports("x86-64-v4");
+#if defined(__clang__)
+  // Clang (14) knows no level names here, and not F16C, MOVBE or LZCNT: the features it can
+  // test. No CPU has AVX2, FMA and BMI1/2 without those three (Intel Haswell, AMD Zen onwards).
+  const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                  __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+  const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+                  __builtin_cpu_supports("avx512vl");
+#else
+  const bool v3 = __builtin_cpu_supports("x86-64-v3");
+  const bool v4 = __builtin_cpu_supports("x86-64-v4");
+#endif
+  if (strcmp(baseline, "x86-64-v3") == 0) ok = v3;
+  else if (strcmp(baseline, "x86-64-v4") == 0) ok = v4;
   if (!ok) {
     snprintf(message, sizeof message,
              "this build needs an %s CPU (AVX2, FMA, BMI2, F16C%s) and this one lacks part of it; "
