@@ -1,5 +1,6 @@
 #include "engine/io/config_json.h"
 
+#include <cmath>
 #include <cstdlib>
 
 #include <QFile>
@@ -16,9 +17,10 @@ std::string scalarText(const std::string& key, const QJsonValue& v) {
     case QJsonValue::Bool: return v.toBool() ? "true" : "false";
     case QJsonValue::Double: {
       const double d = v.toDouble();
-      // Integral values print without a fraction so integer keys accept them.
-      if (d == static_cast<double>(static_cast<long long>(d)) && std::abs(d) < 9e15)
-        return std::to_string(static_cast<long long>(d));
+      // Integral values print without a fraction so integer keys accept them. The range test
+      // comes first: converting a double that long long cannot hold (a learning rate of 1e30)
+      // is undefined behaviour, not merely a wrong number.
+      if (std::abs(d) < 9e15 && d == std::trunc(d)) return std::to_string(static_cast<long long>(d));
       return QString::number(d, 'g', 17).toStdString();
     }
     case QJsonValue::String: return v.toString().toStdString();
