@@ -118,6 +118,23 @@ TEST(Config, JsonFilesRoundTripAndReportTheirErrors) {
             std::string::npos);
 }
 
+// Numbers far outside any integer's range are floats to the config and must arrive unchanged
+// (the check for an integral value once converted them to long long first: undefined behaviour,
+// which the asan preset's UBSan run stops at).
+TEST(Config, JsonNumbersBeyondTheIntegerRangeStayFloats) {
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("c.json").toStdString();
+  { std::ofstream f(path); f << R"({"optimizer": {"lr": 1e30}, "scaler": {"init_scale": 1.5e300}})"; }
+  RunConfig c;
+  applyConfigFile(c, path);
+  EXPECT_EQ(c.optimizer.lr, 1e30);
+  EXPECT_EQ(c.scaler.initScale, 1.5e300);
+  // An integer key given such a number is refused with the key's name, not wrapped.
+  { std::ofstream f(path); f << R"({"train": {"steps": -1e30}})"; }
+  RunConfig bad;
+  EXPECT_NE(errorOf([&] { applyConfigFile(bad, path); }).find("train.steps"), std::string::npos);
+}
+
 TEST(Config, NumbersIgnoreTheLocale) {
   const char* old = std::setlocale(LC_NUMERIC, nullptr);
   const std::string saved = old ? old : "C";
