@@ -7,6 +7,7 @@
 #include <QCoreApplication>
 #include <QDeadlineTimer>
 #include <QDir>
+#include <QDirIterator>
 #include <QFile>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -36,6 +37,7 @@ struct Resources {
   int threads = 0;
   int fds = 0;
   int objects = 0;  // QObjects under the session: windows, widgets, workers, chart items
+  int checkpointFiles = 0;  // under the app's checkpoint folder (an opened run's is unpacked there)
 };
 
 long vmRssKb() {
@@ -44,6 +46,12 @@ long vmRssKb() {
   for (const QByteArray& line : f.readAll().split('\n'))
     if (line.startsWith("VmRSS:")) return line.mid(6).trimmed().split(' ').first().toLong();
   return -1;
+}
+
+int filesUnder(const QString& dir) {
+  int n = 0;
+  for (QDirIterator it(dir, QDir::Files, QDirIterator::Subdirectories); it.hasNext(); it.next()) ++n;
+  return n;
 }
 
 int entries(const char* dir) {
@@ -80,11 +88,14 @@ Resources measure(std::initializer_list<const QObject*> roots) {
   r.threads = entries("/proc/self/task");
   r.fds = entries("/proc/self/fd");  // the listing's own descriptor counts each time alike
   for (const QObject* root : roots) r.objects += int(root->findChildren<QObject*>().size());
+  r.checkpointFiles =
+      filesUnder(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/checkpoints"));
   return r;
 }
 
 QString describe(const Resources& r) {
-  return QStringLiteral("RSS %1 kB, %2 threads, %3 fds, %4 objects").arg(r.rssKb).arg(r.threads).arg(r.fds).arg(r.objects);
+  return QStringLiteral("RSS %1 kB, %2 threads, %3 fds, %4 objects, %5 checkpoint files")
+      .arg(r.rssKb).arg(r.threads).arg(r.fds).arg(r.objects).arg(r.checkpointFiles);
 }
 
 // Empty when nothing leaked; otherwise one line per resource that grew.
@@ -101,6 +112,9 @@ QString leaks(const Resources& before, const Resources& after) {
   // is freed when the session ends: RSS alone would take many cycles to show it.
   if (after.objects > before.objects)
     out << QStringLiteral("%1 more QObjects").arg(after.objects - before.objects);
+  // A checkpoint the app unpacked for a run it opened is the app's to delete with the run.
+  if (after.checkpointFiles > before.checkpointFiles)
+    out << QStringLiteral("%1 more checkpoint files").arg(after.checkpointFiles - before.checkpointFiles);
   if (out.isEmpty()) return {};
   return out.join(QStringLiteral("; ")) + QStringLiteral(" (before: %1; after: %2)").arg(describe(before), describe(after));
 }
@@ -181,23 +195,31 @@ class TestLifecycle : public test::SessionFixture {
   }
 
   void openCloseCyclesLeakNothing() {
-    // Three finished runs (three precisions, so the file holds varied series), saved once.
+    constexpr int kRuns = 4;
+    // Finished runs in three precisions (varied series) and one that wrote checkpoints (the file
+    // embeds its last one, which opening unpacks), saved once.
     test::apply(panel(), test::tinySpirals(30));
     window()->actions().twin->trigger();
-    QCOMPARE(controller()->runs().size(), 3);
+    RunConfig checkpointed = panel()->config();
+    checkpointed.checkpoint.every = 10;  // not in the panel: queued as the window would
+    controller()->enqueue(checkpointed);
+    QCOMPARE(controller()->runs().size(), kRuns);
     for (const ui::RunData* r : controller()->runs())
       QTRY_COMPARE_WITH_TIMEOUT(r->status, ui::RunStatus::Finished, 30000);
+    QVERIFY(!lastRun()->checkpointPath.isEmpty());
+    const QString trainedCheckpoints = gui::RunController::checkpointDir(*lastRun());
     const QString ampx = m_tmp.filePath(QStringLiteral("lifecycle.ampx"));
     m_session->files()->saveExperimentFile(ampx);
     clearFinished();
+    QVERIFY(QDir(trainedCheckpoints).removeRecursively());
 
     for (int i = 0; i < kWarmUpCycles; ++i) {
-      openClearCycle(ampx, 3);
+      openClearCycle(ampx, kRuns);
       if (QTest::currentTestFailed()) return;
     }
     const Resources before = measureSession();
     for (int i = 0; i < kCycles; ++i) {
-      openClearCycle(ampx, 3);
+      openClearCycle(ampx, kRuns);
       if (QTest::currentTestFailed()) return;
     }
     const Resources after = measureSession();
