@@ -2,6 +2,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QStandardPaths>
 #include <algorithm>
 
@@ -32,7 +33,11 @@ RunController::RunController(QObject* parent) : QObject(parent) {
   m_sinceDrain.start();
 }
 
-RunController::~RunController() { shutdown(); }
+RunController::~RunController() {
+  shutdown();
+  m_runs.clear();
+  deleteUnreferencedUnpacked();  // a session's saved file embeds them: the copies can go
+}
 
 ui::RunData* RunController::enqueue(RunConfig config, bool startPaused) {
   auto run = std::make_unique<ui::RunData>();
@@ -91,6 +96,7 @@ ui::RunData* RunController::addLoadedRun(const ExperimentRun& loaded) {
       makeFolders(dir.toStdString());
       writeFileAtomically(path, loaded.checkpointZip);  // checked: never half a checkpoint
       run->checkpointPath = path;
+      m_unpacked.insert(path);
     } catch (const OutputError& e) {
       run->events << tr("could not unpack its checkpoint: %1").arg(QString::fromStdString(e.what()));
     }
@@ -411,6 +417,22 @@ void RunController::removeRun(int id) {
   if (it == m_runs.end()) return;
   emit runRemoved(id);  // listeners drop their pointers before the record is freed
   m_runs.erase(it);
+  deleteUnreferencedUnpacked();
+}
+
+void RunController::deleteUnreferencedUnpacked() {
+  // A run resumed from an unpacked checkpoint refers to it (checkpointPath) until it writes its
+  // own, by which time its worker has read it: a referenced copy stays.
+  for (auto it = m_unpacked.begin(); it != m_unpacked.end();) {
+    const QString path = *it;
+    if (std::any_of(m_runs.begin(), m_runs.end(), [&](const auto& r) { return r->checkpointPath == path; })) {
+      ++it;
+      continue;
+    }
+    QFile::remove(path);
+    QDir().rmdir(QFileInfo(path).absolutePath());  // only when empty: the run's folder was made for it
+    it = m_unpacked.erase(it);
+  }
 }
 
 RunController::Active* RunController::targetOf(int runId) {

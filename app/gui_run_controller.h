@@ -8,6 +8,7 @@
 #include <QElapsedTimer>
 #include <QHash>
 #include <QObject>
+#include <QSet>
 #include <QTimer>
 #include <QVector>
 #include <memory>
@@ -112,6 +113,8 @@ class RunController : public QObject {
   void onRunPaused(TrainingWorker* w, qint64 stepsDone);
   void onRunEnded(TrainingWorker* w, int outcome, const QString& message);
   void setStatus(ui::RunData* run, ui::RunStatus s, const QString& detail = {});
+  // Deletes the checkpoints addLoadedRun unpacked that no run refers to any more.
+  void deleteUnreferencedUnpacked();
   void log(ui::RunData* run, const QStringList& lines);  // RunData::events and the event log
 
   std::vector<std::unique_ptr<ui::RunData>> m_runs;
@@ -119,6 +122,9 @@ class RunController : public QObject {
   QVector<int> m_queue;        // run ids waiting for a slot
   QVector<int> m_queuePaused;  // of those, the ones to start paused
   QHash<int, QString> m_resumeFrom;  // run id -> checkpoint its worker loads first
+  // Checkpoints unpacked from opened files: copies of what the file holds, so they go when no
+  // run refers to them (removed, or the session ends) instead of piling up at every open.
+  QSet<QString> m_unpacked;
   int m_nextId = 1;
   int m_maxConcurrent = 1;
   double m_stepsPerSecond = 0;

@@ -17,6 +17,7 @@ TrainingWorker::TrainingWorker(RunConfig config, bool startPaused, QObject* pare
 TrainingWorker::~TrainingWorker() {
   cancel();
   wait();
+  std::lock_guard lock(m_mutex);  // after run()'s last act (m_runReturned): see the header
 }
 
 void TrainingWorker::pause() {
@@ -150,6 +151,14 @@ bool TrainingWorker::waitForNextStep(Trainer& trainer, bool& inject, bool& trace
 }
 
 void TrainingWorker::run() {
+  // Destroyed last, after the trainer and every signal emitted below (see m_runReturned).
+  struct MarkReturned {
+    TrainingWorker* w;
+    ~MarkReturned() {
+      std::lock_guard lock(w->m_mutex);
+      w->m_runReturned = true;
+    }
+  } markReturned{this};
   std::unique_ptr<Trainer> trainer;
   QString backendName, backendInfo, computePath;
   try {

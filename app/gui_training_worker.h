@@ -97,6 +97,11 @@ class TrainingWorker : public QThread {
   QString m_resumeFrom;
   QString m_checkpointDir;
   QByteArray m_metricsJsonl;  // worker thread only: the run's metrics.jsonl, for its checkpoints
+  // Set under m_mutex as run()'s very last act; the destructor takes m_mutex after wait(). wait()
+  // already orders the thread's end before it returns, but through Qt's own mutex, which
+  // ThreadSanitizer cannot see (Qt is not instrumented): this hand-off through ours shows it that
+  // all the thread did happened before the destructor frees what the thread touched.
+  bool m_runReturned = false;
 };
 
 }  // namespace amp::gui

@@ -1,12 +1,13 @@
 // The worker/GUI hand-off without a window: the buffer signals only on empty -> non-empty, a
 // worker's steps all arrive in order, pause/step/cancel act between steps, errors end the run.
-#include <QSignalSpy>
+#include <QElapsedTimer>
 #include <QTest>
 
 #include "app/gui_metrics_buffer.h"
 #include "app/gui_training_worker.h"
 #include "engine/config/config_schema.h"
 #include "gui_test_util.h"
+#include "queued_spy.h"
 
 using namespace amp;
 using namespace amp::gui;
@@ -53,9 +54,9 @@ class TestTrainingWorker : public QObject {
 
   void allStepsArriveInOrder() {
     TrainingWorker w(tinyConfig(40));
-    QSignalSpy ready(&w, &TrainingWorker::metricsReady);
-    QSignalSpy ended(&w, &TrainingWorker::runEnded);
-    QSignalSpy started(&w, &TrainingWorker::runStarted);
+    test::QueuedSpy ready(&w, &TrainingWorker::metricsReady);
+    test::QueuedSpy ended(&w, &TrainingWorker::runEnded);
+    test::QueuedSpy started(&w, &TrainingWorker::runStarted);
     w.start();
     auto steps = collect(w, 40);
     QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 10000);
@@ -70,8 +71,8 @@ class TestTrainingWorker : public QObject {
 
   void pauseStepCancelBetweenSteps() {
     TrainingWorker w(tinyConfig(1000000), /*startPaused=*/true);
-    QSignalSpy paused(&w, &TrainingWorker::runPaused);
-    QSignalSpy ended(&w, &TrainingWorker::runEnded);
+    test::QueuedSpy paused(&w, &TrainingWorker::runPaused);
+    test::QueuedSpy ended(&w, &TrainingWorker::runEnded);
     w.start();
     QTRY_COMPARE_WITH_TIMEOUT(paused.size(), 1, 20000);
     QCOMPARE(paused[0][0].toLongLong(), 0);  // paused before the first step
@@ -107,7 +108,7 @@ class TestTrainingWorker : public QObject {
   void paceSlowsStepsAndChangesLive() {
     TrainingWorker w(tinyConfig(30));
     w.setStepsPerSecond(20);
-    QSignalSpy ended(&w, &TrainingWorker::runEnded);
+    test::QueuedSpy ended(&w, &TrainingWorker::runEnded);
     QElapsedTimer t;
     t.start();
     w.start();
@@ -125,8 +126,8 @@ class TestTrainingWorker : public QObject {
   void pauseAndCancelDoNotWaitForThePace() {
     TrainingWorker w(tinyConfig(1000));
     w.setStepsPerSecond(0.2);  // one step every 5 s
-    QSignalSpy paused(&w, &TrainingWorker::runPaused);
-    QSignalSpy ended(&w, &TrainingWorker::runEnded);
+    test::QueuedSpy paused(&w, &TrainingWorker::runPaused);
+    test::QueuedSpy ended(&w, &TrainingWorker::runEnded);
     w.start();
     QTRY_VERIFY_WITH_TIMEOUT(!w.buffer().empty(), 20000);  // the first step, then the wait
     QElapsedTimer t;
@@ -141,8 +142,8 @@ class TestTrainingWorker : public QObject {
 
   void runStartedCarriesBatchesPerEpoch() {
     TrainingWorker w(tinyConfig(3));
-    QSignalSpy started(&w, &TrainingWorker::runStarted);
-    QSignalSpy ended(&w, &TrainingWorker::runEnded);
+    test::QueuedSpy started(&w, &TrainingWorker::runStarted);
+    test::QueuedSpy ended(&w, &TrainingWorker::runEnded);
     w.start();
     QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 10000);
     QCOMPARE(started.size(), 1);
@@ -153,8 +154,8 @@ class TestTrainingWorker : public QObject {
     RunConfig c = tinyConfig(3);
     c.train.accumulation = 2;
     TrainingWorker w2(c);
-    QSignalSpy started2(&w2, &TrainingWorker::runStarted);
-    QSignalSpy ended2(&w2, &TrainingWorker::runEnded);
+    test::QueuedSpy started2(&w2, &TrainingWorker::runStarted);
+    test::QueuedSpy ended2(&w2, &TrainingWorker::runEnded);
     w2.start();
     QTRY_COMPARE_WITH_TIMEOUT(ended2.size(), 1, 10000);
     QCOMPARE(started2[0][1].toLongLong(), std::max<qint64>(1, perEpoch / 2));
@@ -164,7 +165,7 @@ class TestTrainingWorker : public QObject {
     RunConfig c = tinyConfig(5);
     c.backend = "cuda";
     TrainingWorker w(c);
-    QSignalSpy ended(&w, &TrainingWorker::runEnded);
+    test::QueuedSpy ended(&w, &TrainingWorker::runEnded);
     w.start();
     QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 10000);
     QCOMPARE(ended[0][0].toInt(), int(RunOutcome::Failed));
