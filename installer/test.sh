@@ -8,6 +8,11 @@
 # so bf16 takes the fp32 emulation; our converters capped at their AVX2 path with
 # AMP_CONVERT_ISA), and with our converters on their scalar path. On an AVX2-only machine the
 # first repeat changes nothing; on an AVX-512 or AMX machine it covers the other CPU class.
+#
+# Then the hardening passes (issue 13), each a build of its own: the engine, CLI and unit and
+# integration tests under ASan+UBSan (build/asan), the training-thread UI tests under TSan
+# (build/tsan), and a short time-boxed run of every fuzz target over its seed corpus
+# (build/fuzz; the 1M-execution runs are local work, see the README). AMP_CI_QUICK=1 skips them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash installer/install-deps.sh
@@ -21,3 +26,12 @@ ONEDNN_MAX_CPU_ISA=AVX2 AMP_CONVERT_ISA=avx2 ctest --preset release -j2 --timeou
 echo "== conversions and the GEMMs/convolutions that use them on the scalar path (AMP_CONVERT_ISA=scalar) =="
 AMP_CONVERT_ISA=scalar ctest --preset release -j2 --timeout 900 --no-tests=error \
   -R '(Float16|ConvertArrays|GemmBackendTest|ConvBackendTest|PoolNormTest|ActivationSemantics)\.'
+
+if [ "${AMP_CI_QUICK:-0}" != 1 ]; then
+  echo "== ASan + UBSan: engine, CLI, unit and integration tests (build/asan) =="
+  bash tests/sanitize/run_asan.sh
+  echo "== TSan: the training worker, run controller, main window and lifecycle tests (build/tsan) =="
+  bash tests/sanitize/run_tsan.sh
+  echo "== fuzz: every target over its corpus, ${AMP_FUZZ_SECONDS:-10} s each (build/fuzz) =="
+  bash tests/fuzz/run_fuzzers.sh "${AMP_FUZZ_SECONDS:-10}"
+fi
