@@ -7,25 +7,7 @@ file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 set(small --preset spirals --set train.steps=6 --quiet)
 
-# Runs the CLI (at most 60 s, and in a shell with an 8 GiB address-space cap so a case that
-# would eat memory fails fast instead of taking the machine), expecting exit `code` and `needle`
-# in stderr on one line.
-function(expect code needle)
-  execute_process(COMMAND sh -c "ulimit -v 8388608; exec \"$@\"" sh ${CLI} ${ARGN}
-                  TIMEOUT 60 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT "${rc}" STREQUAL "${code}")
-    message(FATAL_ERROR "expected exit ${code}, got '${rc}' for: ${ARGN}\n${err}")
-  endif()
-  string(FIND "${err}" "${needle}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "stderr lacks '${needle}' for: ${ARGN}\n${err}")
-  endif()
-  string(STRIP "${err}" stripped)
-  string(FIND "${stripped}" "\n" nl)
-  if(code EQUAL 2 AND NOT nl EQUAL -1)
-    message(FATAL_ERROR "expected a one-line error for: ${ARGN}\n${err}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/cli_expect.cmake)
 
 # Every line of a JSON-lines file is whole; sets `count` in the caller.
 function(whole_lines file count_var)
@@ -51,22 +33,22 @@ endfunction()
 
 # 4. Pipes and devices: a FIFO blocked forever; /dev/zero filled memory.
 execute_process(COMMAND mkfifo ${WORK}/fifo.json)
-expect(2 "fifo.json: not a regular file" run ${WORK}/fifo.json --out ${WORK}/x)
-expect(2 "/dev/zero: not a regular file" run /dev/zero --out ${WORK}/x)
-expect(2 "data.path: /dev/zero: not a folder" run --preset fmnist-mlp --set data.path=/dev/zero --out ${WORK}/x)
-expect(2 "data.path: /dev/zero: not a regular file" run --preset spirals --set data.name=csv --set data.path=/dev/zero --out ${WORK}/x)
-expect(2 "data.path: 0: no such" run --preset fmnist-mlp --set data.path=0 --out ${WORK}/x)
+expect_fail(2 "fifo.json: not a regular file" run ${WORK}/fifo.json --out ${WORK}/x)
+expect_fail(2 "/dev/zero: not a regular file" run /dev/zero --out ${WORK}/x)
+expect_fail(2 "data.path: /dev/zero: not a folder" run --preset fmnist-mlp --set data.path=/dev/zero --out ${WORK}/x)
+expect_fail(2 "data.path: /dev/zero: not a regular file" run --preset spirals --set data.name=csv --set data.path=/dev/zero --out ${WORK}/x)
+expect_fail(2 "data.path: 0: no such" run --preset fmnist-mlp --set data.path=0 --out ${WORK}/x)
 
 # 7. A folder that holds a run is not written over, unless asked.
-expect(0 "" run ${small} --set checkpoint.every=3 --out ${WORK}/taken)
+expect_fail(0 "" run ${small} --set checkpoint.every=3 --out ${WORK}/taken)
 file(READ ${WORK}/taken/metrics.jsonl before)
-expect(2 "already holds a run" run ${small} --set seed=9 --out ${WORK}/taken)
+expect_fail(2 "already holds a run" run ${small} --set seed=9 --out ${WORK}/taken)
 file(READ ${WORK}/taken/metrics.jsonl after)
 if(NOT before STREQUAL after)
   message(FATAL_ERROR "a refused run changed ${WORK}/taken/metrics.jsonl")
 endif()
 file(WRITE ${WORK}/taken/notes.txt "mine")
-expect(0 "" run ${small} --set train.steps=2 --out ${WORK}/taken --overwrite)
+expect_fail(0 "" run ${small} --set train.steps=2 --out ${WORK}/taken --overwrite)
 if(EXISTS ${WORK}/taken/checkpoints/step-6.zip OR NOT EXISTS ${WORK}/taken/notes.txt)
   message(FATAL_ERROR "--overwrite left the old run's checkpoint, or removed a file that is not a run's")
 endif()
@@ -77,30 +59,30 @@ endif()
 
 # 8. Paths in the way are found before the run, not after it (or at every checkpoint).
 file(MAKE_DIRECTORY ${WORK}/way/summary.json)
-expect(2 "way/summary.json: exists and is not a file" run ${small} --out ${WORK}/way)
+expect_fail(2 "way/summary.json: exists and is not a file" run ${small} --out ${WORK}/way)
 if(EXISTS ${WORK}/way/metrics.jsonl)
   message(FATAL_ERROR "the run started although summary.json could never be written")
 endif()
 file(MAKE_DIRECTORY ${WORK}/ck)
 file(WRITE ${WORK}/ck/checkpoints "a file")
-expect(2 "ck/checkpoints: exists and is not a folder" run ${small} --set checkpoint.every=1 --out ${WORK}/ck)
+expect_fail(2 "ck/checkpoints: exists and is not a folder" run ${small} --set checkpoint.every=1 --out ${WORK}/ck)
 file(WRITE ${WORK}/plain "a file")
-expect(2 "plain: exists and is not a folder" run ${small} --out ${WORK}/plain/run)
-expect(2 "is a folder" compare ${small} --json ${WORK})
-expect(2 "does not exist" export --run ${WORK}/taken --format csv --output ${WORK}/no/such/out.csv)
+expect_fail(2 "plain: exists and is not a folder" run ${small} --out ${WORK}/plain/run)
+expect_fail(2 "is a folder" compare ${small} --json ${WORK})
+expect_fail(2 "does not exist" export --run ${WORK}/taken --format csv --output ${WORK}/no/such/out.csv)
 
 # 8. Values: long ones are cut, control characters escaped, internal names never shown.
 string(REPEAT "a" 100000 long)
-expect(2 "(100000 bytes)" run --preset spirals --set "model.hidden=${long}" --out ${WORK}/x)
-expect(2 "got 'a\\nb'" run --preset spirals "--set" "data.name=a\nb" --out ${WORK}/x)
-expect(2 "data.test_fraction" run --preset spirals --set data.test_fraction=2 --out ${WORK}/x)
+expect_fail(2 "(100000 bytes)" run --preset spirals --set "model.hidden=${long}" --out ${WORK}/x)
+expect_fail(2 "got 'a\\nb'" run --preset spirals "--set" "data.name=a\nb" --out ${WORK}/x)
+expect_fail(2 "data.test_fraction" run --preset spirals --set data.test_fraction=2 --out ${WORK}/x)
 
 # 2. Sizes refused before anything is allocated (the 8 GiB cap above stops the old code early).
-expect(2 "data.samples=10000000000 needs" run --preset spirals --set data.samples=10000000000 --out ${WORK}/x)
-expect(2 "needs" run --preset fmnist-cnn --set model.cnn=fc:4294967297 --out ${WORK}/x)
+expect_fail(2 "data.samples=10000000000 needs" run --preset spirals --set data.samples=10000000000 --out ${WORK}/x)
+expect_fail(2 "needs" run --preset fmnist-cnn --set model.cnn=fc:4294967297 --out ${WORK}/x)
 # The recipe's batches (2^30 values at most) are not made before the model is found too big.
-expect(2 "model.width=200000, model.layers=3 (batch 256, fp32) needs" run --preset recipe --set model.width=200000 --out ${WORK}/x)
-expect(2 "train.threads" run --preset spirals --set train.threads=100000 --out ${WORK}/x)
+expect_fail(2 "model.width=200000, model.layers=3 (batch 256, fp32) needs" run --preset recipe --set model.width=200000 --out ${WORK}/x)
+expect_fail(2 "train.threads" run --preset spirals --set train.threads=100000 --out ${WORK}/x)
 
 # 6. A full disk: the run stops with exit 2 naming the file and "No space left on device";
 # every line written is whole and no summary claims what is not there.
@@ -118,7 +100,7 @@ if(PRELOAD)
   endif()
   # A finished 8-step run, resumed from step 4 on a full disk: its metrics are not cut to 4
   # while summary.json still claims 8.
-  expect(0 "" run ${small} --set train.steps=8 --set checkpoint.every=4 --out ${WORK}/full/done)
+  expect_fail(0 "" run ${small} --set train.steps=8 --set checkpoint.every=4 --out ${WORK}/full/done)
   execute_process(COMMAND ${full} AMP_TEST_DISK_BYTES=0 ${CLI} run --resume ${WORK}/full/done/checkpoints/step-4.zip --quiet
                   TIMEOUT 60 RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(NOT rc EQUAL 2 OR NOT err MATCHES "No space left on device")
