@@ -32,11 +32,13 @@ TARGETS="${FUZZ_TARGETS:-$ALL_TARGETS}"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ampstudio-fuzz.XXXXXX")
 failed=0
+passed_count=0
+failed_count=0
 for t in $TARGETS; do
   bin="build/fuzz/tests/fuzz/fuzz_$t"
   seeds="tests/fuzz/corpus/$t"
-  [ -x "$bin" ] || { echo "fuzz_$t: not built"; failed=1; continue; }
-  [ -d "$seeds" ] || { echo "fuzz_$t: no seed corpus in $seeds"; failed=1; continue; }
+  [ -x "$bin" ] || { echo "fuzz_$t: not built"; failed=1; failed_count=$((failed_count + 1)); continue; }
+  [ -d "$seeds" ] || { echo "fuzz_$t: no seed corpus in $seeds"; failed=1; failed_count=$((failed_count + 1)); continue; }
   dir="$WORK/$t"
   mkdir -p "$dir/corpus"
   dict_args=()
@@ -60,11 +62,14 @@ for t in $TARGETS; do
   if [ "$rc" -eq 0 ] && [ -z "$findings" ]; then
     echo "fuzz_$t: ${execs:-0} execs in ${secs} s ($(( ${execs:-0} / (secs > 0 ? secs : 1) ))/s), cov ${cov:-?}: ok"
     rm -rf "$dir"
+    passed_count=$((passed_count + 1))
   else
     echo "fuzz_$t: ${execs:-?} execs in ${secs} s, cov ${cov:-?}: FAILED (exit $rc) ${findings//$'\n'/ }; log and inputs in $dir"
     grep -m1 -A30 -E '^==[0-9]+==ERROR|runtime error|FUZZ PROPERTY BROKEN|ERROR: libFuzzer' "$dir/log" || tail -30 "$dir/log"
     failed=1
+    failed_count=$((failed_count + 1))
   fi
 done
+echo "fuzz targets: $passed_count passed, $failed_count failed"
 [ "$failed" -eq 0 ] && rm -rf "$WORK"
 exit "$failed"
