@@ -9,7 +9,7 @@ PKGS=(
   libdnnl-dev ocl-icd-opencl-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist fonts-dejavu-core xvfb xauth x11-apps
   python3-numpy
-  clang libclang-rt-14-dev
+  clang clang-14 libclang-rt-14-dev libomp-14-dev
 )
 missing=()
 for p in "${PKGS[@]}"; do
