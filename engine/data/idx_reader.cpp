@@ -115,11 +115,13 @@ void readHeader(GzReader& in, unsigned char* header, std::size_t size, std::uint
 std::vector<std::uint8_t> readBody(GzReader& in, std::uint64_t expected, const char* what) {
   std::vector<std::uint8_t> data;
   // Grow as bytes actually arrive: a header that lies about its size must not make us allocate
-  // up front (a 9-byte file declaring 2^28 labels reserved 256 MiB; found by fuzz_idx). The
-  // 4 MiB chunks below grow the vector geometrically, so real files pay no more copies.
-  constexpr std::size_t kChunk = 1 << 22;
+  // up front (a 9-byte file declaring 2^28 labels reserved 256 MiB; found by fuzz_idx). Reads
+  // start at 64 KiB and double while the data keeps coming, up to 4 MiB, so a lying header
+  // costs 64 KiB and a real file still few, large reads.
+  std::size_t chunk = std::size_t{1} << 16;
   while (data.size() < expected) {
-    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(expected - data.size(), kChunk));
+    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(expected - data.size(), chunk));
+    chunk = std::min<std::size_t>(chunk * 2, std::size_t{1} << 22);
     const std::size_t old = data.size();
     data.resize(old + want);
     const std::size_t got = in.read(data.data() + old, want);
