@@ -2,7 +2,8 @@
 # full disk, a folder that already holds a run, paths in the way, absurd values. Each case gives
 # exit 2 and one line naming the file or key, in bounded time and memory, and loses nothing
 # already written.
-# Usage: cmake -DCLI=ampstudio-cli -DPRELOAD=full_disk_preload.so -DWORK=dir -P cli_hardening.cmake
+# Usage: cmake -DCLI=ampstudio-cli -DPRELOAD=full_disk_preload.so -DWORK=dir [-DSANITIZE=address]
+#        -P cli_hardening.cmake
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 set(small --preset spirals --set train.steps=6 --quiet)
