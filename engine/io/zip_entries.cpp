@@ -53,6 +53,27 @@ bool endsWithOwnZipDirectory(const QString& path) {
   return false;
 }
 
+// Deflate cannot expand data more than 1032 to 1 (a 258-byte match costs at least two bits), and
+// a stored entry holds its bytes as they are. Checked against the compressed size (which must
+// fit in the file), the declared size bounds what a reader allocates by what the file holds: a
+// 4 KB zip that declares a 4 GB entry was otherwise given a 4 GB buffer before the first read.
+std::string sizeCannotBeTrue(const QuaZipFileInfo64& info, std::int64_t fileBytes) {
+  const auto declared = static_cast<std::int64_t>(info.uncompressedSize);
+  const auto compressed = static_cast<std::int64_t>(info.compressedSize);
+  const std::string sizes = "declares " + std::to_string(declared) + " bytes uncompressed from " +
+                            std::to_string(compressed) + " compressed";
+  if (compressed < 0 || compressed > fileBytes)
+    return "declares " + std::to_string(compressed) + " compressed bytes, more than the " +
+           std::to_string(fileBytes) + "-byte file holds";
+  if (info.method == 0 && declared != compressed) return sizes + ", but it is stored uncompressed";
+  constexpr std::int64_t kMaxDeflateRatio = 1032;
+  if (info.method == Z_DEFLATED && declared > compressed * kMaxDeflateRatio + 1024)
+    return sizes + ", more than deflate can hold (1032 to 1)";
+  if (info.method != 0 && info.method != Z_DEFLATED)
+    return "compression method " + std::to_string(info.method) + " (AMP Studio reads stored and deflated entries)";
+  return {};
+}
+
 }  // namespace
 
 // QuaZip writes through a QIODevice; this one writes straight to an AtomicFile's descriptor
@@ -151,6 +172,7 @@ std::map<QString, QByteArray> readZipEntries(const QString& path, const QStringL
   if (auto problem = regularFileProblem(path.toStdString())) fail(path, *problem);
   if (!endsWithOwnZipDirectory(path))
     fail(path, "not a zip archive, or a truncated one (it does not end with its zip directory)");
+  const std::int64_t fileBytes = QFileInfo(path).size();
   QuaZip zip(path);
   zip.setUtf8Enabled(true);
   if (!zip.open(QuaZip::mdUnzip))
@@ -181,6 +203,7 @@ std::map<QString, QByteArray> readZipEntries(const QString& path, const QStringL
       continue;
     }
     const auto declared = static_cast<std::int64_t>(info.uncompressedSize);
+    if (const std::string why = sizeCannotBeTrue(info, fileBytes); !why.empty()) fail(path, shown + ": " + why);
     const auto exact = limits.exactBytes.find(name);
     if (exact != limits.exactBytes.end() && declared != exact->second)
       fail(path, shown + ": declares " + std::to_string(declared) + " bytes, but manifest.json lists " +

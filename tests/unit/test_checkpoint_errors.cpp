@@ -8,6 +8,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QTemporaryDir>
+#include <cstring>
 #include <memory>
 
 #include "engine/io/checkpoint.h"
@@ -140,6 +141,43 @@ TEST_F(CheckpointErrors, BombsAreRefusedBeforeInflating) {
   limits.maxTotalBytes = 60 << 20;
   EXPECT_HAS(test::messageOf<CheckpointError>([&] { readZipEntries(extra, {}, limits); }),
              "bytes uncompressed in all");
+}
+
+// A zip's directory can declare any size. Before, a 4 KB zip declaring a 3.9 GB entry was given
+// a 3.9 GB buffer before its first byte was read (fuzz_zip_entries, out of memory under 2 GB).
+// Sizes that the compressed bytes cannot hold are now refused from the directory alone.
+TEST_F(CheckpointErrors, SizesTheCompressedBytesCannotHoldAreRefusedUnread) {
+  const QString packed = m_dir.filePath("packed.zip");
+  writeZipAtomically(packed, {{"deflated.bin", QByteArray(100000, '\0'), true}, {"stored.bin", "hello", false}});
+  QFile f(packed);
+  ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+  const QByteArray bytes = f.readAll();
+  ASSERT_EQ(readZipEntries(packed).at("deflated.bin").size(), 100000);
+  // The central directory's record of `entry`, with a 32-bit field at `offset` (20: compressed
+  // size, 24: uncompressed size) set to `value`; the local header is left alone, as minizip
+  // trusts the directory.
+  const auto patched = [&](const char* entry, int offset, quint32 value) {
+    QByteArray b = bytes;
+    for (qsizetype at = 0; (at = b.indexOf("PK\x01\x02", at)) >= 0; at += 4) {
+      if (b.mid(at + 46, qsizetype(std::strlen(entry))) != entry) continue;
+      for (int i = 0; i < 4; ++i) b[at + offset + i] = static_cast<char>((value >> (8 * i)) & 0xFF);
+      return writeFile(QStringLiteral("patched.zip"), b);
+    }
+    ADD_FAILURE() << "no directory record for " << entry;
+    return QString();
+  };
+  const auto message = [](const QString& path) {
+    return test::messageOf<CheckpointError>([&] { readZipEntries(path); });
+  };
+  const std::string deflated = message(patched("deflated.bin", 24, 3900000000u));
+  EXPECT_HAS(deflated, "deflated.bin: declares 3900000000 bytes uncompressed from");
+  EXPECT_HAS(deflated, "more than deflate can hold");
+  const std::string stored = message(patched("stored.bin", 24, 3900000000u));
+  EXPECT_HAS(stored, "stored.bin: declares 3900000000 bytes uncompressed from 5 compressed");
+  EXPECT_HAS(stored, "stored uncompressed");
+  const std::string compressed = message(patched("deflated.bin", 20, 3900000000u));
+  EXPECT_HAS(compressed, "deflated.bin: declares 3900000000 compressed bytes");
+  EXPECT_HAS(compressed, "-byte file holds");
 }
 
 TEST_F(CheckpointErrors, FlippedBytesInsideAnEntry) {
