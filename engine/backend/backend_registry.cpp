@@ -1,5 +1,7 @@
 #include "engine/backend/backend_registry.h"
 
+#include "engine/backend/cuda_plugin_interface.h"
+
 #include <cctype>
 #include <cstdio>
 #include <mutex>
@@ -38,20 +40,25 @@ std::mutex& inventoryMutex() {
 
 GpuInventory& inventoryRecord() {  // callers hold inventoryMutex()
   static GpuInventory inventory = [] {
-#if defined(AMP_HAVE_CUDA)
-    return probeCudaDevices();
-#else
+    std::string whyNot;
+    if (const CudaProvider* p = cudaProvider(&whyNot)) return p->probe();
     GpuInventory none;
-    none.unavailableReason =
-        "this build has no CUDA backend (it was configured without the CUDA toolkit)";
+    none.unavailableReason = whyNot;
     return none;
-#endif
   }();
   return inventory;
+}
+
+// The provider when its registry is another copy of this file (the plugin's): the inventory
+// and its marks live there. nullptr when the backend is linked in (or absent).
+const CudaProvider* foreignRegistry() {
+  const CudaProvider* p = cudaProvider(nullptr);
+  return p && p->inventory != &gpuInventory ? p : nullptr;
 }
 }  // namespace
 
 GpuInventory gpuInventory() {
+  if (const CudaProvider* p = foreignRegistry()) return p->inventory();
   std::lock_guard lock(inventoryMutex());
   return inventoryRecord();
 }
@@ -66,6 +73,7 @@ GpuInventory withGpuContextLost(GpuInventory inv, const std::string& error) {
 }
 
 void markGpuContextLost(const std::string& error) {
+  if (const CudaProvider* p = foreignRegistry()) return p->markLost(error);
   std::lock_guard lock(inventoryMutex());
   GpuInventory& inv = inventoryRecord();
   inv = withGpuContextLost(std::move(inv), error);
@@ -125,13 +133,9 @@ std::unique_ptr<Backend> makeBackend(const std::string& name, const BackendOptio
     for (const GpuDevice& d : inv.devices) known = known || d.ordinal == ordinal;
     if (!known) throw std::runtime_error("backend '" + name + "': no usable device with that number");
   }
-#if defined(AMP_HAVE_CUDA)
-  return makeCudaBackend(ordinal, options);
-#else
-  (void)options;
-  (void)ordinal;
-  throw std::runtime_error("this build has no CUDA backend");
-#endif
+  const CudaProvider* provider = cudaProvider(nullptr);
+  if (!provider) throw std::runtime_error("the CUDA backend cannot run here: " + inv.unavailableReason);
+  return provider->make(ordinal, options);
 }
 
 }  // namespace amp

@@ -62,7 +62,8 @@ std::unique_ptr<Backend> makeBackend(const std::string& name, const BackendOptio
 // What "auto" (or any name) resolves to here: "cpu" or "cuda".
 std::string resolveBackendName(const std::string& name);
 
-// The CUDA backend's side of the registry (engine/backend/cuda_devices.cpp, CUDA builds only).
+// The CUDA backend's side of the registry (engine/backend/cuda_devices.cpp, CUDA builds only),
+// reached through a CudaProvider (cuda_plugin_interface.h), never called by the core.
 GpuInventory probeCudaDevices();
 std::unique_ptr<Backend> makeCudaBackend(int ordinal, const BackendOptions& options);
 
