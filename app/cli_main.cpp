@@ -20,7 +20,7 @@ constexpr const char* kUsage =
     "  convert  show how values round to fp16 or bf16 (bit pattern, exact value, error, class)\n"
     "  export   export a run directory's metrics or charts\n"
     "  devices  list the CPU and the CUDA GPUs (or why none is usable)\n"
-    "Run 'ampstudio-cli <command> --help' for a command's options.\n";
+    "Run 'ampstudio-cli <command> --help' for a command's options; --version prints the version.\n";
 
 }  // namespace
 
@@ -42,6 +42,10 @@ int cliMain(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
+  }
+  if (std::strcmp(argv[1], "--version") == 0) {
+    std::printf("ampstudio-cli %s\n", AMP_PROJECT_VERSION_TEXT);
+    return 0;
   }
   const std::map<std::string_view, int (*)(const Args&)> commands = {
       {"run", cmdRun},         {"bench", cmdBench},   {"compare", cmdCompare},

@@ -170,7 +170,7 @@ bool GuiFiles::saveExperimentInteractively() {
 void GuiFiles::openRunsInteractively() {
   // One dialog for all three: files (.ampx, bundle .zip) and folders (CLI output).
   QFileDialog dlg(m_window, tr("Open experiment, run bundle or run folder"));
-  dlg.setNameFilters({tr("Experiments and run bundles (*.ampx *.zip)"), tr("All files (*)")});
+  dlg.setNameFilters({tr("Experiments and run bundles (*.ampx *.amprun.zip *.zip)"), tr("All files (*)")});
   dlg.setFileMode(QFileDialog::ExistingFile);
   dlg.setOption(QFileDialog::DontUseNativeDialog);  // native dialogs cannot switch modes (below)
   dlg.setAcceptMode(QFileDialog::AcceptOpen);
@@ -207,10 +207,13 @@ void GuiFiles::exportRunBundleInteractively() {
   const int id = selectedRunId();
   const ui::RunData* run = m_controller->run(id);
   if (!run) return showError(tr("Export run bundle"), tr("Select a run in the runs table first."));
+  // .amprun.zip: a zip any tool opens, and a name the desktop knows as an AMP Studio run bundle
+  // (resources/ampstudio-mime.xml), so a file manager opens it with the app.
   QString path = QFileDialog::getSaveFileName(m_window, tr("Export run bundle"),
-                                              QStringLiteral("%1.zip").arg(run->name), tr("Zip (*.zip)"));
+                                              QStringLiteral("%1.amprun.zip").arg(run->name),
+                                              tr("AMP Studio run bundles (*.amprun.zip);;Zip (*.zip)"));
   if (path.isEmpty()) return;
-  if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".zip");
+  if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".amprun.zip");
   try {
     exportRunBundle(id, path);
     m_window->statusBar()->showMessage(tr("Run bundle saved to %1").arg(path), 5000);

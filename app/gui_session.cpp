@@ -16,6 +16,7 @@
 #include "app/gui_lesson_tracker.h"
 #include "app/gui_run_controller.h"
 #include "engine/train/trainer.h"
+#include "ui/event_log_view.h"
 #include "ui/experiment_panel.h"
 #include "ui/main_window.h"
 #include "ui/run_groups.h"
@@ -157,6 +158,40 @@ bool GuiSession::startScreenshot(const QString& lesson, const QString& outPath, 
   }, Qt::SingleShotConnection);
   if (!m_window->runLesson(lesson)) return false;
   m_window->speedControl()->setStepsPerSecond(0);  // a screenshot waits for the end, not a class
+  return true;
+}
+
+bool GuiSession::openFromCommandLine(const QString& path, QString* error) {
+  const QFileInfo info(path);
+  bool runs = info.isDir();
+  if (!runs && info.isFile()) {
+    QFile f(path);
+    // Zips by their signature, not their name: a bundle may be called anything.zip.
+    runs = f.open(QIODevice::ReadOnly) && f.read(4) == QByteArrayLiteral("PK\x03\x04");
+  }
+  if (!runs) {
+    if (m_window->openConfigFile(path)) return true;
+    if (error) *error = m_window->statusBar()->currentMessage();
+    return false;
+  }
+  try {
+    const int n = m_files->openRuns(path);
+    m_window->statusBar()->showMessage(tr("Opened %n run(s) from %1", nullptr, n).arg(path), 8000);
+    return true;
+  } catch (const std::exception& e) {
+    const QString why = tr("Could not open %1: %2").arg(path, QString::fromUtf8(e.what()));
+    m_window->statusBar()->showMessage(why);
+    m_window->eventLog()->appendMessage(why);
+    if (error) *error = why;
+    return false;
+  }
+}
+
+bool GuiSession::startScreenshotOfFile(const QString& path, const QString& outPath, QString* error) {
+  if (!openFromCommandLine(path, error)) return false;
+  m_screenshotPath = outPath;
+  // Loaded runs are complete: one layout pass and the charts' first draw are all there is.
+  QTimer::singleShot(500, this, &GuiSession::saveScreenshot);
   return true;
 }
 

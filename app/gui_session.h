@@ -32,6 +32,15 @@ class GuiSession : public QObject {
   // (and emits nothing) if the lesson is unknown or its settings are invalid.
   bool startScreenshot(const QString& lesson, const QString& outPath, qint64 steps = 0);
 
+  // A path given on the command line or by a file manager (the desktop entry's %f): a folder of
+  // CLI runs or a zip (an .ampx experiment, a run bundle) joins the runs table; anything else is
+  // read as a JSON config. Returns false with the one-line reason in *error, also shown in the
+  // window's status bar and event log.
+  bool openFromCommandLine(const QString& path, QString* error);
+  // Screenshot mode for a file: open it, let the window lay out, save a PNG, emit screenshotSaved.
+  // Returns false (and emits nothing) when the file cannot be opened.
+  bool startScreenshotOfFile(const QString& path, const QString& outPath, QString* error);
+
   // The last session: a window that reopened it (this call, made at a plain start) writes its
   // runs and event logs back to lastSessionPath() when it closes, less the runs the user chose
   // "Quit without saving" for; the next plain start reopens them. A window started on a lesson or

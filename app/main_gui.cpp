@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   std::setlocale(LC_NUMERIC, "C");
   QApplication::setApplicationName(QStringLiteral("AMP Studio"));
   QApplication::setOrganizationName(QStringLiteral("AMP Studio"));
-  QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+  QApplication::setApplicationVersion(QStringLiteral(AMP_PROJECT_VERSION_TEXT));
   QApplication::setDesktopFileName(QStringLiteral("ampstudio"));
   QApplication::setWindowIcon(QIcon::fromTheme(QStringLiteral("ampstudio")));  // when installed
 
@@ -92,8 +92,10 @@ int main(int argc, char** argv) {
                                  QStringLiteral("Presentation scale: 1 is normal, 1.5 for a projector."),
                                  QStringLiteral("F"));
   parser.addOptions({lesson, screenshot, steps, timeout, size, dark, scale});
-  parser.addPositionalArgument(QStringLiteral("config"), QStringLiteral("An experiment (JSON config file) to open."),
-                               QStringLiteral("[CONFIG.json]"));
+  parser.addPositionalArgument(QStringLiteral("file"),
+                               QStringLiteral("What to open: an experiment (.ampx), a run bundle (.amprun.zip), a "
+                                              "folder of ampstudio-cli runs, or a JSON config."),
+                               QStringLiteral("[FILE]"));
   parser.process(app);
 
   bool ok = true;
@@ -123,8 +125,10 @@ int main(int argc, char** argv) {
     }
   }
   const bool shot = parser.isSet(screenshot);
-  if (shot && !parser.isSet(lesson)) {
-    std::fprintf(stderr, "ampstudio: --screenshot needs --lesson NAME (%s)\n", amp::presetNames().c_str());
+  const QString fileToOpen = parser.positionalArguments().value(0);
+  if (shot && !parser.isSet(lesson) && fileToOpen.isEmpty()) {
+    std::fprintf(stderr, "ampstudio: --screenshot needs --lesson NAME (%s) or a FILE to open\n",
+                 amp::presetNames().c_str());
     return 2;
   }
   if (parser.isSet(lesson) && !amp::findPreset(parser.value(lesson).toStdString())) {
@@ -150,6 +154,14 @@ int main(int argc, char** argv) {
     });
     const int limitS = parser.value(timeout).toInt();
     QTimer::singleShot(0, &session, [&] {
+      if (!parser.isSet(lesson)) {  // a file's screenshot: what a file manager's "open" shows
+        QString why;
+        if (!session.startScreenshotOfFile(fileToOpen, parser.value(screenshot), &why)) {
+          std::fprintf(stderr, "ampstudio: %s\n", qPrintable(why));
+          QApplication::exit(2);
+        }
+        return;
+      }
       if (!session.startScreenshot(parser.value(lesson), parser.value(screenshot), stepOverride)) {
         std::fprintf(stderr, "ampstudio: lesson '%s' cannot run: %s\n", qPrintable(parser.value(lesson)),
                      qPrintable(window->experiment()->problem()));
@@ -158,8 +170,9 @@ int main(int argc, char** argv) {
     });
     if (limitS > 0)
       QTimer::singleShot(limitS * 1000, &session, [&] { session.controller()->stopAll(); });
-  } else if (!parser.positionalArguments().isEmpty()) {
-    window->openConfigFile(parser.positionalArguments().first());
+  } else if (!fileToOpen.isEmpty()) {
+    QString why;
+    if (!session.openFromCommandLine(fileToOpen, &why)) std::fprintf(stderr, "ampstudio: %s\n", qPrintable(why));
   } else if (parser.isSet(lesson)) {
     window->loadLesson(parser.value(lesson));
     if (stepOverride > 0) window->experiment()->setFieldValue("train.steps", std::to_string(stepOverride));

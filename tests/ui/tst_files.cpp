@@ -124,6 +124,51 @@ class TestFiles : public QObject {
     QDir(dir).removeRecursively();
   }
 
+  // What a file manager (the desktop entry's `ampstudio %f`) or a command line hands the app: an
+  // .ampx, a run bundle under any name, a JSON config, or junk with its reason. Before, every
+  // path was read as a JSON config, so an .ampx opened from the desktop failed.
+  void openFromCommandLineTakesWhatTheDesktopHandsIt() {
+    ui::RunData* run = runSpirals(20, false);
+    QVERIFY(run);
+    QTRY_COMPARE_WITH_TIMEOUT(run->status, ui::RunStatus::Finished, 20000);
+    const QString ampx = m_tmp.filePath(QStringLiteral("desktop.ampx"));
+    m_session->files()->saveExperimentFile(ampx);
+    const QString bundle = m_tmp.filePath(QStringLiteral("renamed bundle.bin"));
+    m_session->files()->exportRunBundle(run->id, bundle);
+    const QString config = m_tmp.filePath(QStringLiteral("config.json"));
+    QVERIFY(m_session->window()->saveConfigFile(config));
+    QDir(gui::RunController::checkpointDir(*run)).removeRecursively();
+    m_session.reset();
+
+    for (const QString& path : {ampx, bundle}) {
+      gui::GuiSession session(/*persistSettings=*/false);
+      QString why;
+      QVERIFY2(session.openFromCommandLine(path, &why), qPrintable(why));
+      QCOMPARE(session.controller()->runs().size(), 1);
+      QCOMPARE(session.controller()->runs().first()->series.size(), 20);
+      for (const ui::RunData* r : session.controller()->runs())
+        QDir(gui::RunController::checkpointDir(*r)).removeRecursively();
+    }
+    {
+      gui::GuiSession session(/*persistSettings=*/false);
+      QString why;
+      QVERIFY2(session.openFromCommandLine(config, &why), qPrintable(why));
+      QCOMPARE(session.controller()->runs().size(), 0);
+      QCOMPARE(session.window()->experiment()->config().train.steps, 20);
+    }
+    const QString junk = m_tmp.filePath(QStringLiteral("junk.ampx"));
+    QFile f(junk);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("PK\x03\x04 and then nothing a zip has");
+    f.close();
+    gui::GuiSession session(/*persistSettings=*/false);
+    QString why;
+    QVERIFY(!session.openFromCommandLine(junk, &why));
+    QVERIFY2(why.contains(junk) && !why.contains(u'\n'), qPrintable(why));
+    QCOMPARE(session.controller()->runs().size(), 0);
+    m_session = std::make_unique<gui::GuiSession>(/*persistSettings=*/false);  // for cleanup()
+  }
+
   void badFileChangesNothing() {
     const QString junk = m_tmp.filePath(QStringLiteral("junk.ampx"));
     QFile f(junk);
