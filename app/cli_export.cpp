@@ -1,10 +1,12 @@
-// ampstudio-cli export: the metrics of one or more run folders as CSV or JSON (charts later).
+// ampstudio-cli export: the metrics of one or more run folders as CSV or JSON, their charts, or
+// an .ampx experiment for the app.
 #include <cmath>
 #include <cstdio>
 #include <set>
 
 #include "app/cli_experiment.h"
 #include "app/cli_output_folder.h"
+#include "engine/io/experiment_file.h"
 #include "engine/io/metrics_export.h"
 #include "engine/io/run_record.h"
 #include "app/cli_export_charts.h"
@@ -14,9 +16,11 @@ namespace amp::cli {
 namespace {
 
 constexpr const char* kExportUsage =
-    "usage: ampstudio-cli export --run DIR [--run DIR2 ...] --format csv|json|png|svg|pdf\n"
+    "usage: ampstudio-cli export --run DIR [--run DIR2 ...] --format csv|json|png|svg|pdf|ampx\n"
     "                            [--smoothing W] [--output FILE]\n"
     "  png|svg|pdf      the whole dashboard of charts for the runs (default FILE: dashboard.F)\n"
+    "  ampx             an experiment file the app opens (File > Open, or from a file manager),\n"
+    "                   with each run's latest checkpoint (--output FILE.ampx needed)\n"
     "  --run DIR        a run folder (ampstudio-cli run --out DIR), or a folder whose sub-folders\n"
     "                   are runs (a preset with variants); repeat to export several\n"
     "  --format F       csv: one row per run per step; json: per run its name, config, summary\n"
@@ -75,8 +79,9 @@ int cmdExport(const Args& args) {
     }
   }
   const bool image = format == "png" || format == "svg" || format == "pdf";
-  if (dirs.empty() || (format != "csv" && format != "json" && !image))
-    return usageError("needs --run DIR and --format csv|json|png|svg|pdf");
+  if (dirs.empty() || (format != "csv" && format != "json" && format != "ampx" && !image))
+    return usageError("needs --run DIR and --format csv|json|png|svg|pdf|ampx");
+  if (format == "ampx" && out.empty()) return usageError("--format ampx needs --output FILE.ampx");
 
   std::vector<RunRecord> runs;
   try {
@@ -97,6 +102,18 @@ int cmdExport(const Args& args) {
     runs[i].name = name;
   }
   if (image) return exportCharts(runs, format, out);
+  if (format == "ampx") {
+    std::vector<ExperimentRun> experiment;
+    for (RunRecord& r : runs) experiment.push_back(ExperimentRun{std::move(r), QString(), true, QByteArray()});
+    try {
+      saveExperiment(QString::fromStdString(out), experiment);  // atomic: a failure leaves what was there
+    } catch (const std::exception& e) {
+      printError("export", e.what());
+      return 2;
+    }
+    std::printf("%zu run(s) in %s\n", experiment.size(), out.c_str());
+    return 0;
+  }
 
   std::vector<const RunRecord*> selected;
   for (const auto& r : runs) selected.push_back(&r);

@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   QApplication::setApplicationName(QStringLiteral("AMP Studio"));
   QApplication::setOrganizationName(QStringLiteral("AMP Studio"));
   QApplication::setApplicationVersion(QStringLiteral(AMP_PROJECT_VERSION_TEXT));
-  QApplication::setDesktopFileName(QStringLiteral("ampstudio"));
+  QApplication::setDesktopFileName(QStringLiteral("org.ampstudio.AmpStudio"));  // resources/org.ampstudio.AmpStudio.desktop
   QApplication::setWindowIcon(QIcon::fromTheme(QStringLiteral("ampstudio")));  // when installed
 
   QCommandLineParser parser;
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
                                   QStringLiteral("Load a lesson: %1.").arg(QString::fromStdString(amp::presetNames())),
                                   QStringLiteral("NAME"));
   const QCommandLineOption screenshot(QStringLiteral("screenshot"),
-                                      QStringLiteral("Run the lesson to its end, save a PNG of the window and exit."),
+                                      QStringLiteral("Run the lesson to its end (or open FILE), save a PNG of the window and exit."),
                                       QStringLiteral("OUT.png"));
   const QCommandLineOption steps(QStringLiteral("steps"), QStringLiteral("Override train.steps of the lesson's runs."),
                                  QStringLiteral("N"));

@@ -132,4 +132,18 @@ endforeach()
 expect_fail(2 "backend" run --preset tensor-cores --set backend=cuda --set train.steps=2 --out ${WORK}/tc2)
 expect_fail(2 "backend" bench --set backend=cuda --steps 2)
 
+# CLI runs as an experiment the app opens (export --format ampx): a zip holding each run's files.
+execute_process(COMMAND ${CLI} run --preset spirals --set train.steps=5 --out ${WORK}/forampx --quiet
+                RESULT_VARIABLE rc)
+execute_process(COMMAND ${CLI} export --run ${WORK}/forampx --format ampx --output ${WORK}/runs.ampx
+                RESULT_VARIABLE rc2 OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0 OR NOT rc2 EQUAL 0 OR NOT out MATCHES "1 run\\(s\\) in")
+  message(FATAL_ERROR "export --format ampx failed (${rc}, ${rc2}): ${out}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -E tar tf ${WORK}/runs.ampx OUTPUT_VARIABLE listing RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT listing MATCHES "manifest.json" OR NOT listing MATCHES "runs/0-[^\n]*/metrics.jsonl")
+  message(FATAL_ERROR "runs.ampx is not an experiment zip (${rc}):\n${listing}")
+endif()
+expect_fail(2 "--format ampx needs --output" export --run ${WORK}/forampx --format ampx)
+
 message(STATUS "CLI contract holds")
