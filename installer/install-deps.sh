@@ -10,6 +10,7 @@ PKGS=(
   dataset-fashion-mnist fonts-dejavu-core xvfb xauth x11-apps
   python3-numpy
   clang clang-14 libclang-rt-14-dev libomp-14-dev
+  help2man dpkg-dev lintian desktop-file-utils appstream shared-mime-info
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -9,7 +9,8 @@
 # AMP_CONVERT_ISA), and with our converters on their scalar path. On an AVX2-only machine the
 # first repeat changes nothing; on an AVX-512 or AMX machine it covers the other CPU class.
 #
-# Then the hardening passes (issue 13), each a build of its own: the engine, CLI and unit and
+# Then the Debian packages are built from that build and installed into a clean root
+# (installer/package_test.sh), and the hardening passes (issue 13), each a build of its own: the engine, CLI and unit and
 # integration tests under ASan+UBSan (build/asan), the training-thread UI tests under TSan
 # (build/tsan), and a short time-boxed run of every fuzz target over its seed corpus
 # (build/fuzz; the 1M-execution runs are local work, see the README). AMP_CI_QUICK=1 skips them.
@@ -26,6 +27,9 @@ ONEDNN_MAX_CPU_ISA=AVX2 AMP_CONVERT_ISA=avx2 ctest --preset release -j2 --timeou
 echo "== conversions and the GEMMs/convolutions that use them on the scalar path (AMP_CONVERT_ISA=scalar) =="
 AMP_CONVERT_ISA=scalar ctest --preset release -j2 --timeout 900 --no-tests=error \
   -R '(Float16|ConvertArrays|GemmBackendTest|ConvBackendTest|PoolNormTest|ActivationSemantics)\.'
+
+echo "== the Debian packages: lintian, desktop and AppStream checks, install into a clean root, run, purge =="
+bash installer/package_test.sh
 
 if [ "${AMP_CI_QUICK:-0}" != 1 ]; then
   echo "== ASan + UBSan: engine, CLI, unit and integration tests (build/asan) =="
