@@ -9,11 +9,12 @@
 # AMP_CONVERT_ISA), and with our converters on their scalar path. On an AVX2-only machine the
 # first repeat changes nothing; on an AVX-512 or AMX machine it covers the other CPU class.
 #
-# Then the Debian packages are built from that build and installed into a clean root
-# (installer/package_test.sh), and the hardening passes (issue 13), each a build of its own: the engine, CLI and unit and
-# integration tests under ASan+UBSan (build/asan), the training-thread UI tests under TSan
-# (build/tsan), and a short time-boxed run of every fuzz target over its seed corpus
-# (build/fuzz; the 1M-execution runs are local work, see the README). AMP_CI_QUICK=1 skips them.
+# Then the Debian packages are built from that build, installed into a clean root, run and
+# purged (installer/package_test.sh, about 15 s). Then the hardening passes (issue 13), each a
+# build of its own: the engine, CLI and unit and integration tests under ASan+UBSan
+# (build/asan), the training-thread UI tests under TSan (build/tsan), and a short time-boxed run
+# of every fuzz target over its seed corpus (build/fuzz; the 1M-execution runs are local work,
+# see the README). AMP_CI_QUICK=1 skips the hardening passes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash installer/install-deps.sh
