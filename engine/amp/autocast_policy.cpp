@@ -50,7 +50,7 @@ AutocastPolicy AutocastPolicy::pytorchDefault() {
   for (const char* op : kBanned) p.m_defaults[op] = CastPolicy::Banned;
   // Ops our layers run that PyTorch leaves unlisted, named so the trace and editor show them.
   for (const char* op : {"relu", "tanh", "sigmoid", "gelu", "max_pool2d", "dropout",
-                         "batch_norm", "flatten", "add"})
+                         "batch_norm", "flatten", "add", "adaptive_avg_pool2d"})
     p.m_defaults[op] = CastPolicy::PassThrough;
   p.m_table = p.m_defaults;
   return p;
@@ -86,7 +86,9 @@ DType AutocastPolicy::computeDtype(std::string_view op, DType low,
     case CastPolicy::Fp32:
     case CastPolicy::Fp32Output: return DType::F32;
     case CastPolicy::Promote: return promoteTypes(inputs);
-    case CastPolicy::PassThrough: return inputs.empty() ? DType::F32 : inputs.front();
+    // An unlisted op runs as outside autocast: in its input's dtype, or, with several inputs,
+    // in the type they promote to (add of an fp16 and an fp32 tensor is fp32).
+    case CastPolicy::PassThrough: return promoteTypes(inputs);
     case CastPolicy::Banned:
       throw std::invalid_argument(
           std::string(op) + " is unsafe to autocast (refused, as in PyTorch): use the "

@@ -18,7 +18,8 @@ enum class CastPolicy : std::uint8_t {
   Fp32,            // inputs cast to fp32 (exp, log, norms, losses, ...)
   Fp32Output,      // run in fp32, output fp32 (softmax, log_softmax, sum, prod, cumsum)
   Promote,         // widest input dtype wins (cat, stack, addcmul, ...)
-  PassThrough,     // runs in its input's dtype (relu, max_pool2d, dropout, add, batch_norm, ...)
+  PassThrough,     // runs in its input's dtype, several inputs in their promoted type (relu,
+                   // max_pool2d, dropout, batch_norm, adaptive_avg_pool2d, add, ...)
   Banned,          // refused under autocast (binary_cross_entropy on probabilities)
 };
 

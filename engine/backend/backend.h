@@ -77,11 +77,13 @@ struct StepGate {
 // NCHW convolution geometry (groups = 1, dilation = 1), shared with the kernels.
 using Conv2dGeometry = ConvGeometry;
 
+// Max-pooling geometry: a square window, floor mode. `padding` implicit -inf rows and columns on
+// every side (torch.nn.MaxPool2d's padding, at most half the window): windows never choose them.
 struct Pool2dGeometry {
   std::int64_t n = 0, c = 0, h = 0, w = 0;
-  std::int64_t kernel = 2, stride = 2;
-  std::int64_t outH() const { return (h - kernel) / stride + 1; }
-  std::int64_t outW() const { return (w - kernel) / stride + 1; }
+  std::int64_t kernel = 2, stride = 2, padding = 0;
+  std::int64_t outH() const { return (h + 2 * padding - kernel) / stride + 1; }
+  std::int64_t outW() const { return (w + 2 * padding - kernel) / stride + 1; }
 };
 
 // A device's whole memory and what is free on it now (cudaMemGetInfo).
@@ -184,6 +186,17 @@ class Backend : public BufferAllocator {
   virtual void batchNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
                                  const Tensor& saveMean, const Tensor& saveInvStd, Tensor& dx,
                                  Tensor& dgamma, Tensor& dbeta) = 0;
+
+  // ---- residual networks ----------------------------------------------------------------
+  // y = a + b, elementwise over equal element counts, each input of any float dtype: the sum in
+  // fp32 rounded once to y's dtype, as PyTorch's add with type promotion (a residual add of a
+  // 16-bit branch and an fp32 shortcut writes fp32).
+  virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;
+  // Global average pooling (adaptive_avg_pool2d to 1x1, flattened): x (N, C, H, W) -> y (N, C),
+  // each plane summed in fp32 in row-major order, divided by H*W, rounded once to y's dtype.
+  virtual void globalAvgPoolForward(const Tensor& x, Tensor& y) = 0;
+  // dx (N, C, H, W) = dy (N, C) / (H*W) over each plane, in fp32, rounded once to dx's dtype.
+  virtual void globalAvgPoolBackward(const Tensor& dy, Tensor& dx) = 0;
 
   // ---- losses (computed in fp32, as autocast's fp32 list demands) -------------------------
   // Inputs of any float dtype are widened as they are read and gradients rounded once into

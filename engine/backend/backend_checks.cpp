@@ -86,4 +86,41 @@ void labelsMatch(const Tensor& logits, const Tensor& labels) {
                                 " and labels " + shapeString(labels.shape()) + " do not match");
 }
 
+namespace {
+bool isFloat(const Tensor& t) {
+  return t.defined() &&
+         (t.dtype() == DType::F32 || t.dtype() == DType::F16 || t.dtype() == DType::BF16);
+}
+}  // namespace
+
+void add(const Tensor& a, const Tensor& b, const Tensor& y) {
+  if (!isFloat(a) || !isFloat(b) || !isFloat(y))
+    throw std::invalid_argument("add: expected floating-point tensors");
+  if (a.numel() != b.numel() || a.numel() != y.numel())
+    throw std::invalid_argument("add: shapes " + shapeString(a.shape()) + ", " +
+                                shapeString(b.shape()) + " and " + shapeString(y.shape()) +
+                                " differ");
+}
+
+GlobalPoolDims globalAvgPool(const Tensor& x, const Tensor& y, const char* op) {
+  if (!isFloat(x) || !isFloat(y))
+    throw std::invalid_argument(std::string(op) + ": expected floating-point tensors");
+  if (x.rank() != 4 || y.rank() != 2 || y.dim(0) != x.dim(0) || y.dim(1) != x.dim(1))
+    throw std::invalid_argument(std::string(op) + ": expected x (N, C, H, W) and y (N, C), got " +
+                                shapeString(x.shape()) + " and " + shapeString(y.shape()));
+  if (x.dim(2) <= 0 || x.dim(3) <= 0)
+    throw std::invalid_argument(std::string(op) + ": empty planes in " + shapeString(x.shape()));
+  return {x.dim(0) * x.dim(1), x.dim(2) * x.dim(3)};
+}
+
+void poolGeometry(std::int64_t kernel, std::int64_t stride, std::int64_t padding, std::int64_t h,
+                  std::int64_t w) {
+  if (kernel <= 0 || stride <= 0 || padding < 0 || 2 * padding > kernel ||
+      h + 2 * padding < kernel || w + 2 * padding < kernel)
+    throw std::invalid_argument("max_pool2d: invalid geometry (kernel " + std::to_string(kernel) +
+                                ", stride " + std::to_string(stride) + ", padding " +
+                                std::to_string(padding) + " on " + std::to_string(h) + "x" +
+                                std::to_string(w) + ")");
+}
+
 }  // namespace amp::checks

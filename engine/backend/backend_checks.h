@@ -33,6 +33,21 @@ DType convInputDtype(std::initializer_list<const Tensor*> inputs,
 // [0, src rows). Returns the bytes of one row.
 std::size_t gatherRows(const Tensor& src, std::span<const std::int64_t> rows, const Tensor& dst);
 
+// add: three float tensors of one element count (their dtypes may differ: type promotion).
+void add(const Tensor& a, const Tensor& b, const Tensor& y);
+
+// Global average pooling: x (N, C, H, W) and y (N, C) in float dtypes (any mix); returns the
+// planes (N * C) and the elements of each (H * W). `op` names the op in the message.
+struct GlobalPoolDims {
+  std::int64_t planes = 0, planeSize = 0;
+};
+GlobalPoolDims globalAvgPool(const Tensor& x, const Tensor& y, const char* op);
+
+// Max pooling: a window and stride > 0, padding from 0 to half the window (PyTorch's rule), and
+// a window that fits the padded input. Throws "max_pool2d: invalid geometry (...)".
+void poolGeometry(std::int64_t kernel, std::int64_t stride, std::int64_t padding, std::int64_t h,
+                  std::int64_t w);
+
 // Losses take fp32 targets and write fp32 probabilities (autocast's fp32 list).
 void requireF32(const Tensor& t, const char* what);
 // Logits (M, C) with M int32 labels.

@@ -71,6 +71,10 @@ class CpuBackend final : public Backend {
                          const Tensor& saveMean, const Tensor& saveInvStd, Tensor& dx,
                          Tensor& dgamma, Tensor& dbeta) override;
 
+  void add(const Tensor& a, const Tensor& b, Tensor& y) override;
+  void globalAvgPoolForward(const Tensor& x, Tensor& y) override;
+  void globalAvgPoolBackward(const Tensor& dy, Tensor& dx) override;
+
   double crossEntropyForward(const Tensor& logits, const Tensor& labels, Tensor& probs) override;
   void crossEntropyBackward(const Tensor& probs, const Tensor& labels, float gradScale,
                             Tensor& dlogits) override;

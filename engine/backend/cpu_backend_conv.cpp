@@ -144,6 +144,33 @@ void poolPlane(const float* in, const Pool2dGeometry& g, std::int64_t oh, std::i
   }
 }
 
+// A padded window (the ImageNet stem's 3x3 / stride 2 / padding 1): PyTorch's rule over the
+// window's positions inside the input only, starting from -inf at the first of them; padding
+// is never chosen, even over -inf inputs. Rare and small, so plain loops.
+void poolPlanePadded(const float* in, const Pool2dGeometry& g, std::int64_t oh, std::int64_t ow,
+                     float* out, std::int32_t* idx) {
+  for (std::int64_t i = 0; i < oh; ++i) {
+    const std::int64_t r0 = std::max<std::int64_t>(0, i * g.stride - g.padding);
+    const std::int64_t r1 = std::min(g.h, i * g.stride - g.padding + g.kernel);
+    for (std::int64_t j = 0; j < ow; ++j) {
+      const std::int64_t c0 = std::max<std::int64_t>(0, j * g.stride - g.padding);
+      const std::int64_t c1 = std::min(g.w, j * g.stride - g.padding + g.kernel);
+      float best = -std::numeric_limits<float>::infinity();
+      std::int64_t at = r0 * g.w + c0;
+      for (std::int64_t r = r0; r < r1; ++r)
+        for (std::int64_t c = c0; c < c1; ++c) {
+          const float v = in[r * g.w + c];
+          if (v > best || v != v) {
+            best = v;
+            at = r * g.w + c;
+          }
+        }
+      out[i * ow + j] = best;
+      idx[i * ow + j] = std::int32_t(at);
+    }
+  }
+}
+
 // The common 2x2 / stride 2 window with the running maximum held in registers. Starting from
 // the window's first element is the same as starting from -inf with the rule above.
 void poolPlane2x2(const float* in, const Pool2dGeometry& g, std::int64_t oh, std::int64_t ow,
@@ -176,9 +203,8 @@ void poolPlane2x2(const float* in, const Pool2dGeometry& g, std::int64_t oh, std
 
 void CpuBackend::maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
                                   const Pool2dGeometry& g) {
+  checks::poolGeometry(g.kernel, g.stride, g.padding, g.h, g.w);
   const std::int64_t oh = g.outH(), ow = g.outW(), planes = g.n * g.c;
-  if (g.kernel <= 0 || g.stride <= 0 || oh <= 0 || ow <= 0)
-    throw std::invalid_argument("max_pool2d: invalid geometry");
   if (x.numel() != planes * g.h * g.w || y.numel() != planes * oh * ow ||
       argmax.numel() != y.numel() || argmax.dtype() != DType::I32)
     throw std::invalid_argument("max_pool2d: input " + shapeString(x.shape()) + ", output " +
@@ -194,7 +220,9 @@ void CpuBackend::maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
     for (std::int64_t p = 0; p < planes; ++p) {
       const float* plane = cpu::widenChunk(xc, x.rawData(), p * inPlane, inPlane, in.data());
       std::int32_t* idx = argmax.data<std::int32_t>() + p * outPlane;
-      if (g.kernel == 2 && g.stride == 2)
+      if (g.padding > 0)
+        poolPlanePadded(plane, g, oh, ow, out.data(), idx);
+      else if (g.kernel == 2 && g.stride == 2)
         poolPlane2x2(plane, g, oh, ow, out.data(), idx);
       else if (g.stride == 2)
         poolPlane<2>(plane, g, oh, ow, out.data(), idx);

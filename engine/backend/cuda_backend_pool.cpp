@@ -1,4 +1,4 @@
-// CUDA backend: max pooling with our kernels (kernels/cuda/max_pool.cu). Validation and its
+// CUDA backend: max pooling with our kernels (kernels/cuda/max_pool.cu), padded or not. Validation and its
 // messages are the CPU backend's (cpu_backend_conv.cpp), so a layer fails the same way on
 // either; values, argmax and gradients agree with the CPU bit for bit.
 #include <stdexcept>
@@ -12,12 +12,13 @@ using cudabk::floatCode;
 
 namespace {
 
-// Checked before outH()/outW() are formed (they divide by the stride). Beyond the CPU's checks,
-// every window must lie inside the input: (h - kernel) / stride truncates toward zero, so an
-// input smaller than the window would still get one output, whose window reads past the plane
-// (out of bounds on the device, where that loses the context).
+// Checked before outH()/outW() are formed (they divide by the stride): the CPU's checks, under
+// which every window lies inside the padded input ((h - kernel) / stride truncates toward zero,
+// so an input smaller than the window would still get one output, whose window reads past the
+// plane: out of bounds on the device, where that loses the context).
 bool validGeometry(const Pool2dGeometry& g) {
-  return g.kernel > 0 && g.stride > 0 && g.h >= g.kernel && g.w >= g.kernel && g.n >= 0 &&
+  return g.kernel > 0 && g.stride > 0 && g.padding >= 0 && 2 * g.padding <= g.kernel &&
+         g.h + 2 * g.padding >= g.kernel && g.w + 2 * g.padding >= g.kernel && g.n >= 0 &&
          g.c >= 0;
 }
 
@@ -30,11 +31,13 @@ cuda::PoolDims poolDims(const Pool2dGeometry& g) {
   d.outW = g.outW();
   d.kernel = g.kernel;
   d.stride = g.stride;
+  d.padding = g.padding;
   return d;
 }
 
 std::string geometryString(const Pool2dGeometry& g) {
-  return "kernel " + std::to_string(g.kernel) + ", stride " + std::to_string(g.stride);
+  return "kernel " + std::to_string(g.kernel) + ", stride " + std::to_string(g.stride) +
+         ", padding " + std::to_string(g.padding);
 }
 
 }  // namespace

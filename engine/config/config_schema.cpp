@@ -196,7 +196,7 @@ std::vector<ConfigKey> buildKeys() {
   k.push_back(numKey("schedule.gamma", "step: decay factor", [](RunConfig& c) { return &c.schedule.gamma; }));
   k.push_back(intKey("schedule.warmup_steps", "cosine: linear warm-up steps", [](RunConfig& c) { return &c.schedule.warmupSteps; }));
   k.push_back(numKey("schedule.min_lr", "cosine: final learning rate", [](RunConfig& c) { return &c.schedule.minLr; }));
-  k.push_back(choiceKey("model.name", "recipe_mlp | mlp | cnn", {"recipe_mlp", "mlp", "cnn"}, [](RunConfig& c) { return &c.model.name; }));
+  k.push_back(choiceKey("model.name", "recipe_mlp | mlp | cnn | resnet", {"recipe_mlp", "mlp", "cnn", "resnet"}, [](RunConfig& c) { return &c.model.name; }));
   k.push_back(intKey("model.width", "recipe_mlp: width of every layer", [](RunConfig& c) { return &c.model.width; }));
   k.push_back(intKey("model.layers", "recipe_mlp: number of Linear layers", [](RunConfig& c) { return &c.model.layers; }));
   k.push_back(listKey("model.hidden", "mlp: hidden layer sizes, e.g. 256,256", [](RunConfig& c) { return &c.model.hidden; }));
@@ -204,6 +204,9 @@ std::vector<ConfigKey> buildKeys() {
   k.push_back(numKey("model.dropout", "mlp: dropout probability after hidden activations", [](RunConfig& c) { return &c.model.dropout; }));
   k.push_back(boolKey("model.batchnorm", "BatchNorm after hidden linear/conv layers", [](RunConfig& c) { return &c.model.batchnorm; }));
   k.push_back(strKey("model.cnn", "cnn blocks, e.g. conv:32,pool,conv:64,pool,fc:128", [](RunConfig& c) { return &c.model.cnn; }));
+  k.push_back(intKey("model.depth", "resnet: 6n+2 (20, 32, 44, 56, 110: CIFAR ResNets, 3 stages) or 18, 34 (4 stages)", [](RunConfig& c) { return &c.model.depth; }));
+  k.push_back(intKey("model.base_width", "resnet: channels of the first stage, doubled per stage (0 = 16 for 6n+2, 64 for 18/34)", [](RunConfig& c) { return &c.model.baseWidth; }));
+  k.push_back(choiceKey("model.stem", "resnet: auto | cifar (3x3 conv) | imagenet (7x7/2 conv + 3x3/2 max-pool)", {"auto", "cifar", "imagenet"}, [](RunConfig& c) { return &c.model.stem; }));
   k.push_back(choiceKey("data.name", "synthetic | fmnist | spirals | circles | blobs | csv", {"synthetic", "fmnist", "spirals", "circles", "blobs", "csv"}, [](RunConfig& c) { return &c.data.name; }));
   k.push_back(strKey("data.path", "fmnist folder (default /usr/share/datasets/fashion-mnist) or csv file", [](RunConfig& c) { return &c.data.path; }));
   k.push_back(intKey("data.subset", "use only the first N training samples (0 = all)", [](RunConfig& c) { return &c.data.subset; }));
@@ -323,6 +326,7 @@ std::optional<std::string> validateRunConfig(const RunConfig& c) {
   for (auto h : m.hidden)
     if (h <= 0) return "model.hidden sizes must be > 0";
   if (!(m.dropout >= 0 && m.dropout < 1)) return "model.dropout must be in [0, 1)";
+  if (m.baseWidth < 0 || m.baseWidth > 65536) return "model.base_width must be from 0 (the layout's) to 65536";
   const auto& d = c.data;
   if (d.subset < 0) return "data.subset must be >= 0";
   if (d.samples < 0) return "data.samples must be >= 0";

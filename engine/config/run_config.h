@@ -32,6 +32,7 @@ std::optional<PrecisionMode> parsePrecisionMode(std::string_view s);
 struct ModelConfig {
   // recipe_mlp: the PyTorch AMP recipe's MLP (width x width Linear layers, ReLU between).
   // mlp: a classifier/regressor MLP with `hidden` sizes. cnn: conv/pool/fc blocks from `cnn`.
+  // resnet: a residual network (depth, baseWidth, stem below) for image classification.
   std::string name = "recipe_mlp";
   std::int64_t width = 1024;
   int layers = 3;
@@ -42,6 +43,14 @@ struct ModelConfig {
   // cnn blocks: conv:C (3x3, padding 1, then activation), pool (2x2 max), fc:N (then act.);
   // a final fc to the number of classes is appended.
   std::string cnn = "conv:32,pool,conv:64,pool,fc:128";
+  // resnet: 6n+2 (20, 32, 44, 56, 110) = the CIFAR ResNets (3 stages of n basic blocks, widths
+  // w/2w/4w, w = 16); 18 or 34 = the ImageNet layouts (4 stages of 2,2,2,2 or 3,4,6,3 blocks,
+  // w/2w/4w/8w, w = 64). baseWidth 0 = the layout's w. stem: cifar (3x3 conv, stride 1), imagenet
+  // (7x7 stride 2 + 3x3 max-pool stride 2), auto = imagenet for the 18/34 layouts on inputs larger
+  // than 64x64, else cifar.
+  int depth = 20;
+  std::int64_t baseWidth = 0;
+  std::string stem = "auto";
 };
 
 struct TrainConfig {

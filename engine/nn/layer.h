@@ -28,6 +28,10 @@ class TensorObserver {
   virtual bool wantsRoundingCounts() const { return true; }
   virtual void weightGradRounding(const std::string& param, const RoundingCounts& c) {}
   virtual void inputGradRounding(const RoundingCounts& c) {}
+  // The gradient the next activationGrad call receives is a sum of several layers' input
+  // gradients (a residual block's branches): no one layer's rounding counts describe it, so the
+  // pending ones are dropped and it shows as not measured.
+  virtual void discardInputGradRounding() {}
 };
 
 struct LayerContext {
@@ -56,7 +60,8 @@ class Layer {
   virtual void initialize(Backend& be, class Rng& rng, DType dtype, MemCategory category) {}
   virtual void releaseSaved() {}
 
-  void setName(std::string n) { m_name = std::move(n); }
+  // Composite layers (ResidualBlock) also name their parts, so override to pass the name on.
+  virtual void setName(std::string n) { m_name = std::move(n); }
   const std::string& name() const { return m_name; }
 
  protected:

@@ -4,24 +4,28 @@
 
 namespace amp {
 
-MaxPool2d::MaxPool2d(std::int64_t kernel, std::int64_t stride)
-    : m_kernel(kernel), m_stride(stride) {
+MaxPool2d::MaxPool2d(std::int64_t kernel, std::int64_t stride, std::int64_t padding)
+    : m_kernel(kernel), m_stride(stride), m_padding(padding) {
   if (kernel <= 0 || stride <= 0)
     throw std::invalid_argument("MaxPool2d: kernel and stride must be positive");
+  if (padding < 0 || 2 * padding > kernel)
+    throw std::invalid_argument("MaxPool2d: padding must be from 0 to half the window");
 }
 
 std::string MaxPool2d::describe() const {
-  return "MaxPool2d(" + std::to_string(m_kernel) + ", stride " + std::to_string(m_stride) + ")";
+  return "MaxPool2d(" + std::to_string(m_kernel) + ", stride " + std::to_string(m_stride) +
+         (m_padding ? ", padding " + std::to_string(m_padding) : std::string()) + ")";
 }
 
 Shape MaxPool2d::outputShape(const Shape& in) const {
   if (in.size() != 3)
     throw std::invalid_argument("MaxPool2d expects (C, H, W) per sample, got " + shapeString(in));
-  if (in[1] < m_kernel || in[2] < m_kernel)
+  if (in[1] + 2 * m_padding < m_kernel || in[2] + 2 * m_padding < m_kernel)
     throw std::invalid_argument("MaxPool2d: a " + std::to_string(m_kernel) + "x" +
                                 std::to_string(m_kernel) + " window does not fit a " +
                                 shapeString(in) + " input");
-  return {in[0], (in[1] - m_kernel) / m_stride + 1, (in[2] - m_kernel) / m_stride + 1};
+  return {in[0], (in[1] + 2 * m_padding - m_kernel) / m_stride + 1,
+          (in[2] + 2 * m_padding - m_kernel) / m_stride + 1};
 }
 
 Tensor MaxPool2d::forward(LayerContext& ctx, const Tensor& x) {
@@ -37,7 +41,7 @@ Tensor MaxPool2d::forward(LayerContext& ctx, const Tensor& x) {
   const Tensor xc = castActivation(be, x, d, casts);
   Pool2dGeometry& g = m_geometry;
   g.n = x.dim(0), g.c = x.dim(1), g.h = x.dim(2), g.w = x.dim(3);
-  g.kernel = m_kernel, g.stride = m_stride;
+  g.kernel = m_kernel, g.stride = m_stride, g.padding = m_padding;
   Tensor y = be.empty({g.n, out[0], out[1], out[2]}, d, MemCategory::Activations);
   m_argmax = be.empty(y.shape(), DType::I32, MemCategory::Activations);
   be.maxPool2dForward(xc, y, m_argmax, g);

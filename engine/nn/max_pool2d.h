@@ -1,4 +1,4 @@
-// Max pooling like torch.nn.MaxPool2d(kernel, stride) (no padding, floor mode): runs in its
+// Max pooling like torch.nn.MaxPool2d(kernel, stride, padding) (-inf padding, floor mode): runs in its
 // input's dtype ("max_pool2d" passes through autocast). Ties go to the first maximum in the
 // window, as PyTorch's CPU kernel; the winners' indices are kept for backward.
 #pragma once
@@ -9,7 +9,7 @@ namespace amp {
 
 class MaxPool2d final : public Layer {
  public:
-  explicit MaxPool2d(std::int64_t kernel = 2, std::int64_t stride = 2);
+  explicit MaxPool2d(std::int64_t kernel = 2, std::int64_t stride = 2, std::int64_t padding = 0);
   std::string kind() const override { return "MaxPool2d"; }
   std::string describe() const override;  // "MaxPool2d(2, stride 2)"
   Shape outputShape(const Shape& in) const override;
@@ -18,7 +18,7 @@ class MaxPool2d final : public Layer {
   void releaseSaved() override;
 
  private:
-  std::int64_t m_kernel, m_stride;
+  std::int64_t m_kernel, m_stride, m_padding;
   Pool2dGeometry m_geometry;
   Tensor m_argmax;  // int32, per output: the winner's index in its (n, c) plane
   Shape m_inputShape;

@@ -8,7 +8,13 @@
 namespace amp {
 
 void Sequential::add(std::unique_ptr<Layer> layer) {
-  layer->setName(std::to_string(m_layers.size()));
+  add(std::move(layer), std::to_string(m_layers.size()));
+}
+
+void Sequential::add(std::unique_ptr<Layer> layer, std::string name) {
+  for (const auto& l : m_layers)
+    if (l->name() == name) throw std::logic_error("Sequential: two layers named '" + name + "'");
+  layer->setName(std::move(name));
   m_layers.push_back(std::move(layer));
 }
 

@@ -1,5 +1,5 @@
 // A sequential model (like torch.nn.Sequential): layers named by index, so parameter names
-// match PyTorch's state_dict ("0.weight", "2.bias").
+// match PyTorch's state_dict ("0.weight", "2.bias"), or by the names a builder gives them.
 #pragma once
 
 #include <memory>
@@ -12,6 +12,9 @@ namespace amp {
 class Sequential {
  public:
   void add(std::unique_ptr<Layer> layer);
+  // A layer with a name of its own (a ResNet's "stem.0", "layers.3", "fc"), as a PyTorch module
+  // attribute: its parameters are then "<name>.weight". Names must be unique.
+  void add(std::unique_ptr<Layer> layer, std::string name);
   // Allocates every parameter in `dtype` (fp32 masters, or fp16 in pure-fp16 mode), drawing
   // initial values from one seeded generator in layer order.
   void initialize(Backend& be, std::uint64_t seed, DType dtype, MemCategory category);

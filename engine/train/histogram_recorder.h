@@ -23,6 +23,7 @@ class HistogramRecorder final : public TensorObserver {
   void activationGrad(const std::string& layer, const Tensor& dy) override;
   void weightGradRounding(const std::string& param, const RoundingCounts& c) override;
   void inputGradRounding(const RoundingCounts& c) override;
+  void discardInputGradRounding() override { m_pendingInputRounding.reset(); }
   void weightGrad(const std::string& name, const Tensor& g);
   std::vector<HistogramRecord> take() { return std::move(m_records); }
 

@@ -12,6 +12,7 @@
 #include "engine/data/dataset.h"
 #include "engine/nn/conv2d.h"
 #include "engine/nn/linear.h"
+#include "engine/nn/residual_block.h"
 #include "engine/train/model_factory.h"
 
 namespace amp {
@@ -25,13 +26,27 @@ struct LayerParams {
   bool weighted = false;
 };
 
+LayerParams paramsOf(const Layer& l, const Shape& in);
+
+std::int64_t convParams(const Conv2d& conv) {
+  return conv.outChannels() * conv.inChannels() * conv.kernelSize() * conv.kernelSize() +
+         (conv.hasBias() ? conv.outChannels() : 0);
+}
+
+// A residual block's parameters: its convolutions (weighted) and batch norms (gamma, beta).
+LayerParams blockParams(const ResidualBlock& b) {
+  LayerParams p{0, true};
+  for (const Conv2d* conv : b.convolutions()) p.count += convParams(*conv);
+  const std::int64_t norms = b.hasProjection() ? 3 : 2;
+  p.count += norms * 2 * b.outChannels();
+  return p;
+}
+
 LayerParams paramsOf(const Layer& l, const Shape& in) {
+  if (const auto* block = dynamic_cast<const ResidualBlock*>(&l)) return blockParams(*block);
   if (const auto* lin = dynamic_cast<const Linear*>(&l))
     return {lin->inFeatures() * lin->outFeatures() + (lin->hasBias() ? lin->outFeatures() : 0), true};
-  if (const auto* conv = dynamic_cast<const Conv2d*>(&l))
-    return {conv->outChannels() * conv->inChannels() * conv->kernelSize() * conv->kernelSize() +
-                (conv->hasBias() ? conv->outChannels() : 0),
-            true};
+  if (const auto* conv = dynamic_cast<const Conv2d*>(&l)) return {convParams(*conv), true};
   if (l.kind() == "BatchNorm") return {2 * (in.empty() ? 1 : in[0]), false};  // gamma, beta
   return {};
 }
@@ -69,6 +84,7 @@ MemoryEstimate estimateMemory(const RunConfig& c, const DataShapes& data) {
   struct Output {
     std::string kind;
     std::int64_t numel;
+    std::int64_t savedInside = 0;  // a residual block's own saved tensors, its output included
   };
   std::vector<Output> outputs;  // Flatten is a view: it adds no tensor
   std::int64_t weightedParams = 0, largestOutput = 0, perSampleActivationBytes = 0;
@@ -79,7 +95,23 @@ MemoryEstimate estimateMemory(const RunConfig& c, const DataShapes& data) {
     e.parameterCount += p.count;
     const Shape in = shape;
     shape = layer->outputShape(shape);
-    if (p.weighted) {
+    std::int64_t savedInside = 0;
+    if (const auto* block = dynamic_cast<const ResidualBlock*>(layer.get())) {
+      // conv1's output (batch norm saves it), ReLU's (conv2 saves it), conv2's (its batch norm
+      // saves it), the projection's (its batch norm's), the block's output (the last ReLU's).
+      // Each convolution is an emulated op of its own.
+      const auto convs = block->convolutions();
+      const Shape mid = convs[0]->outputShape(in);
+      savedInside = 3 * shapeNumel(mid) + (block->hasProjection() ? shapeNumel(shape) : 0) +
+                    shapeNumel(shape);
+      for (const Conv2d* conv : convs) {
+        const Shape cin = conv == convs[1] ? mid : in;
+        largestEmulatedOp = std::max(largestEmulatedOp,
+                                     3 * (batch * (shapeNumel(cin) + shapeNumel(mid)) +
+                                          convParams(*conv)));
+      }
+      weightedParams += p.count;
+    } else if (p.weighted) {
       weightedParams += p.count;
       // oneDNN's convolutions add blocked-layout copies of about twice the operands again.
       const std::int64_t reorders = layer->kind() == "Conv2d" ? 3 : 1;
@@ -87,7 +119,7 @@ MemoryEstimate estimateMemory(const RunConfig& c, const DataShapes& data) {
           largestEmulatedOp, reorders * (batch * (shapeNumel(in) + shapeNumel(shape)) + p.count));
     }
     largestOutput = std::max(largestOutput, shapeNumel(shape));
-    if (layer->kind() != "Flatten") outputs.push_back({layer->kind(), shapeNumel(shape)});
+    if (layer->kind() != "Flatten") outputs.push_back({layer->kind(), shapeNumel(shape), savedInside});
   }
   // Which outputs stay alive until backward: those the next layer saves as its input (weighted
   // layers, BatchNorm, activations other than ReLU, which backpropagates from its output) and
@@ -99,9 +131,12 @@ MemoryEstimate estimateMemory(const RunConfig& c, const DataShapes& data) {
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const std::string& next = i + 1 < outputs.size() ? outputs[i + 1].kind : std::string();
     const bool savedByNext = next == "Linear" || next == "Conv2d" || next == "BatchNorm" ||
-                             (isActivation(next) && next != "ReLU");
+                             next == "ResidualBlock" || (isActivation(next) && next != "ReLU");
     const bool savedBySelf = isActivation(outputs[i].kind);
-    if (savedByNext || savedBySelf) perSampleActivationBytes += outputs[i].numel * bytesOf(act);
+    if (outputs[i].kind == "ResidualBlock")  // its output is among the tensors it saves
+      perSampleActivationBytes += outputs[i].savedInside * bytesOf(act);
+    else if (savedByNext || savedBySelf)
+      perSampleActivationBytes += outputs[i].numel * bytesOf(act);
     if (outputs[i].kind == "Dropout") perSampleActivationBytes += outputs[i].numel;        // U8 mask
     if (outputs[i].kind == "MaxPool2d") perSampleActivationBytes += outputs[i].numel * 4;  // argmax
   }
@@ -228,6 +263,9 @@ std::string modelSettingsText(const ModelConfig& m) {
   if (m.name == "recipe_mlp")
     return "model.width=" + std::to_string(m.width) + ", model.layers=" + std::to_string(m.layers);
   if (m.name == "cnn") return "model.cnn=" + m.cnn;
+  if (m.name == "resnet")
+    return "model.depth=" + std::to_string(m.depth) + ", model.base_width=" +
+           (m.baseWidth > 0 ? std::to_string(m.baseWidth) : std::string("default"));
   std::string hidden;
   for (std::size_t i = 0; i < m.hidden.size(); ++i)
     hidden += (i ? "," : "") + std::to_string(m.hidden[i]);

@@ -10,6 +10,7 @@
 #include "engine/nn/dropout.h"
 #include "engine/nn/linear.h"
 #include "engine/nn/max_pool2d.h"
+#include "engine/train/resnet_builder.h"
 
 namespace amp {
 
@@ -120,6 +121,7 @@ std::unique_ptr<Sequential> buildModel(const ModelConfig& m, const Shape& sample
   if (m.name == "recipe_mlp") net = recipeMlp(m, in, outputs, flatten);
   else if (m.name == "mlp") net = mlp(m, in, outputs, flatten);
   else if (m.name == "cnn") net = cnn(m, sampleShape, outputs);
+  else if (m.name == "resnet") net = buildResNet(m, sampleShape, outputs);
   else throw ConfigError("model.name: unknown model '" + m.name + "'");
   net->outputShape(sampleShape);  // validates the chain of shapes
   return net;

@@ -1,5 +1,5 @@
 // Builds the models a config names: the PyTorch AMP recipe's MLP, an MLP classifier, a small
-// CNN. Layer order and indices match the PyTorch reference scripts, so parameter names match
+// CNN, a residual network (resnet_builder.h). Layer order and indices match the PyTorch reference scripts, so parameter names match
 // their state_dict keys.
 #pragma once
 

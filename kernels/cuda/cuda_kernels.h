@@ -38,6 +38,17 @@ void launchDropoutForward(int code, const void* x, std::uint8_t* mask, void* y, 
 void launchDropoutBackward(int code, const void* dy, const std::uint8_t* mask, void* dx,
                            std::int64_t n, float p, Stream s);
 
+// ---- residual networks (residual.cu) --------------------------------------------------------
+// y = a + b over n elements, each input widened exactly, the fp32 sum rounded once to yCode.
+void launchAdd(int aCode, const void* a, int bCode, const void* b, int yCode, void* y,
+               std::int64_t n, Stream s);
+// y (planes) = each plane of x (planes, planeSize) summed in fp32 in element order, / planeSize.
+void launchGlobalAvgPoolForward(int xCode, const void* x, int yCode, void* y,
+                                std::int64_t planes, std::int64_t planeSize, Stream s);
+// dx (planes, planeSize) = dy (planes) / planeSize, rounded once to dxCode.
+void launchGlobalAvgPoolBackward(int dyCode, const void* dy, int dxCode, void* dx,
+                                 std::int64_t planes, std::int64_t planeSize, Stream s);
+
 // dst row i = src row rows[i] (rowBytes each): a batch from a data set kept on the device.
 void launchGatherRows(const void* src, const std::int32_t* rows, std::int64_t count,
                       std::int64_t rowBytes, void* dst, Stream s);

@@ -1,5 +1,5 @@
-// Max pooling (NCHW, square window, no padding): forward with the winner's index, and the
-// backward as a gather. Both agree bit for bit with the CPU backend (cpu_backend_conv.cpp):
+// Max pooling (NCHW, square window, optional -inf padding): forward with the winner's index, and
+// the backward as a gather. Both agree bit for bit with the CPU backend (cpu_backend_conv.cpp):
 // pooling only moves input values, and the backward adds the same fp32 values in the same order.
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/pool_norm_kernels.h"
@@ -13,13 +13,13 @@ namespace {
 // this memory-bound op), 64-bit beyond.
 template <class Index>
 struct PoolIndexDims {
-  Index planes, h, w, outH, outW, kernel, stride;
+  Index planes, h, w, outH, outW, kernel, stride, padding;
 };
 
 template <class Index>
 PoolIndexDims<Index> indexDims(const PoolDims& d) {
-  return {Index(d.planes), Index(d.h),      Index(d.w),     Index(d.outH),
-          Index(d.outW),   Index(d.kernel), Index(d.stride)};
+  return {Index(d.planes), Index(d.h),      Index(d.w),      Index(d.outH),
+          Index(d.outW),   Index(d.kernel), Index(d.stride), Index(d.padding)};
 }
 
 bool fitsIn32Bits(const PoolDims& d) {
@@ -61,6 +61,39 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
+// A padded window (the ImageNet stem's 3x3 / stride 2 / padding 1): the CPU's rule over the
+// window's positions inside the input only, from -inf at the first of them, so padding is never
+// chosen. Signed 64-bit positions (a window may start above or left of the plane); rare and
+// small, so no specialisations.
+__global__ void __launch_bounds__(kBlock)
+    maxPoolPaddedForwardKernel(PoolIndexDims<std::uint64_t> d, int xCode, const void* x,
+                               int yCode, void* y, std::int32_t* argmax) {
+  const auto h = std::int64_t(d.h), w = std::int64_t(d.w), pad = std::int64_t(d.padding);
+  const auto kernel = std::int64_t(d.kernel), stride = std::int64_t(d.stride);
+  const auto total = std::int64_t(d.planes * d.outH * d.outW);
+  for (std::int64_t o = blockIdx.x * std::int64_t(kBlock) + threadIdx.x; o < total;
+       o += std::int64_t(gridDim.x) * kBlock) {
+    const std::int64_t col = o % std::int64_t(d.outW), rest = o / std::int64_t(d.outW);
+    const std::int64_t row = rest % std::int64_t(d.outH), plane = rest / std::int64_t(d.outH);
+    const std::int64_t r0 = max(std::int64_t(0), row * stride - pad);
+    const std::int64_t r1 = min(h, row * stride - pad + kernel);
+    const std::int64_t c0 = max(std::int64_t(0), col * stride - pad);
+    const std::int64_t c1 = min(w, col * stride - pad + kernel);
+    float best = -__int_as_float(0x7F800000);  // -inf
+    std::int64_t at = r0 * w + c0;
+    for (std::int64_t r = r0; r < r1; ++r)
+      for (std::int64_t c = c0; c < c1; ++c) {
+        const float v = loadFloat(xCode, x, plane * h * w + r * w + c);
+        if (v > best || v != v) {
+          best = v;
+          at = r * w + c;
+        }
+      }
+    storeFloat(yCode, y, o, best);
+    argmax[o] = static_cast<std::int32_t>(at);
+  }
+}
+
 // One thread per input element, gathering from the windows that contain it. The CPU scatters
 // acc[argmax[o]] += dy[o] for o = 0, 1, ... from acc = 0.f; an element receives exactly the dy
 // of the outputs whose argmax names it, and those lie in windows that contain it (a forward's
@@ -75,15 +108,18 @@ __global__ void __launch_bounds__(kBlock)
   const Index total = d.planes * d.h * d.w;
   const Index step = Index(gridDim.x) * kBlock;
   for (Index e = Index(blockIdx.x) * kBlock + threadIdx.x; e < total; e += step) {
-    const Index col = e % d.w, rest = e / d.w;
-    const Index row = rest % d.h, plane = rest / d.h;
+    // Positions in the padded plane (padding rows and columns come first), where window i covers
+    // rows [i * stride, i * stride + kernel); `self` is the unpadded index argmax holds.
+    const Index col0 = e % d.w, rest = e / d.w;
+    const Index row0 = rest % d.h, plane = rest / d.h;
+    const Index row = row0 + d.padding, col = col0 + d.padding;
     // Window i covers rows [i * stride, i * stride + kernel): it holds `row` for
     // ceil((row - kernel + 1) / stride) <= i <= row / stride, within [0, outH). Same for columns.
     const Index firstI = row < kernel ? 0 : (row - kernel + stride) / stride;
     const Index lastI = row / stride < d.outH - 1 ? row / stride : d.outH - 1;
     const Index firstJ = col < kernel ? 0 : (col - kernel + stride) / stride;
     const Index lastJ = col / stride < d.outW - 1 ? col / stride : d.outW - 1;
-    const auto self = static_cast<std::int32_t>(row * d.w + col);
+    const auto self = static_cast<std::int32_t>(row0 * d.w + col0);
     const Index outStart = plane * d.outH * d.outW;
     float sum = 0.f;
     for (Index i = firstI; i <= lastI; ++i)
@@ -100,7 +136,10 @@ void forward(const PoolDims& d, int xCode, const void* x, int yCode, void* y,
              std::int32_t* argmax, Stream s) {
   const PoolIndexDims<Index> id = indexDims<Index>(d);
   const unsigned blocks = gridFor(d.planes * d.outH * d.outW);
-  if (d.kernel == 2 && d.stride == 2)
+  if (d.padding > 0)
+    maxPoolPaddedForwardKernel<<<blocks, kBlock, 0, s>>>(indexDims<std::uint64_t>(d), xCode, x,
+                                                         yCode, y, argmax);
+  else if (d.kernel == 2 && d.stride == 2)
     maxPoolForwardKernel<Index, 2, 2><<<blocks, kBlock, 0, s>>>(id, xCode, x, yCode, y, argmax);
   else
     maxPoolForwardKernel<Index, 0, 0><<<blocks, kBlock, 0, s>>>(id, xCode, x, yCode, y, argmax);
@@ -111,7 +150,7 @@ void backward(const PoolDims& d, int dyCode, const void* dy, const std::int32_t*
               int dxCode, void* dx, Stream s) {
   const PoolIndexDims<Index> id = indexDims<Index>(d);
   const unsigned blocks = gridFor(d.planes * d.h * d.w);
-  if (d.kernel == 2 && d.stride == 2)
+  if (d.kernel == 2 && d.stride == 2 && d.padding == 0)
     maxPoolBackwardKernel<Index, 2, 2><<<blocks, kBlock, 0, s>>>(id, dyCode, dy, argmax, dxCode,
                                                                  dx);
   else
@@ -121,7 +160,8 @@ void backward(const PoolDims& d, int dyCode, const void* dy, const std::int32_t*
 
 bool hasWork(const PoolDims& d) {
   return d.planes > 0 && d.outH > 0 && d.outW > 0 && d.kernel > 0 && d.stride > 0 &&
-         d.h >= d.kernel && d.w >= d.kernel;
+         d.padding >= 0 && 2 * d.padding <= d.kernel && d.h + 2 * d.padding >= d.kernel &&
+         d.w + 2 * d.padding >= d.kernel;
 }
 
 }  // namespace

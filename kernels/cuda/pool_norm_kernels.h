@@ -16,16 +16,17 @@
 
 namespace amp::cuda {
 
-// ---- max pooling (NCHW, square window, no padding) -----------------------------------------
+// ---- max pooling (NCHW, square window, -inf padding up to half the window) ------------------
 struct PoolDims {
   std::int64_t planes = 0;  // n * c
   std::int64_t h = 0, w = 0, outH = 0, outW = 0;
-  std::int64_t kernel = 0, stride = 0;
+  std::int64_t kernel = 0, stride = 0, padding = 0;
 };
 
 // y[p, i, j] = the window's maximum (row-major scan, strict '>' so the first maximum wins ties,
 // a NaN taken whenever seen), stored in y's dtype; argmax = its index h * w + col within the
-// plane. Windows must lie inside the input (h, w >= kernel).
+// plane. Padding positions are never taken (the scan covers the window's inside positions only).
+// Windows must fit the padded input (h, w + 2 * padding >= kernel).
 void launchMaxPoolForward(const PoolDims& d, int xCode, const void* x, int yCode, void* y,
                           std::int32_t* argmax, Stream s);
 
