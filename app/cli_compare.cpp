@@ -1,5 +1,6 @@
 // ampstudio-cli compare: fp32, AMP fp16 and AMP bf16 of one experiment with one seed, as one
-// table (test accuracy, time per epoch, peak memory, skipped steps, ratios against fp32).
+// table (test accuracy, time per epoch, peak memory by category, checkpoint and 16-bit weight
+// file sizes, skipped steps, ratios against fp32).
 #include <QJsonDocument>
 #include <cstdio>
 
@@ -53,7 +54,7 @@ int cmdCompare(const Args& args) {
     c.name = (ea.preset.empty() ? c.model.name : ea.preset) + " " + mode;
     const std::string dir = ea.outDir.empty() ? "" : ea.outDir + "/" + mode;
     try {
-      results.push_back({mode, runToEnd(c, dir, ea.quiet, false, mode)});
+      results.push_back({mode, runToEnd(c, dir, ea.quiet, false, mode, "", /*measureFiles=*/true)});
     } catch (const ConfigError& e) {
       printError("compare", e.what());
       return 2;

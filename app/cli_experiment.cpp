@@ -1,4 +1,6 @@
 #include "app/cli_experiment.h"
+
+#include "engine/io/model_files.h"
 #include "app/cli_main.h"  // printError
 
 #include <unistd.h>
@@ -16,6 +18,7 @@
 #include "engine/core/checked_file.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/config_json.h"
+#include "engine/io/model_files.h"
 #include "engine/io/run_record.h"
 #include "engine/io/metrics_json.h"
 #include "engine/io/run_output.h"
@@ -209,7 +212,7 @@ void prepareResumedFolder(const QString& dir, const QByteArray& history, const s
 }  // namespace
 
 RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quiet, bool trace,
-                   const std::string& label, const std::string& resumeFrom) {
+                   const std::string& label, const std::string& resumeFrom, bool measureFiles) {
   Trainer trainer(config);
   const bool resumed = !resumeFrom.empty();
   const bool checkpoints = !outDir.empty() && (config.checkpoint.every > 0 || config.checkpoint.atEnd);
@@ -290,10 +293,9 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
                                       : std::string()));
       }
     }
-    if (checkpoints) {
-      metricsSoFar += stepMetricsJsonLine(m);
-      if (config.checkpoint.every > 0 && m.step % config.checkpoint.every == 0) checkpoint();
-    }
+    // A measured checkpoint carries the metrics a written one would.
+    if (checkpoints || measureFiles) metricsSoFar += stepMetricsJsonLine(m);
+    if (checkpoints && config.checkpoint.every > 0 && m.step % config.checkpoint.every == 0) checkpoint();
     if (!quiet) {
       for (const auto& e : events) std::fprintf(stderr, "%s[%s] %s\n", tty ? "\r\033[K" : "", tag.c_str(), e.c_str());
       const std::int64_t total = trainer.totalSteps();
@@ -320,6 +322,19 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
   }
   result.summary = builder.summary();
   if (result.summary.status == "running") result.summary.status = "finished";
+  if (measureFiles) {
+    // The checkpoint just written at the end when there is one, else a temporary one.
+    const bool atEnd = checkpoints && lastCheckpoint == trainer.stepsDone();
+    try {
+      const ModelFileSizes f = measureModelFiles(
+          trainer, atEnd ? checkpointDir + checkpointFileName(lastCheckpoint) : QString(), metricsSoFar);
+      result.summary.checkpointBytes = f.checkpointBytes;
+      result.summary.weightsBytes = f.weightsBytes;
+      result.summary.weightsDtype = f.weightsDtype;
+    } catch (const std::exception& e) {  // the run itself is done: its sizes stay unmeasured
+      std::fprintf(stderr, "[%s] warning: model files not measured: %s\n", tag.c_str(), e.what());
+    }
+  }
   if (trace) result.trace = trainer.lastTrace();
   if (writer) {
     writer->writeSummary(result.summary, result.extra);

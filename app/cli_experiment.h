@@ -63,9 +63,11 @@ struct RunResult {
 // Runs `config` to the end. outDir "" = no files (and no checkpoints). Progress on stderr unless
 // quiet. checkpoint.every / checkpoint.at_end write outDir/checkpoints/step-<N>.zip. resumeFrom:
 // a checkpoint whose state is loaded first (config must come from buildResumeConfig); the
-// folder's metrics then continue from the checkpoint's step.
+// folder's metrics then continue from the checkpoint's step. measureFiles: the summary gets the
+// sizes of the run's checkpoint and of its weights in the compute dtype (model_files.h).
 RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quiet, bool trace,
-                   const std::string& label, const std::string& resumeFrom = "");
+                   const std::string& label, const std::string& resumeFrom = "",
+                   bool measureFiles = false);
 
 QJsonObject traceToJson(const std::vector<OpTraceEntry>& trace);
 

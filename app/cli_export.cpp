@@ -18,6 +18,8 @@ namespace {
 constexpr const char* kExportUsage =
     "usage: ampstudio-cli export --run DIR [--run DIR2 ...] --format csv|json|png|svg|pdf|ampx\n"
     "                            [--smoothing W] [--output FILE]\n"
+    "       ampstudio-cli export (--run DIR | --checkpoint FILE.zip) --weights fp32|fp16|bf16\n"
+    "                            --output FILE.safetensors\n"
     "  png|svg|pdf      the whole dashboard of charts for the runs (default FILE: dashboard.F)\n"
     "  ampx             an experiment file the app opens (File > Open, or from a file manager),\n"
     "                   with each run's latest checkpoint (--output FILE.ampx needed)\n"
@@ -27,7 +29,11 @@ constexpr const char* kExportUsage =
     "                   and one array per column\n"
     "  --smoothing W    weight of loss_smoothed, TensorBoard's debiased EMA, 0 <= W < 1\n"
     "                   (default 0: loss_smoothed equals loss)\n"
-    "  --output FILE    write FILE (atomically) instead of standard output\n";
+    "  --output FILE    write FILE (atomically) instead of standard output\n"
+    "  --weights DTYPE  the model's weights and buffers alone, converted to DTYPE (round to\n"
+    "                   nearest even), as a safetensors file with PyTorch's state_dict keys\n"
+    "                   (safetensors.torch.load_file, then load_state_dict); from the run's\n"
+    "                   latest checkpoint (checkpoint.at_end=true) or --checkpoint FILE.zip\n";
 
 }  // namespace
 
@@ -51,7 +57,7 @@ int exportCharts(const std::vector<RunRecord>& runs, const std::string& format,
 
 int cmdExport(const Args& args) {
   std::vector<std::string> dirs;
-  std::string format, out;
+  std::string format, out, weights, checkpoint;
   double smoothing = 0;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& s = args[i];
@@ -66,6 +72,8 @@ int cmdExport(const Args& args) {
       } else if (s == "--run") dirs.push_back(value());
       else if (s == "--format") format = value();
       else if (s == "--output" || s == "-o") out = value();
+      else if (s == "--weights") weights = value();
+      else if (s == "--checkpoint") checkpoint = value();
       else if (s == "--smoothing") {
         const std::string v = value();
         bool ok = false;
@@ -78,6 +86,11 @@ int cmdExport(const Args& args) {
       return usageError(e.what());
     }
   }
+  if (!weights.empty()) {
+    if (!format.empty()) return usageError("--weights and --format are two exports: give one");
+    return exportWeightsFile(dirs, checkpoint, weights, out);
+  }
+  if (!checkpoint.empty()) return usageError("--checkpoint goes with --weights");
   const bool image = format == "png" || format == "svg" || format == "pdf";
   if (dirs.empty() || (format != "csv" && format != "json" && format != "ampx" && !image))
     return usageError("needs --run DIR and --format csv|json|png|svg|pdf|ampx");

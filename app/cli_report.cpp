@@ -17,6 +17,50 @@ const LabelledResult* baseline(const std::vector<LabelledResult>& runs) {
 double epochTime(const RunSummary& s) {
   return s.epochSeconds.empty() ? 0 : median(s.epochSeconds);
 }
+double ratio(double run, double base) { return base > 0 && run > 0 ? run / base : 0; }
+
+std::string ratioText(double r) {
+  if (r <= 0) return "-";
+  char b[16];
+  std::snprintf(b, sizeof b, "%.2fx", r);
+  return b;
+}
+
+// The second table: each run's peak memory by category and its model files (the seeds' table:
+// what AMP buys in activations, checkpoints and weight files), with ratios against fp32.
+void printMemoryAndFiles(const std::vector<LabelledResult>& runs, const LabelledResult* base,
+                         std::FILE* out) {
+  bool files = false;
+  for (const auto& r : runs) files |= r.result.summary.checkpointBytes > 0;
+  std::fprintf(out, "\n%-14s %10s %10s %10s %10s %10s %10s %16s %7s %7s %7s\n", "run", "activations",
+               "weights", "masters", "gradients", "optimizer", "checkpoint", "weights file", "act",
+               "ckpt", "file");
+  for (const auto& r : runs) {
+    const RunSummary& s = r.result.summary;
+    const auto& pk = s.peakMemory.peak;
+    auto cat = [&](MemCategory c) { return formatBytes(pk[int(c)]); };
+    std::string file = "-", ckpt = "-";
+    if (s.weightsBytes > 0) file = formatBytes(s.weightsBytes) + " " + s.weightsDtype;
+    if (s.checkpointBytes > 0) ckpt = formatBytes(s.checkpointBytes);
+    double act = 0, ck = 0, wf = 0;
+    if (base) {
+      const RunSummary& b = base->result.summary;
+      act = ratio(double(pk[int(MemCategory::Activations)]), double(b.peakMemory.peak[int(MemCategory::Activations)]));
+      ck = ratio(double(s.checkpointBytes), double(b.checkpointBytes));
+      wf = ratio(double(s.weightsBytes), double(b.weightsBytes));
+    }
+    std::fprintf(out, "%-14s %10s %10s %10s %10s %10s %10s %16s %7s %7s %7s\n", r.label.c_str(),
+                 cat(MemCategory::Activations).c_str(), cat(MemCategory::Weights).c_str(),
+                 cat(MemCategory::MasterWeights).c_str(), cat(MemCategory::Gradients).c_str(),
+                 cat(MemCategory::OptimizerState).c_str(), ckpt.c_str(), file.c_str(),
+                 ratioText(act).c_str(), ratioText(ck).c_str(), ratioText(wf).c_str());
+  }
+  std::fprintf(out, "peak bytes by category; checkpoint = the resumable zip (fp32 masters, optimizer "
+                    "state, metrics);\nweights file = the weights alone in the run's compute dtype "
+                    "(export --weights); ratios against fp32%s\n",
+               files ? "" : " (model files are measured by compare, or with checkpoint.at_end=true)");
+}
+
 }  // namespace
 
 void printComparison(const std::vector<LabelledResult>& runs, std::FILE* out) {
@@ -47,6 +91,7 @@ void printComparison(const std::vector<LabelledResult>& runs, std::FILE* out) {
                  formatBytes(s.peakMemory.totalPeak).c_str(), speed, mem);
   }
   if (base) std::fprintf(out, "speed = fp32 ms/step ÷ run ms/step; memory = run peak ÷ fp32 peak\n");
+  printMemoryAndFiles(runs, base, out);
 }
 
 QJsonObject comparisonToJson(const std::vector<LabelledResult>& runs) {
@@ -66,6 +111,10 @@ QJsonObject comparisonToJson(const std::vector<LabelledResult>& runs) {
       const auto act = int(MemCategory::Activations);
       if (b.peakMemory.peak[act] > 0)
         o["activation_ratio_vs_fp32"] = double(r.result.summary.peakMemory.peak[act]) / double(b.peakMemory.peak[act]);
+      if (const double ck = ratio(double(r.result.summary.checkpointBytes), double(b.checkpointBytes)))
+        o["checkpoint_ratio_vs_fp32"] = ck;
+      if (const double wf = ratio(double(r.result.summary.weightsBytes), double(b.weightsBytes)))
+        o["weights_file_ratio_vs_fp32"] = wf;
     }
     arr.append(o);
   }

@@ -87,7 +87,9 @@ int cmdRun(const Args& args) {
   bool diverged = false;
   for (const auto& nc : configs) {
     try {
-      RunResult r = runToEnd(nc.config, dirOf(nc), ea.quiet, ea.trace, nc.label, ea.resume);
+      // A run that ends with a checkpoint has its sizes measured for free: the file is there.
+      RunResult r = runToEnd(nc.config, dirOf(nc), ea.quiet, ea.trace, nc.label, ea.resume,
+                             nc.config.checkpoint.atEnd);
       diverged |= r.summary.status == "diverged" && nc.config.train.onDivergence == "stop";
       results.push_back({nc.label.empty() ? std::string(precisionModeName(nc.config.mode)) : nc.label,
                          std::move(r)});

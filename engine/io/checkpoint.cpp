@@ -271,6 +271,20 @@ QByteArray checkpointMetrics(const QString& zipPath) {
   return verifiedEntry(zipPath, readListedEntries(zipPath, info, {kMetricsEntry}), info, kMetricsEntry);
 }
 
+SafetensorsFile checkpointModel(const QString& zipPath) {
+  const CheckpointInfo info = parseManifest(zipPath, readManifestEntry(zipPath));
+  const auto entries = readListedEntries(zipPath, info, {kModelEntry});
+  return parseSafetensorsEntry(zipPath, kModelEntry, verifiedEntry(zipPath, entries, info, kModelEntry));
+}
+
+std::vector<SafeTensor> modelTensors(Trainer& trainer) {
+  Backend& be = trainer.backend();
+  std::vector<SafeTensor> out;
+  for (Parameter* prm : trainer.model().parameters()) out.push_back(toSafeTensor(be, prm->name, prm->value));
+  for (const auto& [name, t] : trainer.model().buffers()) out.push_back(toSafeTensor(be, name, *t));
+  return out;
+}
+
 void loadCheckpoint(Trainer& trainer, const QString& zipPath) {
   const LoadedCheckpoint c = readVerified(zipPath);
   Backend& be = trainer.backend();

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "engine/io/checkpoint_manifest.h"
+#include "engine/io/safetensors.h"
 #include "engine/train/trainer.h"
 
 namespace amp {
@@ -40,6 +41,13 @@ void loadCheckpoint(Trainer& trainer, const QString& zipPath);
 
 // metrics.jsonl of the checkpoint, hash-verified. Throws CheckpointError.
 QByteArray checkpointMetrics(const QString& zipPath);
+
+// model.safetensors of the checkpoint (parameters and buffers), hash-verified: what a weights-only
+// export starts from. Throws CheckpointError.
+SafetensorsFile checkpointModel(const QString& zipPath);
+
+// The live model's parameters and buffers as model.safetensors holds them (state_dict names).
+std::vector<SafeTensor> modelTensors(Trainer& trainer);
 
 // "step-<N>.zip", the name the CLI and the app give the checkpoint after step N.
 QString checkpointFileName(std::int64_t step);

@@ -32,6 +32,11 @@ QJsonObject runSummaryToJson(const RunSummary& s) {
   o["peak_memory"] = memoryToJson(s.peakMemory, true);
   o["mean_lost_update_frac"] = s.meanLostUpdateFrac;
   if (!s.divergence.empty()) o["divergence"] = QString::fromStdString(s.divergence);
+  if (s.checkpointBytes > 0) o["checkpoint_bytes"] = static_cast<double>(s.checkpointBytes);
+  if (s.weightsBytes > 0) {
+    o["weights_bytes"] = static_cast<double>(s.weightsBytes);
+    o["weights_dtype"] = QString::fromStdString(s.weightsDtype);
+  }
   return o;
 }
 

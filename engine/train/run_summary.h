@@ -25,6 +25,11 @@ struct RunSummary {
   MemorySnapshot peakMemory;       // per category: max over the run
   double meanLostUpdateFrac = 0;
   std::string divergence;
+  // The model's files at the end (engine/io/model_files.h; 0 = not measured): the resumable
+  // checkpoint, and the weights alone in the run's compute dtype (weightsDtype).
+  std::int64_t checkpointBytes = 0;
+  std::int64_t weightsBytes = 0;
+  std::string weightsDtype;
 };
 
 class RunSummaryBuilder {
