@@ -53,6 +53,11 @@ RunRecord runRecordFromRunData(const ui::RunData& run) {
   for (const ui::HistogramFrame& f : run.histograms)
     for (const HistogramRecord& h : f.records) rec.histograms.emplace_back(f.step, h);
   rec.events = run.events;
+  if (run.checkpointBytes > 0) rec.summary["checkpoint_bytes"] = static_cast<double>(run.checkpointBytes);
+  if (run.weightsBytes > 0) {
+    rec.summary["weights_bytes"] = static_cast<double>(run.weightsBytes);
+    rec.summary["weights_dtype"] = run.weightsDtype;
+  }
   return rec;  // the checkpoint travels as bytes (ExperimentRun::checkpointZip), not as a path
 }
 

@@ -181,6 +181,12 @@ void RunController::startRun(ui::RunData* run, bool paused) {
             }
             emit checkpointSaved(run, path, ok, message, periodic);
           });
+  connect(worker, &TrainingWorker::modelFilesMeasured, this,
+          [this, run](qint64 checkpointBytes, qint64 weightsBytes, const QString& dtype) {
+            run->checkpointBytes = checkpointBytes;
+            run->weightsBytes = weightsBytes;
+            run->weightsDtype = dtype;  // shown when runEnded, queued next, refreshes the row
+          });
   connect(worker, &TrainingWorker::metricsReady, this, &RunController::scheduleDrain);
   connect(worker, &TrainingWorker::runStarted, this,
           [this, worker](qint64 total, qint64 batchesPerEpoch, const QString& name,

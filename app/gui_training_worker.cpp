@@ -4,8 +4,10 @@
 #include <exception>
 
 #include <QDir>
+#include <QFileInfo>
 
 #include "engine/io/checkpoint.h"
+#include "engine/io/model_files.h"
 #include "engine/io/metrics_json.h"
 #include "engine/train/trainer.h"
 
@@ -221,6 +223,18 @@ void TrainingWorker::run() {
     // A "save now" that arrived while the last step ran: the trainer still exists, serve it.
     std::unique_lock lock(m_mutex);
     serveCheckpointRequest(*trainer, lock);
+  }
+  try {
+    // A checkpoint written after the last step is measured as it is; otherwise one is written to
+    // a temporary folder (the worker's thread: the window does not wait for it).
+    const QString last = m_checkpointDir.isEmpty()
+                             ? QString()
+                             : QDir(m_checkpointDir).filePath(checkpointFileName(trainer->stepsDone()));
+    const ModelFileSizes f =
+        measureModelFiles(*trainer, QFileInfo::exists(last) ? last : QString(), m_metricsJsonl);
+    emit modelFilesMeasured(f.checkpointBytes, f.weightsBytes, QString::fromStdString(f.weightsDtype));
+  } catch (const std::exception&) {
+    // No temporary space, say: the run is done all the same; its sizes stay unmeasured ("-").
   }
   if (trainer->diverged() || !divergence.empty())
     emit runEnded(int(RunOutcome::Diverged), QString::fromStdString(divergence));

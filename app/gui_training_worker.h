@@ -67,6 +67,9 @@ class TrainingWorker : public QThread {
   void metricsReady();             // the buffer went from empty to non-empty
   void runPaused(qint64 stepsDone);  // the worker is waiting; every step so far is in the buffer
   void runEnded(int outcome, const QString& message);  // outcome: RunOutcome
+  // Just before a run that finished (or diverged) ends: the size of its checkpoint and of its
+  // weights alone in the compute dtype (engine/io/model_files.h), for the runs table.
+  void modelFilesMeasured(qint64 checkpointBytes, qint64 weightsBytes, const QString& weightsDtype);
   // ok false: message says why. Emitted for requested and periodic checkpoints alike.
   // periodic: written by checkpoint.every rather than asked for.
   void checkpointWritten(qint64 step, const QString& path, bool ok, const QString& message,

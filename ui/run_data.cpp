@@ -38,6 +38,11 @@ void RunData::loadRecord(const RunRecord& r) {
   }
   events = r.events;
   checkpointPath = r.checkpointPath;
+  // The model files' sizes, where the run's summary measured them (compare, checkpoint.at_end,
+  // or the app itself).
+  checkpointBytes = static_cast<std::int64_t>(r.summary.value("checkpoint_bytes").toDouble());
+  weightsBytes = static_cast<std::int64_t>(r.summary.value("weights_bytes").toDouble());
+  weightsDtype = r.summary.value("weights_dtype").toString();
   group = r.group;
   tags = r.tags;
   note = r.note;

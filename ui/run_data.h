@@ -70,6 +70,11 @@ struct RunData {
   RunSummaryBuilder summary;
   std::vector<StepMetrics> steps;  // every step as reported, histograms cleared (for saving)
   QString checkpointPath;          // the latest checkpoint written for this run, "" if none
+  // Model files at the run's end (engine/io/model_files.h; 0 = not measured): the resumable
+  // checkpoint, and the weights alone in the compute dtype (what export --weights writes).
+  std::int64_t checkpointBytes = 0;
+  std::int64_t weightsBytes = 0;
+  QString weightsDtype;
 
   // Appends one step (GUI thread).
   void append(const StepMetrics& m);

@@ -136,9 +136,34 @@ RunsModel::Baseline RunsModel::baselineOf(const RunData& run) const {
   return b;
 }
 
+double RunsModel::columnBytes(const RunData& r, const RunSummary& s, int column) {
+  switch (column) {
+    case PeakActivations:
+      return s.steps > 0 ? double(s.peakMemory.peak[int(MemCategory::Activations)]) : 0;
+    case Checkpoint: return double(r.checkpointBytes);
+    case WeightsFile: return double(r.weightsBytes);
+    default: return 0;
+  }
+}
+
+QString RunsModel::sizeWithRatio(const RunData& r, double bytes, int column) const {
+  const QString size = formatBytes(bytes);
+  const Baseline base = baselineOf(r);
+  const RunSummary* bs = summaryOf(base.id);
+  const int row = rowOf(base.id);
+  if (!bs || row < 0 || base.id == r.id) return size;
+  const double b = columnBytes(*m_runs[row], *bs, column);
+  if (b <= 0) return size;
+  const QString ratio = QStringLiteral("%1×").arg(bytes / b, 0, 'f', 2);
+  return size + QStringLiteral(" · ") + (base.workloadKeys.isEmpty() ? ratio : QStringLiteral("⚠ ") + ratio);
+}
+
 QString RunsModel::ratioToolTip(const RunData& r, int column) const {
-  const QString what = column == SpeedUp ? tr("Baseline median ms/step ÷ this run's (higher is faster)")
-                                         : tr("This run's peak memory ÷ the baseline's (lower is leaner)");
+  const QString what = column == SpeedUp      ? tr("Baseline median ms/step ÷ this run's (higher is faster)")
+                       : column == MemoryRatio ? tr("This run's peak memory ÷ the baseline's (lower is leaner)")
+                       : column == PeakActivations ? tr("This run's peak activation bytes ÷ the baseline's")
+                       : column == Checkpoint      ? tr("This run's checkpoint size ÷ the baseline's")
+                                                   : tr("This run's weights file size ÷ the baseline's");
   const Baseline b = baselineOf(r);
   const int row = rowOf(b.id);
   if (row < 0) return what + QLatin1Char('\n') + tr("No baseline: no fp32 run in its group or of the same workload.");
@@ -174,6 +199,17 @@ QVariant RunsModel::display(const RunData& r, const RunSummary& s, int column) c
       return hasSteps ? QStringLiteral("%1%").arg(s.meanLostUpdateFrac * 100, 0, 'f', 1) : QString();
     case MsPerStep: return s.medianStepMs > 0 ? QString::number(s.medianStepMs, 'f', 2) : QString();
     case PeakMemory: return hasSteps ? formatBytes(double(s.peakMemory.totalPeak)) : QString();
+    case EpochTime:
+      return s.epochSeconds.empty() ? QString() : QString::number(median(s.epochSeconds), 'f', 1);
+    case PeakActivations:
+    case Checkpoint:
+    case WeightsFile: {
+      const double bytes = columnBytes(r, s, column);
+      if (bytes <= 0) return {};
+      QString text = sizeWithRatio(r, bytes, column);
+      if (column == WeightsFile) text.insert(formatBytes(bytes).size(), QLatin1Char(' ') + r.weightsDtype);
+      return text;
+    }
     case SpeedUp:
     case MemoryRatio: {
       const Baseline base = baselineOf(r);
@@ -249,7 +285,9 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
           tip += QStringLiteral("<pre>%1</pre>").arg(r->modelSummary.join(QLatin1Char('\n')).toHtmlEscaped());
         return tip;
       }
-      if (index.column() == SpeedUp || index.column() == MemoryRatio) return ratioToolTip(*r, index.column());
+      if (index.column() == SpeedUp || index.column() == MemoryRatio || index.column() == PeakActivations ||
+          index.column() == Checkpoint || index.column() == WeightsFile)
+        return ratioToolTip(*r, index.column());
       if (index.column() == Note && !r->note.isEmpty()) return r->note;
       if (index.column() == Group && !r->group.isEmpty()) return tr("Started together: %1").arg(r->group);
       break;
@@ -285,7 +323,8 @@ bool RunsModel::setData(const QModelIndex& index, const QVariant& value, int rol
 QVariant RunsModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal) return {};
   static const char* names[ColumnCount] = {"Run", "Mode", "Group", "Status", "Step", "Loss", "Test acc",
-                                           "Skipped", "Lost upd.", "ms/step", "Peak mem", "Speed-up",
+                                           "Skipped", "Lost upd.", "ms/step", "s/epoch", "Peak mem",
+                                           "Activations", "Checkpoint", "Weights file", "Speed-up",
                                            "Memory", "Tags", "Note", "Settings"};
   if (role == Qt::DisplayRole) return tr(names[section]);
   if (role == Qt::ToolTipRole) {
@@ -299,6 +338,16 @@ QVariant RunsModel::headerData(int section, Qt::Orientation o, int role) const {
                   "weight, so rounding threw them away (mean over the run)");
       case MsPerStep: return tr("Median training step time (after 3 warm-up steps)");
       case PeakMemory: return tr("Peak bytes the backend held (weights, gradients, activations, state)");
+      case EpochTime: return tr("Median training time of a whole epoch, in seconds (evaluation excluded)");
+      case PeakActivations:
+        return tr("Peak bytes of activations kept for backward (16 bits under AMP), and the ratio to "
+                  "the baseline's");
+      case Checkpoint:
+        return tr("Size of the run's resumable checkpoint at its end (fp32 master weights, optimizer "
+                  "state, metrics): about as large under AMP as in fp32");
+      case WeightsFile:
+        return tr("Size of the weights alone in the run's compute dtype, as File > Export weights and "
+                  "ampstudio-cli export --weights write them: half of fp32's for a 16-bit run");
       case SpeedUp:
         return tr("Baseline median ms/step ÷ this run's (higher is faster). The baseline is the fp32 run "
                   "of the run's own group unless one is chosen above; ⚠: another model, data set or batch size");

@@ -19,8 +19,11 @@ class RunsModel : public QAbstractTableModel {
 
  public:
   // Settings comes last: it stretches into whatever width the figures leave.
+  // EpochTime, PeakActivations, Checkpoint and WeightsFile make the seeds' table (what AMP buys):
+  // with a baseline each shows its ratio to the baseline's beside the figure.
   enum Column { Name, Mode, Group, Status, Progress, FinalLoss, TestAcc, Skipped, LostUpdates, MsPerStep,
-                PeakMemory, SpeedUp, MemoryRatio, Tags, Note, Settings, ColumnCount };
+                EpochTime, PeakMemory, PeakActivations, Checkpoint, WeightsFile, SpeedUp, MemoryRatio,
+                Tags, Note, Settings, ColumnCount };
 
   explicit RunsModel(QObject* parent = nullptr);
 
@@ -66,6 +69,9 @@ class RunsModel : public QAbstractTableModel {
   };
   QVariant display(const RunData& r, const RunSummary& s, int column) const;
   QString ratioToolTip(const RunData& r, int column) const;
+  // "74.5 MB · 0.50×": a size and, against a baseline that is not the run itself, its ratio.
+  QString sizeWithRatio(const RunData& r, double bytes, int column) const;
+  static double columnBytes(const RunData& r, const RunSummary& s, int column);
   Baseline baselineOf(const RunData& run) const;
   const RunSummary* summaryOf(int runId) const;  // nullptr without steps
   void baselinesChanged();

@@ -94,6 +94,28 @@ class TestRunsCompare : public QObject {
     QCOMPARE(cell(3, ui::RunsModel::SpeedUp), QStringLiteral("2.00×"));
   }
 
+  // The seeds' table in the runs table: time per epoch, activation memory, checkpoint and weights
+  // file, each with its ratio to the group's fp32 run (none on the baseline itself).
+  void theSeedsTableShowsSizesWithRatios() {
+    ui::RunData* f32 = m_runs[2].get();
+    ui::RunData* f16 = m_runs[3].get();
+    f32->checkpointBytes = 2'200'000;
+    f32->weightsBytes = 1'100'000;
+    f32->weightsDtype = QStringLiteral("fp32");
+    f16->checkpointBytes = 2'200'000;
+    f16->weightsBytes = 550'000;
+    f16->weightsDtype = QStringLiteral("fp16");
+    m_model->refresh();
+    QCOMPARE(cell(2, ui::RunsModel::Checkpoint), QStringLiteral("2.2 MB"));
+    QCOMPARE(cell(3, ui::RunsModel::Checkpoint), QStringLiteral("2.2 MB · 1.00×"));
+    QCOMPARE(cell(2, ui::RunsModel::WeightsFile), QStringLiteral("1.1 MB fp32"));
+    QCOMPARE(cell(3, ui::RunsModel::WeightsFile), QStringLiteral("550 kB fp16 · 0.50×"));
+    QVERIFY(cell(3, ui::RunsModel::WeightsFile, Qt::ToolTipRole).contains(QStringLiteral("fmnist fp32")));
+    // Unmeasured (a run still going, an old file): empty, not 0.
+    QCOMPARE(cell(0, ui::RunsModel::Checkpoint), QString());
+    QCOMPARE(test::columnNamed(m_model.get(), QStringLiteral("Weights file")), int(ui::RunsModel::WeightsFile));
+  }
+
   void compareSettingsListsTheKeysThatDiffer() {
     test::selectViewRows(m_panel->view(), {0, 3});
     QAction* compare = test::panelAction(m_panel.get(), "compareSettingsAction");
