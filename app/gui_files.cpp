@@ -4,20 +4,24 @@
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QInputDialog>
 #include <QMessageBox>
 #include <QStatusBar>
 #include <QTemporaryDir>
 #include <map>
 
 #include "app/gui_run_controller.h"
+#include "engine/core/checked_file.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/experiment_file.h"
 #include "engine/io/metrics_export.h"
 #include "engine/io/run_bundle.h"
 #include "engine/io/run_record.h"
+#include "engine/io/weights_export.h"
 #include "ui/charts/dashboard.h"
 #include "ui/charts/loss_chart.h"
 #include "ui/main_window.h"
+#include "ui/runs_model.h"
 #include "ui/runs_panel.h"
 
 namespace amp::gui {
@@ -68,6 +72,7 @@ GuiFiles::GuiFiles(ui::MainWindow* window, RunController* controller, QObject* p
   connect(a.openExperiment, &QAction::triggered, this, &GuiFiles::openRunsInteractively);
   connect(a.exportMetrics, &QAction::triggered, this, &GuiFiles::exportMetricsInteractively);
   connect(a.exportBundle, &QAction::triggered, this, &GuiFiles::exportRunBundleInteractively);
+  connect(a.exportWeights, &QAction::triggered, this, &GuiFiles::exportWeightsInteractively);
   connect(a.saveCheckpoint, &QAction::triggered, this, &GuiFiles::saveCheckpointInteractively);
   connect(a.resumeCheckpoint, &QAction::triggered, this, &GuiFiles::resumeInteractively);
   connect(controller, &RunController::checkpointSaved, this,
@@ -222,6 +227,44 @@ void GuiFiles::exportRunBundleInteractively() {
   try {
     exportRunBundle(id, path);
     m_window->statusBar()->showMessage(tr("Run bundle saved to %1").arg(path), 5000);
+  } catch (const std::exception& e) {
+    showError(tr("Could not export %1").arg(path), QString::fromUtf8(e.what()));
+  }
+}
+
+void GuiFiles::exportWeightsInteractively() {
+  const int id = selectedRunId();
+  const ui::RunData* run = m_controller->run(id);
+  const QString title = tr("Export weights");
+  if (!run) return showError(title, tr("Select a run in the runs table first."));
+  if (run->checkpointPath.isEmpty())
+    return showError(title, tr("%1 has no checkpoint to take the weights from: tick \"Checkpoint at end\" "
+                               "(Training tab) before starting a run, or save one with Run > Save "
+                               "checkpoint now while it trains.").arg(run->name));
+  // The run's own compute dtype first: a 16-bit run's weights in its 16-bit type.
+  QStringList types{QStringLiteral("fp16"), QStringLiteral("bf16"), QStringLiteral("fp32")};
+  const QString own = QString::fromUtf8(dtypeName(run->config.computeDtype()).data());
+  types.removeAll(own);
+  types.prepend(own);
+  bool ok = false;
+  const QString dtype = QInputDialog::getItem(m_window, title, tr("Weights of %1 in:").arg(run->name),
+                                              types, 0, false, &ok);
+  if (!ok) return;
+  QString path = QFileDialog::getSaveFileName(m_window, title,
+                                              QStringLiteral("%1-%2.safetensors").arg(run->name, dtype),
+                                              tr("safetensors (*.safetensors)"));
+  if (path.isEmpty()) return;
+  if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".safetensors");
+  try {
+    const SafetensorsFile model = checkpointModel(run->checkpointPath);
+    const DType to = dtype == QLatin1String("fp32") ? DType::F32 : dtype == QLatin1String("bf16") ? DType::BF16 : DType::F16;
+    const QByteArray bytes = exportWeights(model.tensors, to, run->checkpointPath.toStdString());
+    writeFileAtomically(path.toStdString(), std::string_view(bytes.constData(), std::size_t(bytes.size())));
+    const ExportRounding r = exportRounding(model.tensors, to);
+    QString message = tr("Weights of %1 (%2, %3) saved to %4")
+                          .arg(run->name, dtype, ui::RunsModel::formatBytes(double(bytes.size())), path);
+    if (r.overflowed > 0) message += tr(" — %1 value(s) beyond %2's range became inf").arg(r.overflowed).arg(dtype);
+    m_window->statusBar()->showMessage(message, 8000);
   } catch (const std::exception& e) {
     showError(tr("Could not export %1").arg(path), QString::fromUtf8(e.what()));
   }

@@ -46,6 +46,7 @@ class GuiFiles : public QObject {
   void openRunsInteractively();
   void exportMetricsInteractively();
   void exportRunBundleInteractively();
+  void exportWeightsInteractively();
   void saveCheckpointInteractively();
   void resumeInteractively();
 

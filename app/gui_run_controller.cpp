@@ -169,7 +169,8 @@ void RunController::startRun(ui::RunData* run, bool paused) {
   auto* worker = new TrainingWorker(run->config, paused, this);
   worker->setStepsPerSecond(m_stepsPerSecond);
   worker->setResume(m_resumeFrom.take(run->id));
-  if (run->config.checkpoint.every > 0) worker->setCheckpointDir(checkpointDir(*run));
+  if (run->config.checkpoint.every > 0 || run->config.checkpoint.atEnd)
+    worker->setCheckpointDir(checkpointDir(*run));
   connect(worker, &TrainingWorker::checkpointWritten, this,
           [this, run](qint64 step, const QString& path, bool ok, const QString& message,
                       bool periodic) {

@@ -77,6 +77,7 @@ void TrainingWorker::requestCheckpoint(const QString& zipPath) {
 void TrainingWorker::writeCheckpoint(Trainer& trainer, const QString& path, bool periodic) {
   try {
     saveCheckpoint(trainer, path, m_metricsJsonl);
+    m_lastCheckpoint = {trainer.stepsDone(), path};
     emit checkpointWritten(trainer.stepsDone(), path, true, {}, periodic);
   } catch (const std::exception& e) {
     emit checkpointWritten(trainer.stepsDone(), path, false, QString::fromUtf8(e.what()), periodic);
@@ -224,14 +225,17 @@ void TrainingWorker::run() {
     std::unique_lock lock(m_mutex);
     serveCheckpointRequest(*trainer, lock);
   }
+  // checkpoint.at_end: the final state, unless this run has just written it (checkpoint.every; a
+  // file of that name from an earlier session does not count). Only a run that trained to its
+  // end (a stopped run returned above).
+  const bool finalWritten = m_lastCheckpoint.first == trainer->stepsDone();
+  if (m_config.checkpoint.atEnd && !m_checkpointDir.isEmpty() && !finalWritten)
+    writeCheckpoint(*trainer, QDir(m_checkpointDir).filePath(checkpointFileName(trainer->stepsDone())), true);
   try {
-    // A checkpoint written after the last step is measured as it is; otherwise one is written to
-    // a temporary folder (the worker's thread: the window does not wait for it).
-    const QString last = m_checkpointDir.isEmpty()
-                             ? QString()
-                             : QDir(m_checkpointDir).filePath(checkpointFileName(trainer->stepsDone()));
-    const ModelFileSizes f =
-        measureModelFiles(*trainer, QFileInfo::exists(last) ? last : QString(), m_metricsJsonl);
+    // A checkpoint of the final state is measured as it is; otherwise one is written to a
+    // temporary folder (the worker's thread: the window does not wait for it).
+    const QString last = m_lastCheckpoint.first == trainer->stepsDone() ? m_lastCheckpoint.second : QString();
+    const ModelFileSizes f = measureModelFiles(*trainer, last, m_metricsJsonl);
     emit modelFilesMeasured(f.checkpointBytes, f.weightsBytes, QString::fromStdString(f.weightsDtype));
   } catch (const std::exception&) {
     // No temporary space, say: the run is done all the same; its sizes stay unmeasured ("-").

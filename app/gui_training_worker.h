@@ -14,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "app/gui_metrics_buffer.h"
@@ -33,7 +34,7 @@ class TrainingWorker : public QThread {
  public:
   explicit TrainingWorker(RunConfig config, bool startPaused = false, QObject* parent = nullptr);
   // resumeFrom: a checkpoint loaded into the fresh Trainer before the first step.
-  // checkpointDir: where `checkpoint.every` writes step-N.zip ("" = nowhere).
+  // checkpointDir: where `checkpoint.every` and `checkpoint.at_end` write step-N.zip ("" = nowhere).
   void setResume(const QString& resumeFrom) { m_resumeFrom = resumeFrom; }
   void setCheckpointDir(const QString& dir) { m_checkpointDir = dir; }
   ~TrainingWorker() override;  // cancels, then waits for the thread
@@ -99,6 +100,7 @@ class TrainingWorker : public QThread {
   QString m_checkpointRequest;  // pending "save now" path
   QString m_resumeFrom;
   QString m_checkpointDir;
+  std::pair<std::int64_t, QString> m_lastCheckpoint{-1, {}};  // step and path this worker wrote last
   QByteArray m_metricsJsonl;  // worker thread only: the run's metrics.jsonl, for its checkpoints
   // Set under m_mutex as run()'s very last act; the destructor takes m_mutex after wait(). wait()
   // already orders the thread's end before it returns, but through Qt's own mutex, which

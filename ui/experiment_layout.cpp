@@ -22,6 +22,7 @@ QString labelFor(const std::string& key) {
       {"schedule.min_lr", "Final lr"}, {"model.name", "Model"}, {"model.width", "Width"},
       {"model.layers", "Layers"}, {"model.hidden", "Hidden sizes"}, {"model.activation", "Activation"},
       {"model.dropout", "Dropout"}, {"model.batchnorm", "BatchNorm"}, {"model.cnn", "Blocks"},
+      {"model.depth", "Depth"}, {"model.base_width", "Base width"}, {"model.stem", "Stem"},
       {"data.name", "Data set"}, {"data.path", "Path"}, {"data.subset", "Subset size"},
       {"data.normalize", "Normalize"}, {"data.test_fraction", "Test share"},
       {"data.samples", "Samples"}, {"data.noise", "Noise"}, {"data.classes", "Classes"},
@@ -40,7 +41,8 @@ QString labelFor(const std::string& key) {
 
 const Groups kModelTab = {
     {"Model", {"model.name", "model.width", "model.layers", "model.hidden", "model.cnn",
-               "model.activation", "model.dropout", "model.batchnorm"}},
+               "model.depth", "model.base_width", "model.stem", "model.activation", "model.dropout",
+               "model.batchnorm"}},
     {"Data", {"data.name", "data.path", "data.subset", "data.normalize", "data.samples",
               "data.noise", "data.classes", "data.batches", "data.test_fraction", "data.label_column"}}};
 const Groups kPrecisionTab = {
@@ -81,7 +83,10 @@ bool relevant(const std::string& key, const RunConfig& c) {
   if (key == "model.width" || key == "model.layers") return m == "recipe_mlp";
   if (key == "model.hidden" || key == "model.dropout") return m == "mlp";
   if (key == "model.cnn") return m == "cnn";
-  if (key == "model.batchnorm") return m != "recipe_mlp";
+  if (key == "model.depth" || key == "model.base_width" || key == "model.stem") return m == "resnet";
+  // A ResNet always has batch norm and ReLU: its blocks are defined so.
+  if (key == "model.batchnorm") return m != "recipe_mlp" && m != "resnet";
+  if (key == "model.activation") return m != "resnet";
   if (key == "data.path") return isOneOf(d, {"fmnist", "csv"});
   if (key == "data.subset") return d != "synthetic";
   if (key == "data.normalize") return d == "fmnist";

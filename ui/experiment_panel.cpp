@@ -39,6 +39,9 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   label("model.name", "recipe_mlp", tr("Recipe MLP (PyTorch AMP recipe)"));
   label("model.name", "mlp", tr("MLP classifier"));
   label("model.name", "cnn", tr("CNN"));
+  label("model.name", "resnet", tr("ResNet (residual CNN)"));
+  label("model.stem", "cifar", tr("3x3 conv (CIFAR)"));
+  label("model.stem", "imagenet", tr("7x7/2 conv + max-pool (ImageNet)"));
   label("data.name", "synthetic", tr("Synthetic recipe data"));
   label("data.name", "fmnist", tr("Fashion-MNIST"));
   label("data.name", "spirals", tr("Spirals (2-D)"));

@@ -75,6 +75,9 @@ MainActions MainActions::create(QWidget* w) {
                          QObject::tr("Save the ticked runs' metrics as CSV or JSON (with the loss smoothing shown)"));
   a.exportBundle = make(w, QObject::tr("Export run &bundle…"), QStyle::SP_FileIcon, {},
                         QObject::tr("Save the selected run's config, metrics, charts and last checkpoint as one zip"));
+  a.exportWeights = make(w, QObject::tr("Export &weights…"), QStyle::SP_FileIcon, {},
+                         QObject::tr("Save the selected run's weights alone in fp16, bf16 or fp32 "
+                                     "(safetensors, PyTorch's state_dict keys) from its latest checkpoint"));
   a.saveCheckpoint = make(w, QObject::tr("Save checkpoint &now…"), QStyle::SP_DialogSaveButton, {},
                           QObject::tr("Write a checkpoint of the selected run between two steps"));
   a.resumeCheckpoint = make(w, QObject::tr("&Resume from checkpoint…"), QStyle::SP_BrowserReload, {},
@@ -130,6 +133,7 @@ void MainActions::populateMenus(QMenuBar* bar) {
   file->addAction(exportCharts);
   file->addAction(exportMetrics);
   file->addAction(exportBundle);
+  file->addAction(exportWeights);
   file->addSeparator();
   file->addAction(quit);
   QMenu* run = bar->addMenu(QObject::tr("&Run"));

@@ -33,6 +33,7 @@ struct MainActions {
   QAction* openExperiment = nullptr;    // .ampx, run bundle or CLI run folder
   QAction* exportMetrics = nullptr;     // ticked runs as CSV / JSON
   QAction* exportBundle = nullptr;      // the selected run as one zip
+  QAction* exportWeights = nullptr;     // the selected run's weights alone, 16-bit or fp32
   QAction* saveCheckpoint = nullptr;    // the selected run, between two steps
   QAction* resumeCheckpoint = nullptr;  // a new run from a checkpoint file
   QAction* quit = nullptr;

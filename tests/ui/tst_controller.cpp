@@ -3,6 +3,7 @@
 // line, and a run knows its batches per epoch before its first step arrives.
 #include <QAction>
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QSlider>
 #include <QRegularExpression>
 #include <QSignalSpy>
@@ -83,7 +84,9 @@ class TestController : public test::SessionFixture {
 
   // A selected run that has ended cannot take it: the current (most recently started) run does.
   void injectWithAnEndedRunSelectedGoesIntoTheCurrentRun() {
-    test::apply(panel(), test::tinySpirals(5));
+    auto plain = test::tinySpirals(5);
+    plain.push_back({"checkpoint.at_end", "false"});
+    test::apply(panel(), plain);
     window()->actions().start->trigger();
     ui::RunData* ended = controller()->run(controller()->runs().last()->id);
     QTRY_COMPARE_WITH_TIMEOUT(ended->status, ui::RunStatus::Finished, 30000);
@@ -159,6 +162,31 @@ class TestController : public test::SessionFixture {
     QTRY_COMPARE_WITH_TIMEOUT(run->status, ui::RunStatus::Finished, 30000);
     QVERIFY(!missing);
     QVERIFY(run->batchesPerEpoch > 0);
+  }
+
+  // "Checkpoint at end" was ignored by the app (only the CLI wrote it); a finished run now leaves
+  // its final checkpoint, and the runs table gets its size and the weights file's.
+  void aFinishedRunHasItsCheckpointAndFileSizes() {
+    auto settings = test::tinySpirals(12);
+    settings.push_back({"checkpoint.at_end", "true"});
+    test::apply(panel(), settings);
+    window()->actions().start->trigger();
+    ui::RunData* run = controller()->run(controller()->runs().last()->id);
+    QTRY_COMPARE_WITH_TIMEOUT(run->status, ui::RunStatus::Finished, 30000);
+    QVERIFY2(run->checkpointPath.endsWith(QStringLiteral("step-12.zip")), qPrintable(run->checkpointPath));
+    QCOMPARE(run->checkpointBytes, QFileInfo(run->checkpointPath).size());
+    QCOMPARE(run->weightsDtype, QStringLiteral("fp16"));
+    // 2*16 + 16 + 16*16 + 16 + 16*2 + 2 = 354 parameters in fp16, plus the safetensors header.
+    QVERIFY(run->weightsBytes > 2 * 354 && run->weightsBytes < 2 * 354 + 1024);
+    // Without a checkpoint the sizes are measured from a temporary one.
+    auto plain = test::tinySpirals(5);
+    plain.push_back({"checkpoint.at_end", "false"});
+    test::apply(panel(), plain);
+    window()->actions().start->trigger();
+    ui::RunData* second = controller()->run(controller()->runs().last()->id);
+    QTRY_COMPARE_WITH_TIMEOUT(second->status, ui::RunStatus::Finished, 30000);
+    QVERIFY(second->checkpointPath.isEmpty());
+    QVERIFY(second->checkpointBytes > second->weightsBytes);
   }
 };
 
