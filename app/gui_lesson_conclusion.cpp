@@ -7,6 +7,7 @@
 #include "engine/config/presets.h"
 #include "engine/core/memory_tracker.h"
 #include "engine/train/event_text.h"
+#include "engine/train/run_summary.h"
 #include "ui/run_data.h"
 
 namespace amp::gui {
@@ -106,6 +107,42 @@ QString modesConclusion(const QVector<const ui::RunData*>& runs) {
   return parts.join(QStringLiteral("; "));
 }
 
+// The seeds' table in a sentence per run: test accuracy, time per epoch, activation memory,
+// the checkpoint and the weights file, each against fp32's (the runs table's figures).
+QString resnetConclusion(const QVector<const ui::RunData*>& runs) {
+  const ui::RunData* fp32 = nullptr;
+  for (const ui::RunData* r : runs)
+    if (r->config.mode == PrecisionMode::Fp32) fp32 = r;
+  const RunSummary base = fp32 ? fp32->summary.summary() : RunSummary{};
+  auto against = [&](const ui::RunData* r, double value, double baseValue) {
+    return r != fp32 && value > 0 && baseValue > 0 ? tr(" (%1x)").arg(value / baseValue, 0, 'f', 2) : QString();
+  };
+  const int act = int(MemCategory::Activations);
+  QStringList parts;
+  for (const ui::RunData* r : runs) {
+    const RunSummary s = r->summary.summary();
+    QString part = variantLabel(*r) + QLatin1Char(':');
+    part += r->series.testAcc.isEmpty() ? tr(" no test accuracy yet")
+                                        : tr(" accuracy %1").arg(percent(r->series.testAcc.last()));
+    if (!s.epochSeconds.empty()) {
+      const double e = median(s.epochSeconds), be = base.epochSeconds.empty() ? 0 : median(base.epochSeconds);
+      part += tr(", %1 s/epoch%2").arg(e, 0, 'f', 1).arg(against(r, e, be));
+    }
+    const double a = double(s.peakMemory.peak[act]), ba = double(base.peakMemory.peak[act]);
+    part += tr(", activations %1%2").arg(QString::fromStdString(formatBytes(std::int64_t(a))), against(r, a, ba));
+    if (r->checkpointBytes > 0)
+      part += tr(", checkpoint %1%2")
+                  .arg(QString::fromStdString(formatBytes(r->checkpointBytes)),
+                       against(r, double(r->checkpointBytes), fp32 ? double(fp32->checkpointBytes) : 0));
+    if (r->weightsBytes > 0)
+      part += tr(", %1 weights %2%3")
+                  .arg(r->weightsDtype, QString::fromStdString(formatBytes(r->weightsBytes)),
+                       against(r, double(r->weightsBytes), fp32 ? double(fp32->weightsBytes) : 0));
+    parts << part;
+  }
+  return parts.join(QStringLiteral("; "));
+}
+
 }  // namespace
 
 QString variantLabel(const ui::RunData& run) {
@@ -141,6 +178,8 @@ QStringList lessonConclusion(const Preset& p, const QVector<const ui::RunData*>&
     text = overflowConclusion(runs);
   else if (p.name == "pure-fp16")
     text = lostUpdatesConclusion(runs);
+  else if (p.name == "resnet")
+    text = resnetConclusion(runs);
   else
     text = modesConclusion(runs);
   return {tr("Lesson '%1' measured: %2").arg(QString::fromStdString(p.title), text)};
