@@ -90,7 +90,12 @@ Cifar10Files findCifar10Files(const std::string& path) {
     throw DataError(path + ": not a folder (the CIFAR-10 path is the folder holding data_batch_1.bin "
                            "... test_batch.bin, or the one holding cifar-10-batches-bin/)");
   fs::path dir(path);
-  if (!holdsAnyCifarFile(dir) && holdsAnyCifarFile(dir / kArchiveFolder)) dir /= kArchiveFolder;
+  if (!holdsAnyCifarFile(dir)) {
+    if (!holdsAnyCifarFile(dir / kArchiveFolder))
+      throw DataError(path + ": no CIFAR-10 files here or in cifar-10-batches-bin/ (the binary version's "
+                             "data_batch_1.bin ... data_batch_5.bin and test_batch.bin)");
+    dir /= kArchiveFolder;
+  }
   Cifar10Files files;
   for (const char* f : kTrainFiles) files.train.push_back((dir / f).string());
   files.test = (dir / kTestFile).string();

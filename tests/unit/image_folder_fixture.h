@@ -11,17 +11,22 @@
 //     bytes. Used by the image data tests and the end-to-end ResNet tests.
 #pragma once
 
-#include <jpeglib.h>
-#include <png.h>
-
+#include <algorithm>
 #include <cmath>
+#include <cstddef>  // before jpeglib.h, which uses size_t and FILE without including them
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+// clang-format off
+#include <png.h>
+#include <jpeglib.h>
+// clang-format on
 
 #include "engine/data/rng.h"
 

@@ -193,6 +193,11 @@ TEST_F(CifarTest, BrokenFilesGiveOneLineNamingTheFile) {
             "data.path: " + (m_dir / "nowhere").string() +
                 ": no such folder (the CIFAR-10 path is the folder holding data_batch_1.bin ... test_batch.bin, or "
                 "the one holding cifar-10-batches-bin/)");
+  fs::create_directories(m_dir / "empty");
+  EXPECT_EQ(errorOf([&] { loadDataset(options(m_dir / "empty")); }),
+            "data.path: " + (m_dir / "empty").string() +
+                ": no CIFAR-10 files here or in cifar-10-batches-bin/ (the binary version's data_batch_1.bin ... "
+                "data_batch_5.bin and test_batch.bin)");
   DataOptions o;
   o.name = "cifar10";
   EXPECT_EQ(errorOf([&] { loadDataset(o); }),
