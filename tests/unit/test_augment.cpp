@@ -8,8 +8,12 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include <QTemporaryDir>
+
+#include "checkpoint_test_support.h"
 #include "engine/config/config_schema.h"
 #include "engine/data/batch_loader.h"
+#include "engine/io/checkpoint.h"
 #include "engine/train/trainer.h"
 #include "image_folder_fixture.h"
 #include "kernels/common/mix64.h"
@@ -245,6 +249,28 @@ TEST_F(AugmentTrainerTest, AugmentationKeepsTheTrainingSetOffTheDeviceAndTheTest
   EXPECT_EQ(plain.data().test.features, augmented.data().test.features);
   augmented.step();
   EXPECT_EQ(augmented.evaluate().samples, 4);
+}
+
+TEST_F(AugmentTrainerTest, ACheckpointResumeMidEpochIsBitExact) {
+  test::writeImageFolder(m_dir / "train", 2, 8, 8, 3);
+  RunConfig c = config(true);
+  c.data.deviceCache = "auto";
+  c.train.steps = 10;  // 12 training images in batches of 4: three epochs and a bit
+  c.optimizer.name = "adam";
+  Trainer whole(c);
+  std::vector<double> losses;
+  while (!whole.finished()) losses.push_back(whole.step().loss);
+  QTemporaryDir dir;
+  const QString path = dir.filePath("step-5.zip");
+  {
+    Trainer first(c);
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(first.step().loss, losses[i]);
+    saveCheckpoint(first, path, QByteArray());
+  }
+  Trainer resumed(c);
+  loadCheckpoint(resumed, path);
+  for (std::size_t i = 5; i < losses.size(); ++i) EXPECT_EQ(resumed.step().loss, losses[i]) << "step " << i + 1;
+  EXPECT_EQ(stateBytes(resumed), stateBytes(whole));
 }
 
 }  // namespace

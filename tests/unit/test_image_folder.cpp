@@ -174,6 +174,10 @@ TEST_F(ImageFolderTest, ASeparateTestFolderMayLackClassesNotAddThem) {
   std::vector<int> perClass(3, 0);
   for (int label : s.test.labels) ++perClass[label];
   EXPECT_EQ(perClass, (std::vector<int>{0, 2, 2}));  // numbered as the training folder numbers them
+  const fs::path bad = m_dir / "test" / "class_02" / "001.png";
+  test::writeBytes(bad, {'G', 'I', 'F', '8'});
+  EXPECT_EQ(errorOf([&] { loadDataset(o); }), "data.test_path: " + bad.string() + ": not a PNG or JPEG image");
+  fs::remove(bad);
   fs::create_directories(m_dir / "test" / "zebra");
   fs::copy_file(m_dir / "test" / "class_01" / "000.png", m_dir / "test" / "zebra" / "000.png");
   EXPECT_EQ(errorOf([&] { loadDataset(o); }),
@@ -340,6 +344,35 @@ TEST_F(ImageFolderTest, CacheFolderFollowsTheEnvironment) {
 }
 
 // ---- memory -----------------------------------------------------------------------------------
+
+TEST_F(ImageFolderTest, TheEstimatesShapesComeFromTheListingWithoutDecoding) {
+  test::writeImageFolder(m_dir / "train", 3, 4, 8, 1);
+  RunConfig c;
+  c.seed = 2;
+  c.model.name = "cnn";
+  c.data = options(m_dir / "train", 12);
+  c.data.padTo = 16;
+  c.data.testFraction = 0.25;
+  const std::int64_t before = imageDecodeCount();
+  const DataShapes s = dataShapesOf(c);
+  const auto generated = generatedDataShapes(dataOptionsOf(c));
+  EXPECT_EQ(imageDecodeCount(), before);  // the UI asks this on its own thread
+  EXPECT_EQ(s.sample, (Shape{3, 16, 16}));
+  EXPECT_EQ(s.outputs, 3);
+  EXPECT_EQ(s.trainCount, 9);
+  EXPECT_EQ(s.testCount, 3);
+  ASSERT_TRUE(generated);
+  EXPECT_EQ(generated->sample, s.sample);
+  EXPECT_EQ(generated->trainCount, 9);
+  const DataSplit loaded = loadDataset(dataOptionsOf(c));
+  EXPECT_EQ(loaded.train.sampleShape, s.sample);
+  EXPECT_EQ(loaded.train.count, s.trainCount);
+  EXPECT_EQ(loaded.test.count, s.testCount);
+  // A test folder that names an unknown class fails here as the load would.
+  test::writeImageFolder(m_dir / "test", 4, 1, 8, 1);
+  c.data.testPath = (m_dir / "test").string();
+  EXPECT_HAS(errorOf([&] { dataShapesOf(c); }), "data.test_path: " + (m_dir / "test" / "class_03").string() + ": class");
+}
 
 TEST_F(ImageFolderTest, ATooLargeImageSizeIsRefusedBeforeAnyDecode) {
   const auto available = hostMemoryAvailable();
