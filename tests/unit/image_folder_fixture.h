@@ -1,9 +1,11 @@
 // Image files for tests, written with libpng and libjpeg directly (never through the decoder
 // under test): any PNG kind (gray, gray+alpha, RGB, RGBA, palette with or without tRNS, 1..16
-// bits, interlaced), baseline JPEGs, and a whole generated image folder of learnable classes.
+// bits, interlaced), baseline or progressive JPEGs, and a whole generated image folder of
+// learnable classes.
 //
 //   writeImageFolder(dir, classes, perClass, size, seed)
-//     dir/class_00/000.png ... : `classes` classes of `perClass` size x size RGB PNGs each. Class
+//     dir/class_00/000.png ... : `classes` classes of `perClass` size x size RGB PNGs each (class
+//     and file numbers zero-padded to sort numerically: class_000 from 101 classes on). Class
 //     k is a grating at angle k * 180° / classes (period size / 4, at least 4 pixels) with a
 //     random phase, contrast and tint per image and Gaussian noise (sigma 12): the orientation is
 //     the class, so a small CNN learns it in a few epochs, and nothing else gives it away.
@@ -146,14 +148,17 @@ inline std::vector<std::string> writeImageFolder(const std::filesystem::path& di
                                                  std::uint64_t seed) {
   Rng rng(seed, 0x1F01DE7);
   std::vector<std::string> names;
+  // Zero-padded to the same width, so byte order (the loader's) is numeric order.
+  const int digits = std::max<int>(2, static_cast<int>(std::to_string(std::max(classes - 1, 0)).size()));
   for (int k = 0; k < classes; ++k) {
     char name[32];
-    std::snprintf(name, sizeof name, "class_%02d", k);
+    std::snprintf(name, sizeof name, "class_%0*d", digits, k);
     names.emplace_back(name);
     std::filesystem::create_directories(dir / name);
+    const int fileDigits = std::max<int>(3, static_cast<int>(std::to_string(std::max(perClass - 1, 0)).size()));
     for (int i = 0; i < perClass; ++i) {
       char file[32];
-      std::snprintf(file, sizeof file, "%03d.png", i);
+      std::snprintf(file, sizeof file, "%0*d.png", fileDigits, i);
       writePng8(dir / name / file, size, size, 3, gratingImage(k, classes, size, rng));
     }
   }
