@@ -207,12 +207,19 @@ std::vector<ConfigKey> buildKeys() {
   k.push_back(intKey("model.depth", "resnet: 6n+2 (20, 32, 44, 56, 110: CIFAR ResNets, 3 stages) or 18, 34 (4 stages)", [](RunConfig& c) { return &c.model.depth; }));
   k.push_back(intKey("model.base_width", "resnet: channels of the first stage, doubled per stage (0 = 16 for 6n+2, 64 for 18/34)", [](RunConfig& c) { return &c.model.baseWidth; }));
   k.push_back(choiceKey("model.stem", "resnet: auto | cifar (3x3 conv) | imagenet (7x7/2 conv + 3x3/2 max-pool)", {"auto", "cifar", "imagenet"}, [](RunConfig& c) { return &c.model.stem; }));
-  k.push_back(choiceKey("data.name", "synthetic | fmnist | spirals | circles | blobs | csv", {"synthetic", "fmnist", "spirals", "circles", "blobs", "csv"}, [](RunConfig& c) { return &c.data.name; }));
-  k.push_back(strKey("data.path", "fmnist folder (default /usr/share/datasets/fashion-mnist) or csv file", [](RunConfig& c) { return &c.data.path; }));
+  k.push_back(choiceKey("data.name", "synthetic | fmnist | cifar10 | images (a folder, one sub-folder per class) | spirals | circles | blobs | csv", {"synthetic", "fmnist", "cifar10", "images", "spirals", "circles", "blobs", "csv"}, [](RunConfig& c) { return &c.data.name; }));
+  k.push_back(strKey("data.path", "fmnist folder (default /usr/share/datasets/fashion-mnist), csv file, cifar10 folder (data_batch_1.bin ... test_batch.bin, or its parent) or images training folder (one sub-folder per class)", [](RunConfig& c) { return &c.data.path; }));
+  k.push_back(strKey("data.test_path", "images: a test folder with the same class sub-folders (empty: hold out data.test_fraction of each class)", [](RunConfig& c) { return &c.data.testPath; }));
+  k.push_back(intKey("data.image_size", "images: every image resized (antialiased) to N x N pixels, 1 to 1024", [](RunConfig& c) { return &c.data.imageSize; }));
+  k.push_back(intKey("data.channels", "images: 3 (RGB) | 1 (grayscale, ITU-R 601 luma)", [](RunConfig& c) { return &c.data.channels; }));
+  k.push_back(intKey("data.pad_to", "fmnist, cifar10, images: zero-pad the images centred to N x N before normalising (0 = off; e.g. 32 for Fashion-MNIST's 28x28 in a ResNet)", [](RunConfig& c) { return &c.data.padTo; }));
+  k.push_back(intKey("data.augment_crop", "training batches: random crop after zero-padding by N pixels on each side (0 = off; 4 for CIFAR ResNets)", [](RunConfig& c) { return &c.data.augmentCrop; }));
+  k.push_back(boolKey("data.augment_flip", "training batches: horizontal flip with probability 1/2", [](RunConfig& c) { return &c.data.augmentFlip; }));
+  k.push_back(choiceKey("data.cache", "images: keep the decoded, resized images in ~/.cache/ampstudio/images: on | off", {"on", "off"}, [](RunConfig& c) { return &c.data.cache; }));
   k.push_back(intKey("data.subset", "use only the first N training samples (0 = all)", [](RunConfig& c) { return &c.data.subset; }));
   k.push_back(choiceKey("data.device_cache", "keep the training set on the device: auto (GPU, when it fits) | on | off", {"auto", "on", "off"}, [](RunConfig& c) { return &c.data.deviceCache; }));
-  k.push_back(choiceKey("data.normalize", "fmnist: unit (x/255) | standard | none", {"unit", "standard", "none"}, [](RunConfig& c) { return &c.data.normalize; }));
-  k.push_back(numKey("data.test_fraction", "generated sets and csv: held-out share", [](RunConfig& c) { return &c.data.testFraction; }));
+  k.push_back(choiceKey("data.normalize", "image data: unit (x/255) | standard (fmnist: mean 0.2860, std 0.3530; cifar10, images: per-channel mean/std of the training split) | none (0..255)", {"unit", "standard", "none"}, [](RunConfig& c) { return &c.data.normalize; }));
+  k.push_back(numKey("data.test_fraction", "generated sets, csv and images without data.test_path: held-out share", [](RunConfig& c) { return &c.data.testFraction; }));
   k.push_back(intKey("data.samples", "generated sets: number of points", [](RunConfig& c) { return &c.data.samples; }));
   k.push_back(numKey("data.noise", "generated sets: noise", [](RunConfig& c) { return &c.data.noise; }));
   k.push_back(intKey("data.classes", "blobs: number of classes", [](RunConfig& c) { return &c.data.classes; }));
@@ -334,6 +341,12 @@ std::optional<std::string> validateRunConfig(const RunConfig& c) {
   if (!(d.noise >= 0) || !std::isfinite(d.noise)) return "data.noise must be >= 0";
   if (d.classes < 0) return "data.classes must be >= 0";
   if (d.batches <= 0) return "data.batches must be > 0";
+  if (d.imageSize < 1 || d.imageSize > 1024)
+    return "data.image_size must be from 1 to 1024, got " + std::to_string(d.imageSize);
+  if (d.channels != 1 && d.channels != 3) return "data.channels must be 3 (RGB) or 1 (grayscale), got " + std::to_string(d.channels);
+  if (d.padTo < 0 || d.padTo > 4096) return "data.pad_to must be from 0 (off) to 4096, got " + std::to_string(d.padTo);
+  if (d.augmentCrop < 0 || d.augmentCrop > 1024)
+    return "data.augment_crop must be from 0 (off) to 1024, got " + std::to_string(d.augmentCrop);
   if (c.checkpoint.every < 0) return "checkpoint.every must be >= 0";
   return std::nullopt;
 }

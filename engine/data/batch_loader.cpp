@@ -17,6 +17,21 @@ BatchLoader::BatchLoader(const Dataset& data, const BatchLoaderOptions& opt)
   if (opt.batchSize <= 0)
     throw DataError("batch size " + std::to_string(opt.batchSize) + " for " + data.name +
                     ": must be > 0");
+  if (opt.augmentCrop < 0) throw DataError("data.augment_crop = " + std::to_string(opt.augmentCrop) + ": must be >= 0");
+  if (opt.augmentCrop > 0 || opt.augmentFlip) {
+    const Shape& s = data.sampleShape;
+    if (s.size() != 3)
+      throw DataError(data.name + ": augmentation (data.augment_crop, data.augment_flip) needs image samples "
+                      "(channels, height, width)");
+    if (opt.augmentCrop > s[1] || opt.augmentCrop > s[2])
+      throw DataError("data.augment_crop = " + std::to_string(opt.augmentCrop) + ": larger than the " +
+                      std::to_string(s[1]) + "x" + std::to_string(s[2]) + " samples of " + data.name +
+                      " (at most their side)");
+    // Rows kept on a device are gathered there, unaugmented: a loader that only hands out row
+    // indices cannot augment, and must not pretend to.
+    if (!opt.copyData)
+      throw DataError(data.name + ": augmented batches must carry their data (the device cache cannot augment)");
+  }
   reset(0);
 }
 
@@ -78,6 +93,10 @@ bool BatchLoader::next(Batch& out) {
     if (hasLabels) out.labels[dst] = d.labels[src];
     if (hasTargets)
       std::memcpy(out.targets.data() + dst * td, d.targets.data() + src * td, td * sizeof(float));
+  }
+  if (m_opt.augmentCrop > 0 || m_opt.augmentFlip) {
+    Rng rng = augmentationRng(m_opt.seed, m_epoch, m_position);
+    augmentBatch(out.x.data(), n, d.sampleShape, {m_opt.augmentCrop, m_opt.augmentFlip}, rng, m_augmentScratch);
   }
   ++m_position;
   return true;

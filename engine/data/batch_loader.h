@@ -1,6 +1,7 @@
 // Mini-batches of a host Dataset, like PyTorch's DataLoader: a new seeded permutation every
 // epoch (shuffle=True), the last partial batch kept unless dropLast. Batches are plain host
-// vectors; uploading them is the trainer's job.
+// vectors; uploading them is the trainer's job. Image batches can be augmented as they are
+// copied (random crop, horizontal flip: augment.h), on the loader's thread, never the GUI's.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/data/augment.h"
 #include "engine/data/dataset.h"
 #include "engine/data/rng.h"
 
@@ -29,6 +31,11 @@ struct BatchLoaderOptions {
   std::uint64_t seed = 0;
   // false: batches carry only `rows`, `size` and `xShape` (the data already sits on the device).
   bool copyData = true;
+  // Augmentation of the copied rows (augment.h; data.augment_crop, data.augment_flip), drawn
+  // from (seed, epoch, batch position) so reset/restore give the same batches. Needs copyData
+  // and samples of shape {C, H, W} with augmentCrop <= H and W.
+  int augmentCrop = 0;
+  bool augmentFlip = false;
 };
 
 // Everything needed to continue exactly where a run stopped. count and batchSize are kept
@@ -44,7 +51,7 @@ struct BatchLoaderState {
 class BatchLoader {
  public:
   // Keeps a reference to `data`, which must outlive the loader. Throws DataError for a
-  // batch size <= 0.
+  // batch size <= 0, or augmentation the data or options cannot take.
   BatchLoader(const Dataset& data, const BatchLoaderOptions& opt);
 
   // Fills `out` with the next batch of the current epoch and returns true. At the end of the
@@ -77,6 +84,7 @@ class BatchLoader {
   std::int64_t m_position = 0;
   Rng::State m_epochRng{};
   std::vector<std::int64_t> m_order;
+  std::vector<float> m_augmentScratch;
 };
 
 }  // namespace amp

@@ -7,6 +7,7 @@
 
 #include "engine/data/csv_reader.h"
 #include "engine/data/idx_reader.h"
+#include "engine/data/image_dataset.h"
 #include "engine/data/rng.h"
 #include "engine/data/synthetic_dataset.h"
 #include "engine/data/toy_datasets.h"
@@ -32,13 +33,49 @@ std::string str(const T& v) {
   throw DataError(setting + " = " + value + ": " + why);
 }
 
+// The side of the images a data set holds before padding; 0 for data that are not images.
+std::int64_t imageSideOf(const DataOptions& o) {
+  if (o.name == "fmnist") return 28;
+  if (o.name == "cifar10") return 32;
+  if (o.name == "images") return o.imageSize;
+  return 0;
+}
+
+void validateImageOptions(const DataOptions& o) {
+  if (o.imageSize < 1 || o.imageSize > 1024)
+    badOption("data.image_size", str(o.imageSize), "must be from 1 to 1024 (pixels a side)");
+  if (o.channels != 1 && o.channels != 3)
+    badOption("data.channels", str(o.channels), "must be 3 (RGB) or 1 (grayscale)");
+  if (o.cache != "on" && o.cache != "off") badOption("data.cache", "'" + o.cache + "'", "expected on or off");
+  if (o.padTo < 0 || o.padTo > 4096) badOption("data.pad_to", str(o.padTo), "must be from 0 (off) to 4096");
+  if (o.augmentCrop < 0 || o.augmentCrop > 1024)
+    badOption("data.augment_crop", str(o.augmentCrop), "must be from 0 (off) to 1024");
+  const std::int64_t side = imageSideOf(o);
+  // Padding and augmentation act on images; on a table or points they would mean nothing, and
+  // ignoring them silently would leave the user believing they apply.
+  if (side == 0) {
+    if (o.padTo != 0) badOption("data.pad_to", str(o.padTo), "only image data (fmnist, cifar10, images) can be padded");
+    if (o.augmentCrop != 0)
+      badOption("data.augment_crop", str(o.augmentCrop), "only image data (fmnist, cifar10, images) can be cropped");
+    if (o.augmentFlip) badOption("data.augment_flip", "true", "only image data (fmnist, cifar10, images) can be flipped");
+    return;
+  }
+  if (o.padTo != 0 && o.padTo < side)
+    badOption("data.pad_to", str(o.padTo),
+              "smaller than the " + str(side) + "x" + str(side) + " images of " + o.name + " (0 = no padding)");
+  if (o.name == "images" && o.path.empty())
+    badOption("data.path", "''", "the images data set needs its training folder (one sub-folder per class)");
+  if (o.name == "cifar10" && o.path.empty())
+    badOption("data.path", "''", "the cifar10 data set needs the folder holding data_batch_1.bin ... test_batch.bin");
+}
+
 void validateOptions(const DataOptions& o) {
-  static const char* kNames[] = {"synthetic", "fmnist", "spirals", "circles", "blobs", "csv"};
+  static const char* kNames[] = {"synthetic", "fmnist", "cifar10", "images", "spirals", "circles", "blobs", "csv"};
   bool known = false;
   for (const char* n : kNames) known = known || o.name == n;
   if (!known)
     badOption("data.name", "'" + o.name + "'",
-              "unknown data set (expected synthetic, fmnist, spirals, circles, blobs or csv)");
+              "unknown data set (expected synthetic, fmnist, cifar10, images, spirals, circles, blobs or csv)");
   if (o.subset < 0) badOption("data.subset", str(o.subset), "must be >= 0 (0 = all samples)");
   if (o.normalize != "unit" && o.normalize != "standard" && o.normalize != "none")
     badOption("data.normalize", "'" + o.normalize + "'", "expected unit, standard or none");
@@ -57,6 +94,7 @@ void validateOptions(const DataOptions& o) {
   }
   if (o.name == "csv" && o.path.empty())
     badOption("data.path", "''", "the csv data set needs the path of a .csv file");
+  validateImageOptions(o);
 }
 
 // The first min(n, count) samples of a seeded shuffle; untouched when n covers the split.
@@ -79,6 +117,8 @@ Dataset selectSamples(const Dataset& src, std::span<const std::int64_t> indices)
   out.targetDim = src.targetDim;
   out.numClasses = src.numClasses;
   out.classNames = src.classNames;
+  out.channelMean = src.channelMean;
+  out.channelStd = src.channelStd;
   out.count = static_cast<std::int64_t>(indices.size());
 
   const auto fs = static_cast<std::size_t>(src.featureSize());
@@ -101,33 +141,42 @@ Dataset selectSamples(const Dataset& src, std::span<const std::int64_t> indices)
   return out;
 }
 
-DataSplit splitTrainTest(const Dataset& data, double testFraction, std::uint64_t seed,
-                         const std::string& base) {
+SplitIndices splitIndices(std::span<const std::int32_t> labels, int numClasses, std::int64_t count,
+                          double testFraction, std::uint64_t seed) {
   Rng rng(seed, kSplitStream);
-  std::vector<std::int64_t> trainIdx, testIdx;
+  SplitIndices out;
   // Stratify classification data: the same share of every class goes to test, so a small
   // toy set or a user's table does not end up with a class missing from one side.
-  std::vector<std::vector<std::int64_t>> groups(data.isClassification() ? data.numClasses : 1);
-  for (std::int64_t i = 0; i < data.count; ++i)
-    groups[data.isClassification() ? static_cast<std::size_t>(data.labels[i]) : 0].push_back(i);
+  std::vector<std::vector<std::int64_t>> groups(numClasses > 0 ? numClasses : 1);
+  for (std::int64_t i = 0; i < count; ++i)
+    groups[numClasses > 0 ? static_cast<std::size_t>(labels[static_cast<std::size_t>(i)]) : 0].push_back(i);
   for (auto& g : groups) {
     rng.shuffle(g);
     const auto nTest = static_cast<std::size_t>(std::llround(g.size() * testFraction));
-    testIdx.insert(testIdx.end(), g.begin(), g.begin() + nTest);
-    trainIdx.insert(trainIdx.end(), g.begin() + nTest, g.end());
+    out.test.insert(out.test.end(), g.begin(), g.begin() + nTest);
+    out.train.insert(out.train.end(), g.begin() + nTest, g.end());
   }
-  if (trainIdx.empty())
-    throw DataError(base + ": data.test_fraction " + str(testFraction) + " of " + str(data.count) +
-                    " samples leaves no training samples");
   // Mix the classes again (the loader shuffles too, but an unshuffled test set sorted by
   // class would make any "first N test samples" view misleading).
-  rng.shuffle(trainIdx);
-  rng.shuffle(testIdx);
-  DataSplit split{selectSamples(data, trainIdx), selectSamples(data, testIdx)};
+  rng.shuffle(out.train);
+  rng.shuffle(out.test);
+  return out;
+}
+
+DataSplit splitTrainTest(const Dataset& data, double testFraction, std::uint64_t seed,
+                         const std::string& base) {
+  const SplitIndices idx = splitIndices(data.labels, data.isClassification() ? data.numClasses : 0,
+                                        data.count, testFraction, seed);
+  if (idx.train.empty())
+    throw DataError(base + ": data.test_fraction " + str(testFraction) + " of " + str(data.count) +
+                    " samples leaves no training samples");
+  DataSplit split{selectSamples(data, idx.train), selectSamples(data, idx.test)};
   split.train.name = base + "/train";
   split.test.name = base + "/test";
   return split;
 }
+
+void validateDataOptions(const DataOptions& opt) { validateOptions(opt); }
 
 DataSplit loadDataset(const DataOptions& opt) {
   validateOptions(opt);
@@ -143,8 +192,11 @@ DataSplit loadDataset(const DataOptions& opt) {
   };
   if (opt.name == "fmnist") {
     split = fromPath([&] {
-      return loadFashionMnist(opt.path.empty() ? std::string(kFashionMnistDir) : opt.path, opt.normalize);
+      return loadFashionMnist(opt.path.empty() ? std::string(kFashionMnistDir) : opt.path, opt.normalize,
+                              opt.padTo);
     });
+  } else if (isImageDataSet(opt.name)) {
+    split = loadImageData(opt);  // names data.path or data.test_path in its errors itself
   } else if (opt.name == "csv") {
     split = fromPath([&] {
       return splitTrainTest(readCsvDataset(opt.path, opt.labelColumn), opt.testFraction, opt.seed,

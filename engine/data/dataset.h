@@ -23,6 +23,9 @@ struct Dataset {
   std::int64_t targetDim = 0;
   int numClasses = 0;                // 0 for regression
   std::vector<std::string> classNames;
+  // Image data normalised with data.normalize=standard: the per-channel mean and std (of x/255)
+  // that were subtracted and divided by, so the UI and CLI can show them. Empty otherwise.
+  std::vector<double> channelMean, channelStd;
 
   std::int64_t featureSize() const;  // product of sampleShape (1 for an empty shape)
   bool isClassification() const { return numClasses > 0; }
@@ -40,16 +43,21 @@ class DataError : public std::runtime_error {
 };
 
 struct DataOptions {
-  std::string name = "synthetic";  // synthetic | fmnist | spirals | circles | blobs | csv
-  std::string path;                // fmnist: folder (default kFashionMnistDir); csv: file
+  // synthetic | fmnist | cifar10 | images | spirals | circles | blobs | csv
+  std::string name = "synthetic";
+  // fmnist: folder (default kFashionMnistDir); csv: file; cifar10: the folder holding
+  // data_batch_1.bin ... data_batch_5.bin and test_batch.bin (or its parent, holding
+  // cifar-10-batches-bin/); images: the training folder, one sub-folder per class.
+  std::string path;
   // 0 = all. Otherwise the training set becomes the first `subset` samples of a seeded shuffle
   // of it, and the test set likewise the first min(subset, test count) of a seeded shuffle of
   // the test set (a quick run still evaluates on as many samples as it trains on). Larger
   // values than a split holds leave that split untouched (and in its original order).
   std::int64_t subset = 0;
-  // fmnist only: "unit" (x/255, like the PyTorch peer's ToTensor) | "standard" ((x/255 -
-  // 0.2860)/0.3530, the usual Fashion-MNIST train mean/std) | "none" (raw 0..255).
-  // Other data sets ignore it (their values are generated or the user's own).
+  // Image data: "unit" (x/255, like the PyTorch peer's ToTensor) | "standard" | "none" (raw
+  // 0..255). standard: fmnist (x/255 - 0.2860)/0.3530, the usual Fashion-MNIST train mean/std;
+  // cifar10 and images the per-channel mean and (population) std of x/255 over the training
+  // split. Other data sets ignore it (their values are generated or the user's own).
   std::string normalize = "unit";
   std::uint64_t seed = 0;
   double testFraction = 0.2;   // generated sets and csv: share of samples held out, in [0, 1)
@@ -67,15 +75,43 @@ struct DataOptions {
   // PyTorch recipe keeps its batches on the GPU), "on" = there always (also the CPU backend, for
   // tests), "off" = each batch uploaded from the host every step.
   std::string deviceCache = "auto";
+
+  // Image data sets (see image_dataset.h for the details).
+  // images: a separate test folder with (some of) the training folder's class sub-folders;
+  // empty = hold out testFraction of every class of the training folder.
+  std::string testPath;
+  int imageSize = 32;  // images: every image resized to imageSize x imageSize (1..1024)
+  int channels = 3;    // images: 3 = RGB, 1 = grayscale (ITU-R 601 luma)
+  // fmnist, cifar10, images: 0 = off; else every sample is zero-padded (pixel value 0, before
+  // normalising, like F.pad on x/255) centred to padTo x padTo. Not smaller than the images.
+  int padTo = 0;
+  // Training batches only, made by the loader on the host: a random crop back to the sample
+  // size after zero-padding (0 in the normalised domain) by augmentCrop pixels on each side,
+  // and a horizontal flip with probability 1/2. 0 / false = off.
+  int augmentCrop = 0;
+  bool augmentFlip = false;
+  // images: "on" keeps the decoded, resized images in a cache file (image_cache.h) | "off".
+  std::string cache = "on";
 };
 
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
 // Validates the options, loads or generates the data, applies `subset`. Throws DataError.
 DataSplit loadDataset(const DataOptions& opt);
+// The checks loadDataset starts with (one line naming the setting). Throws DataError.
+void validateDataOptions(const DataOptions& opt);
 
 // The samples of `src` at `indices`, in that order (features, labels and targets together).
 Dataset selectSamples(const Dataset& src, std::span<const std::int64_t> indices);
+
+// The index lists behind splitTrainTest (the same draws): per class (numClasses > 0, labels
+// in [0, numClasses)) or all together, round(n * testFraction) of a seeded shuffle go to test;
+// both lists are shuffled again at the end so the classes are mixed.
+struct SplitIndices {
+  std::vector<std::int64_t> train, test;
+};
+SplitIndices splitIndices(std::span<const std::int32_t> labels, int numClasses, std::int64_t count,
+                          double testFraction, std::uint64_t seed);
 
 // Splits `data` into train/test by a seeded shuffle; round(n * testFraction) samples go to
 // test. Classification data is split per class (stratified) so both halves keep the class

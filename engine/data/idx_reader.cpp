@@ -4,6 +4,7 @@
 
 #include "engine/core/checked_file.h"
 #include "engine/core/memory_tracker.h"  // formatBytes
+#include "engine/data/image_set.h"
 #include "engine/train/memory_estimate.h"  // hostMemoryAvailable
 
 #include <zlib.h>
@@ -157,22 +158,11 @@ std::string findFile(const std::string& dir, const std::string& base) {
                   ") found; is this the Fashion-MNIST folder?");
 }
 
-// 256-entry lookup table: the same float per byte value as the PyTorch peer's
-// ToTensor()/Normalize() (divide by 255 in float, then subtract the mean and divide by std).
-std::array<float, 256> pixelTable(const std::string& normalize) {
-  std::array<float, 256> lut{};
-  for (int v = 0; v < 256; ++v) {
-    const float unit = static_cast<float>(v) / 255.0f;
-    if (normalize == "none") lut[v] = static_cast<float>(v);
-    else if (normalize == "standard") lut[v] = (unit - 0.2860f) / 0.3530f;
-    else if (normalize == "unit") lut[v] = unit;
-    else throw DataError("data.normalize = '" + normalize + "': expected unit, standard or none");
-  }
-  return lut;
-}
+// The Fashion-MNIST train/test mean and std of x/255 (the PyTorch peer's Normalize).
+constexpr double kFmnistMean = 0.2860, kFmnistStd = 0.3530;
 
 Dataset loadSplit(const std::string& dir, const std::string& prefix, const std::string& name,
-                  const std::array<float, 256>& lut) {
+                  const PixelTransform& transform) {
   const std::string imagesPath = findFile(dir, prefix + "-images-idx3-ubyte");
   const std::string labelsPath = findFile(dir, prefix + "-labels-idx1-ubyte");
   // Both headers before either body: a small gzip that declares millions of images is refused
@@ -183,25 +173,23 @@ Dataset loadSplit(const std::string& dir, const std::string& prefix, const std::
     throw DataError(imagesPath + " has " + std::to_string(imageCount) + " images but " +
                     labelsPath + " has " + std::to_string(labelCount) +
                     " labels (mislabelled: the counts must match)");
-  // Pixels as bytes while reading, then as floats: 5 bytes a pixel at the peak.
-  const std::uint64_t needed = std::uint64_t{imageCount} * 28 * 28 * 5;
+  // Pixels as bytes while reading, then as floats: 5 bytes a pixel at the peak (more if padded).
+  const std::uint64_t side = static_cast<std::uint64_t>(std::max<std::int64_t>(28, transform.padTo));
+  const std::uint64_t needed = std::uint64_t{imageCount} * (28 * 28 + side * side * 4);
   if (const auto available = hostMemoryAvailable(); available && needed > static_cast<std::uint64_t>(*available))
     throw DataError(imagesPath + ": declares " + std::to_string(imageCount) + " images, which need " +
                     formatBytes(static_cast<std::int64_t>(needed)) + " to load; " + formatBytes(*available) +
                     " available");
-  IdxImages images = readIdxImages(imagesPath, 28, 28);
-  std::vector<std::uint8_t> labels = readIdxLabels(labelsPath, 10);
-  Dataset d;
-  d.name = name;
-  d.sampleShape = {1, images.rows, images.cols};
-  d.count = images.count;
-  d.features.resize(images.pixels.size());
-  std::transform(images.pixels.begin(), images.pixels.end(), d.features.begin(),
-                 [&lut](std::uint8_t p) { return lut[p]; });
-  d.labels.assign(labels.begin(), labels.end());
-  d.numClasses = 10;
-  d.classNames = fashionMnistClassNames();
-  return d;
+  IdxImages idx = readIdxImages(imagesPath, 28, 28);
+  const std::vector<std::uint8_t> labels = readIdxLabels(labelsPath, 10);
+  ImageSet images;
+  images.count = idx.count;
+  images.channels = 1;
+  images.height = idx.rows;
+  images.width = idx.cols;
+  images.pixels = std::move(idx.pixels);
+  images.labels.assign(labels.begin(), labels.end());
+  return imagesToDataset(images, transform, name, fashionMnistClassNames());
 }
 
 }  // namespace
@@ -249,7 +237,7 @@ const std::vector<std::string>& fashionMnistClassNames() {
   return names;
 }
 
-DataSplit loadFashionMnist(const std::string& dir, const std::string& normalize) {
+DataSplit loadFashionMnist(const std::string& dir, const std::string& normalize, int padTo) {
   std::error_code ec;
   if (!std::filesystem::exists(dir, ec))
     throw DataError(dir + ": no such folder (the Fashion-MNIST data path is the folder holding "
@@ -257,10 +245,17 @@ DataSplit loadFashionMnist(const std::string& dir, const std::string& normalize)
   if (!std::filesystem::is_directory(dir, ec))
     throw DataError(dir + ": not a folder (the Fashion-MNIST data path is the folder holding "
                           "train-images-idx3-ubyte.gz etc.)");
-  const std::array<float, 256> lut = pixelTable(normalize);
+  if (padTo != 0 && padTo < 28)
+    throw DataError("data.pad_to = " + std::to_string(padTo) +
+                    ": smaller than the 28x28 Fashion-MNIST images (0 = no padding)");
+  PixelTransform transform;
+  transform.normalize = normalize;
+  transform.mean = {kFmnistMean};
+  transform.stddev = {kFmnistStd};
+  transform.padTo = padTo;
   // Inflating dominates the load; the test files inflate on a second core meanwhile.
-  auto test = std::async(std::launch::async, [&] { return loadSplit(dir, "t10k", "fmnist/test", lut); });
-  Dataset train = loadSplit(dir, "train", "fmnist/train", lut);
+  auto test = std::async(std::launch::async, [&] { return loadSplit(dir, "t10k", "fmnist/test", transform); });
+  Dataset train = loadSplit(dir, "train", "fmnist/train", transform);
   return {std::move(train), test.get()};
 }
 

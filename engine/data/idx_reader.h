@@ -30,7 +30,9 @@ const std::vector<std::string>& fashionMnistClassNames();
 
 // The four Fashion-MNIST files in `dir` (train-images-idx3-ubyte.gz etc., or the same names
 // without .gz), 28x28 images as {1,28,28} samples, normalized as DataOptions::normalize says.
-// Names "fmnist/train" and "fmnist/test"; samples in file order.
-DataSplit loadFashionMnist(const std::string& dir, const std::string& normalize = "unit");
+// padTo > 0 (at least 28): zero-padded to {1,padTo,padTo} before normalising (image_set.h), as
+// the ResNet peer's F.pad(x/255, (2,2,2,2)) for 32. Names "fmnist/train" and "fmnist/test";
+// samples in file order.
+DataSplit loadFashionMnist(const std::string& dir, const std::string& normalize = "unit", int padTo = 0);
 
 }  // namespace amp

@@ -10,6 +10,7 @@
 #include "engine/backend/backend_registry.h"
 #include "engine/config/config_schema.h"
 #include "engine/data/dataset.h"
+#include "engine/data/image_dataset.h"
 #include "engine/nn/conv2d.h"
 #include "engine/nn/linear.h"
 #include "engine/nn/residual_block.h"
@@ -172,8 +173,9 @@ MemoryEstimate estimateMemory(const RunConfig& c, const DataShapes& data) {
   const std::int64_t targetBytes = data.classification ? 4 : 4 * data.outputs;
   e.workspace = batch * (inputNumel * inputBytes + targetBytes);
   if (data.emulatedCompute && act != DType::F32) e.emulationScratch = 4 * largestEmulatedOp;
-  const bool deviceCache = c.data.deviceCache == "on" ||
-                           (c.data.deviceCache == "auto" && c.backend.rfind("cuda", 0) == 0);
+  const bool augmented = c.data.augmentCrop > 0 || c.data.augmentFlip;  // never on the device (trainer.cpp)
+  const bool deviceCache = !augmented && (c.data.deviceCache == "on" ||
+                                          (c.data.deviceCache == "auto" && c.backend.rfind("cuda", 0) == 0));
   if (deviceCache) e.workspace += data.trainCount * (inputNumel * inputBytes + targetBytes);
   e.dataSet = (data.trainCount + data.testCount) * (inputNumel * 4 + targetBytes);
   return e;
@@ -197,7 +199,20 @@ std::optional<std::int64_t> generatedDataBytes(const DataOptions& d) {
   return n * kBytesPerSample;
 }
 
+namespace {
+// The shapes of an image data set from its plan (a listing or the files' sizes; nothing decoded).
+DataShapes shapesOfPlan(const ImageDataPlan& p) {
+  DataShapes s;
+  s.sample = p.sample;
+  s.outputs = p.classes;
+  s.trainCount = p.trainCount;
+  s.testCount = p.testCount;
+  return s;
+}
+}  // namespace
+
 std::optional<DataShapes> generatedDataShapes(const DataOptions& d) {
+  if (isImageDataSet(d.name)) return shapesOfPlan(*planImageData(d));
   DataShapes s;
   if (d.name == "synthetic") {
     s.sample = {d.width};
@@ -216,6 +231,12 @@ std::optional<DataShapes> generatedDataShapes(const DataOptions& d) {
 }
 
 void refuseDataThatCannotFit(const DataOptions& d) {
+  // Image data: from the folder's listing or the files' sizes, before anything is decoded
+  // (data.image_size=1024 on a large folder must not start decoding).
+  if (isImageDataSet(d.name)) {
+    if (auto problem = imageDataMemoryProblem(*planImageData(d))) throw ConfigError(*problem);
+    return;
+  }
   const auto needed = generatedDataBytes(d);
   if (!needed) return;
   const auto available = hostMemoryAvailable();
@@ -226,6 +247,13 @@ void refuseDataThatCannotFit(const DataOptions& d) {
 
 DataShapes dataShapesOf(const RunConfig& c) {
   refuseDataThatCannotFit(dataOptionsOf(c));
+  // Image folders and CIFAR-10: their shapes and counts follow from the listing; the UI asks on
+  // its own thread and must not decode thousands of images to learn them.
+  if (isImageDataSet(c.data.name)) {
+    DataShapes s = shapesOfPlan(*planImageData(dataOptionsOf(c)));
+    s.emulatedCompute = emulatesCompute(c);
+    return s;
+  }
   const DataSplit split = loadDataset(dataOptionsOf(c));
   DataShapes s;
   s.sample = split.train.sampleShape;

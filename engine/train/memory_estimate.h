@@ -73,12 +73,16 @@ DataOptions dataOptionsOf(const RunConfig& c);
 // readers check what headers declare) or the recipe's synthetic batches (capped at 2^30 values).
 std::optional<std::int64_t> generatedDataBytes(const DataOptions& d);
 // Throws ConfigError ("data.samples=10000000000 needs ≈ 335 GiB to generate; 21 GiB
-// available") before a data set that cannot fit is generated. The Trainer and the UI's Start
-// check both ask, so data.samples=1e10 is refused rather than filling memory.
+// available") before a data set that cannot fit is generated, or an image data set decoded
+// ("data.image_size=1024, data.channels=3 (3 x 1024 x 1024 a sample): the 2000 images of ...
+// need ≈ 41 GiB to load; 21 GiB available"). The Trainer and the UI's Start check both ask, so
+// data.samples=1e10 is refused rather than filling memory.
 void refuseDataThatCannotFit(const DataOptions& d);
 
 // The shapes of a generated data set (the recipe's synthetic batches, spirals, circles, blobs),
-// from its options alone; nothing for data read from files.
+// from its options alone, or of an image data set (cifar10, images) from its files' listing or
+// sizes (nothing is decoded; throws DataError as loading would); nothing for other data read
+// from files.
 std::optional<DataShapes> generatedDataShapes(const DataOptions& d);
 
 // Host memory available to a new allocation (/proc/meminfo MemAvailable); nothing where unknown.

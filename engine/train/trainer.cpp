@@ -77,6 +77,8 @@ Trainer::Trainer(RunConfig config, std::unique_ptr<Backend> backend)
   lo.shuffle = m_config.data.name != "synthetic";  // the recipe cycles its batches in order
   lo.seed = m_config.seed;
   lo.copyData = !cached;
+  lo.augmentCrop = m_config.data.augmentCrop;  // the training set only: the test set is never augmented
+  lo.augmentFlip = m_config.data.augmentFlip;
   m_loader = std::make_unique<BatchLoader>(m_data.train, lo);
 
   const bool cls = m_data.train.isClassification();
@@ -133,6 +135,9 @@ const Batch& Trainer::nextBatch() {
 bool Trainer::keepTrainingSetOnDevice() const {
   const std::string& mode = m_config.data.deviceCache;
   if (mode == "off") return false;
+  // Augmented batches are made on the host as the loader copies each row; the device cache
+  // gathers rows on the device and would train on the unaugmented images (also with "on").
+  if (m_config.data.augmentCrop > 0 || m_config.data.augmentFlip) return false;
   if (mode == "on") return true;
   const auto device = m_be->deviceMemory();
   if (!device) return false;  // host memory: the data is there already

@@ -3,6 +3,7 @@
 // metrics, run files, experiment file and run bundle (tiny_run.h). Hand-written seeds (CSV,
 // odd configs) are in the repository beside these and are not touched. Run it after a format
 // change:  ninja -C build/fuzz fuzz_make_corpus && build/fuzz/tests/fuzz/fuzz_make_corpus
+// (or name the groups to write: fuzz_make_corpus images, leaving the other corpora as they are).
 // Every seed stays well under 64 KB.
 #include <zlib.h>
 
@@ -11,6 +12,8 @@
 #include <QJsonDocument>
 #include <QTemporaryDir>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <set>
 
 #include "engine/config/presets.h"
@@ -21,8 +24,10 @@
 #include "engine/io/run_bundle.h"
 #include "engine/io/safetensors.h"
 #include "engine/io/zip_entries.h"
+#include "engine/data/image_cache.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "tests/fuzz/tiny_run.h"
+#include "tests/unit/image_folder_fixture.h"
 
 namespace amp {
 namespace {
@@ -104,6 +109,72 @@ void idxSeeds() {
   const QByteArray labels = bigEndian(0x801) + bigEndian(5) + QByteArray("\0\1\2\x09\3", 5);
   seed("idx", "labels.raw", '\2' + labels);
   seed("idx", "labels.gz", '\2' + gzip(labels));
+}
+
+// Image decoding (fuzz_image_decode: a mode byte, then the file), CIFAR-10 record files and
+// image cache entries, from the same writers the unit tests use.
+void imageSeeds() {
+  auto pngBytes = [](const test::PngSpec& spec) {
+    const QString path = fuzz::scratchPath(QStringLiteral("seed.png"));
+    test::writePng(path.toStdString(), spec);
+    return readAll(path);
+  };
+  auto spec = [](int w, int h, int colorType, int depth, int bytesPerRow) {
+    test::PngSpec s;
+    s.width = w;
+    s.height = h;
+    s.colorType = colorType;
+    s.bitDepth = depth;
+    for (int i = 0; i < h * bytesPerRow; ++i) s.data.push_back(static_cast<std::uint8_t>(i * 29 + 7));
+    return s;
+  };
+  // Mode byte: bit 0 = RGB output, the rest the resize target.
+  seed("image_decode", "gray8.png", '\x06' + pngBytes(spec(5, 4, PNG_COLOR_TYPE_GRAY, 8, 5)));
+  seed("image_decode", "rgb8.png", '\x07' + pngBytes(spec(6, 5, PNG_COLOR_TYPE_RGB, 8, 18)));
+  seed("image_decode", "rgba8.png", '\x09' + pngBytes(spec(4, 4, PNG_COLOR_TYPE_RGBA, 8, 16)));
+  seed("image_decode", "gray-alpha16.png", '\x02' + pngBytes(spec(3, 3, PNG_COLOR_TYPE_GRAY_ALPHA, 16, 12)));
+  test::PngSpec palette = spec(8, 2, PNG_COLOR_TYPE_PALETTE, 4, 4);
+  palette.palette = {{255, 0, 0}, {0, 255, 0}, {0, 0, 255}, {9, 9, 9}};
+  for (auto& b : palette.data) b &= 0x33;  // indices 0..3
+  palette.paletteAlpha = {0, 128};
+  seed("image_decode", "palette4-trns.png", '\x0b' + pngBytes(palette));
+  test::PngSpec interlaced = spec(9, 7, PNG_COLOR_TYPE_GRAY, 1, 2);
+  interlaced.interlaced = true;
+  seed("image_decode", "gray1-interlaced.png", '\x04' + pngBytes(interlaced));
+  std::vector<std::uint8_t> rgb(16 * 16 * 3);
+  for (std::size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<std::uint8_t>(i * 5 + (i / 48) * 9);
+  auto asBytes = [](const std::vector<std::uint8_t>& v) {
+    return QByteArray(reinterpret_cast<const char*>(v.data()), static_cast<qsizetype>(v.size()));
+  };
+  seed("image_decode", "baseline420.jpg", '\x07' + asBytes(test::jpegBytes(16, 16, 3, rgb, 75)));
+  seed("image_decode", "progressive444.jpg", '\x05' + asBytes(test::jpegBytes(16, 16, 3, rgb, 90, true, true)));
+  std::vector<std::uint8_t> gray(rgb.begin(), rgb.begin() + 8 * 8);
+  seed("image_decode", "gray.jpg", '\x02' + asBytes(test::jpegBytes(8, 8, 1, gray, 60)));
+
+  QByteArray records;
+  for (int r = 0; r < 2; ++r) {
+    records += static_cast<char>(r * 7 % 10);
+    for (int i = 0; i < 3072; ++i) records += static_cast<char>((i * 13 + r * 101) % 256);
+  }
+  seed("cifar10", "two-records.bin", records);
+  seed("cifar10", "one-record.bin", records.left(3073));
+
+  // Cache entries as writeImageCache writes them, under fuzz_image_cache's fixed key; the three
+  // bytes before each are its parameters (count, side - 1, channels odd = 3).
+  fuzz::require(::setenv("AMP_IMAGE_CACHE_DIR", fuzz::scratchDir().toLocal8Bit().constData(), 1) == 0, "setenv");
+  auto entry = [&](std::int64_t count, int side, int channels) {
+    std::vector<std::uint8_t> px(static_cast<std::size_t>(count * channels * side * side));
+    for (std::size_t i = 0; i < px.size(); ++i) px[i] = static_cast<std::uint8_t>(i * 31);
+    fuzz::require(writeImageCache(0xA11CE, count, side, channels, px), "cannot write a cache entry");
+    QByteArray params;
+    params += static_cast<char>(count);
+    params += static_cast<char>(side - 1);
+    params += static_cast<char>(channels == 3 ? 1 : 0);
+    return params + readAll(QString::fromStdString(imageCachePath(0xA11CE)));
+  };
+  seed("image_cache", "rgb-2x3x3.ampimg", entry(2, 3, 3));
+  seed("image_cache", "gray-1x4x4.ampimg", entry(1, 4, 1));
+  seed("image_cache", "empty-0.ampimg", entry(0, 2, 3));
 }
 
 void safetensorsSeeds() {
@@ -191,11 +262,19 @@ void runSeeds() {
 }  // namespace
 }  // namespace amp
 
-int main() {
-  amp::configSeeds();
-  amp::idxSeeds();
-  amp::safetensorsSeeds();
-  amp::runSeeds();
+int main(int argc, char** argv) {
+  // No arguments: every group. Otherwise only the groups named (config idx safetensors run images).
+  auto wanted = [&](const char* group) {
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; ++i)
+      if (std::strcmp(argv[i], group) == 0) return true;
+    return false;
+  };
+  if (wanted("config")) amp::configSeeds();
+  if (wanted("idx")) amp::idxSeeds();
+  if (wanted("safetensors")) amp::safetensorsSeeds();
+  if (wanted("run")) amp::runSeeds();
+  if (wanted("images")) amp::imageSeeds();
   std::printf("seeds written under %s/corpus\n", AMP_FUZZ_DIR);
   return 0;
 }

@@ -25,7 +25,7 @@ declare -A DICTS=(
   [safetensors]="checkpoint json" [checkpoint_manifest]="checkpoint config json"
   [zip_entries]="zip checkpoint" [checkpoint]="checkpoint zip json" [metrics_jsonl]="metrics json"
   [run_folder]="run metrics config json" [experiment]="run zip metrics json"
-  [run_bundle]="run zip metrics json"
+  [run_bundle]="run zip metrics json" [image_decode]="image"
 )
 ALL_TARGETS=$(cd tests/fuzz && ls fuzz_*.cpp | sed 's/^fuzz_//; s/\.cpp$//')
 TARGETS="${FUZZ_TARGETS:-$ALL_TARGETS}"
