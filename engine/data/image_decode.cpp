@@ -69,10 +69,13 @@ struct PngLayout {
   if (!msg) msg = "unknown libpng error";
   // libpng reports what is wrong with a header as warnings ("Image width exceeds user limit in
   // IHDR") and then fails with "Invalid IHDR data": the message carries the reason.
+  // (A message past the buffer is cut, which is all right; using the count says so to GCC.)
+  int written = 0;
   if (st->warning[0] && std::strcmp(msg, "Invalid IHDR data") == 0)
-    std::snprintf(st->message, sizeof st->message, "%s (%s)", msg, st->warning);
+    written = std::snprintf(st->message, sizeof st->message, "%s (%s)", msg, st->warning);
   else
-    std::snprintf(st->message, sizeof st->message, "%s", msg);
+    written = std::snprintf(st->message, sizeof st->message, "%s", msg);
+  if (written < 0) st->message[0] = 0;
   std::longjmp(st->jump, 1);
 }
 

@@ -295,8 +295,10 @@ std::string modelSettingsText(const ModelConfig& m) {
     return "model.depth=" + std::to_string(m.depth) + ", model.base_width=" +
            (m.baseWidth > 0 ? std::to_string(m.baseWidth) : std::string("default"));
   std::string hidden;
-  for (std::size_t i = 0; i < m.hidden.size(); ++i)
-    hidden += (i ? "," : "") + std::to_string(m.hidden[i]);
+  for (std::size_t i = 0; i < m.hidden.size(); ++i) {
+    if (i) hidden += ',';  // (not `(i ? "," : "") + ...`: GCC 12 warns about it, -Wrestrict)
+    hidden += std::to_string(m.hidden[i]);
+  }
   return "model.hidden=" + hidden;
 }
 

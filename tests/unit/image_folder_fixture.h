@@ -144,6 +144,11 @@ inline std::vector<std::uint8_t> gratingImage(int k, int classes, int size, Rng&
   return px;
 }
 
+// Zeros that pad `number` to `width` digits (none when it is that long already).
+inline std::string zeroPadding(const std::string& number, int width) {
+  return std::string(number.size() < std::size_t(width) ? std::size_t(width) - number.size() : 0, '0');
+}
+
 inline std::vector<std::string> writeImageFolder(const std::filesystem::path& dir, int classes, int perClass, int size,
                                                  std::uint64_t seed) {
   Rng rng(seed, 0x1F01DE7);
@@ -151,14 +156,14 @@ inline std::vector<std::string> writeImageFolder(const std::filesystem::path& di
   // Zero-padded to the same width, so byte order (the loader's) is numeric order.
   const int digits = std::max<int>(2, static_cast<int>(std::to_string(std::max(classes - 1, 0)).size()));
   for (int k = 0; k < classes; ++k) {
-    char name[32];
-    std::snprintf(name, sizeof name, "class_%0*d", digits, k);
-    names.emplace_back(name);
+    const std::string number = std::to_string(k);
+    const std::string name = "class_" + zeroPadding(number, digits) + number;
+    names.push_back(name);
     std::filesystem::create_directories(dir / name);
     const int fileDigits = std::max<int>(3, static_cast<int>(std::to_string(std::max(perClass - 1, 0)).size()));
     for (int i = 0; i < perClass; ++i) {
-      char file[32];
-      std::snprintf(file, sizeof file, "%0*d.png", fileDigits, i);
+      const std::string index = std::to_string(i);
+      const std::string file = zeroPadding(index, fileDigits) + index + ".png";
       writePng8(dir / name / file, size, size, 3, gratingImage(k, classes, size, rng));
     }
   }

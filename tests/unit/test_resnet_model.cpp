@@ -78,8 +78,11 @@ TEST(ResNetModel, NamesFollowThePeersStateDict) {
   EXPECT_FALSE(names.count("layers.1.short.0.weight")) << "identity blocks have no projection";
   EXPECT_FALSE(names.count("layers.9.c1.weight")) << "ResNet-20 has 9 blocks";
   // PyTorch's shapes: the projection is a 1x1 convolution (out, in, 1, 1).
-  for (Parameter* p : net->parameters())
-    if (p->name == "layers.3.short.0.weight") EXPECT_EQ(p->value.shape(), (Shape{32, 16, 1, 1}));
+  for (Parameter* p : net->parameters()) {
+    if (p->name == "layers.3.short.0.weight") {
+      EXPECT_EQ(p->value.shape(), (Shape{32, 16, 1, 1}));
+    }
+  }
 }
 
 TEST(ResNetModel, ImageNetStemShrinksLargeImagesAsTorchvision) {
@@ -134,7 +137,9 @@ TEST(ResNetModel, TrainsInFp32AndAmpAndTracesTheResidualOps) {
           if (e.op == "add" && e.phase == TracePhase::Forward) {
             EXPECT_EQ(e.outputDtype, DType::F16) << e.layer;
           }
-          if (e.op == "adaptive_avg_pool2d") EXPECT_EQ(e.computeDtype, DType::F16);
+          if (e.op == "adaptive_avg_pool2d") {
+            EXPECT_EQ(e.computeDtype, DType::F16);
+          }
         }
         for (const char* op : {"conv2d", "batch_norm", "add", "adaptive_avg_pool2d", "linear",
                                "add_backward", "adaptive_avg_pool2d_backward"})
