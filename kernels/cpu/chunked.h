@@ -11,7 +11,7 @@
 
 namespace amp::cpu {
 
-constexpr std::int64_t kChunk = 4096;  // 16 KiB of fp32: stays in L1/L2
+constexpr std::int64_t kChunk = 1024;  // 4 KiB of fp32: three operands and a result stay in L1
 
 // dtype codes as amp::DType: 0 fp32, 1 fp16, 2 bf16.
 // Returns fp32 values of [offset, offset+n): a pointer into base when fp32, else `scratch`.

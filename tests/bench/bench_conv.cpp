@@ -139,5 +139,51 @@ BENCHMARK(bmBatchNorm)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// A ResNet-20 stage-1 map (128, 16, 32, 32): the elementwise work of a residual block, each op
+// alone (range 1: 0 add, 1 ReLU forward + backward, 2 batch norm forward + backward, 3 global
+// average pooling forward + backward on the last stage's (128, 64, 8, 8)); dtype as above. Beside
+// the same ops in PyTorch on the same machine, these tell where a step's non-GEMM time goes.
+void bmResidualElementwise(benchmark::State& state) {
+  const DType d = state.range(0) == 0 ? DType::F32 : state.range(0) == 1 ? DType::BF16 : DType::F16;
+  const int op = int(state.range(1));
+  auto be = makeCpuBackend();
+  const Shape xs = op == 3 ? Shape{128, 64, 8, 8} : Shape{128, 16, 32, 32};
+  const std::int64_t c = xs[1];
+  Tensor a = be->fromHost(ramp(shapeNumel(xs)), xs, d, MemCategory::Workspace);
+  Tensor b = be->fromHost(ramp(shapeNumel(xs)), xs, d, MemCategory::Workspace);
+  Tensor y = be->empty(xs, d, MemCategory::Workspace), dx = be->empty(xs, d, MemCategory::Workspace);
+  Tensor gamma = be->fromHost(std::vector<float>(std::size_t(c), 1.f), {c}, DType::F32, MemCategory::Workspace);
+  Tensor beta = be->zeros({c}, DType::F32, MemCategory::Workspace);
+  Tensor rm = be->zeros({c}, DType::F32, MemCategory::Workspace);
+  Tensor rv = be->fromHost(std::vector<float>(std::size_t(c), 1.f), {c}, DType::F32, MemCategory::Workspace);
+  Tensor sm = be->empty({c}, DType::F32, MemCategory::Workspace), si = be->empty({c}, DType::F32, MemCategory::Workspace);
+  Tensor dg = be->empty({c}, DType::F32, MemCategory::Workspace), db = be->empty({c}, DType::F32, MemCategory::Workspace);
+  Tensor pooled = be->empty({128, c}, d, MemCategory::Workspace);
+  for (auto _ : state) {
+    switch (op) {
+      case 0: be->add(a, b, y); break;
+      case 1:
+        be->activationForward(Activation::ReLU, a, y);
+        be->activationBackward(Activation::ReLU, y, y, b, dx);
+        break;
+      case 2:
+        be->batchNormForwardTrain(a, gamma, beta, rm, rv, 0.1f, 1e-5f, y, sm, si);
+        be->batchNormBackward(b, a, gamma, sm, si, dx, dg, db);
+        break;
+      default:
+        be->globalAvgPoolForward(a, pooled);
+        be->globalAvgPoolBackward(pooled, dx);
+    }
+  }
+  static const char* names[] = {"add", "relu fwd+bwd", "batch norm fwd+bwd", "global avg pool fwd+bwd"};
+  state.SetLabel(std::string(dtypeName(d)) + " " + names[op] + " " + shapeString(xs));
+}
+
+BENCHMARK(bmResidualElementwise)
+    ->ArgNames({"dtype", "op"})
+    ->ArgsProduct({{0, 1}, {0, 1, 2, 3}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 }  // namespace
 }  // namespace amp
