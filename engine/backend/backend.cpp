@@ -42,4 +42,10 @@ Tensor Backend::cast(const Tensor& src, DType dtype, MemCategory category) {
   return t;
 }
 
+void Backend::conv2dBackward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor* dx,
+                             Tensor& dw, Tensor* dbias, const Conv2dGeometry& g) {
+  conv2dBackwardWeights(dy, x, dw, dbias, g);
+  if (dx) conv2dBackwardData(dy, w, *dx, g);
+}
+
 }  // namespace amp

@@ -166,6 +166,11 @@ class Backend : public BufferAllocator {
                                   const Conv2dGeometry& g) = 0;
   virtual void conv2dBackwardWeights(const Tensor& dy, const Tensor& x, Tensor& dw,
                                      Tensor* dbias, const Conv2dGeometry& g) = 0;
+  // Both backward passes of one convolution: dw [and dbias], then dx when not null; the
+  // results are conv2dBackwardWeights' and conv2dBackwardData's. A backend may share work between
+  // them (the CPU reorders dy once for both); the default makes the two calls.
+  virtual void conv2dBackward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor* dx,
+                              Tensor& dw, Tensor* dbias, const Conv2dGeometry& g);
   // Whether an fp32 output from 16-bit convolution inputs is a native pass here (oneDNN writes
   // it directly) rather than a widened fp32 convolution off the tensor cores (cuDNN, which has
   // no such mixed configuration): Conv2d then asks for 16-bit weight gradients instead.

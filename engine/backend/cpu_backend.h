@@ -57,6 +57,8 @@ class CpuBackend final : public Backend {
                           const Conv2dGeometry& g) override;
   void conv2dBackwardWeights(const Tensor& dy, const Tensor& x, Tensor& dw, Tensor* dbias,
                              const Conv2dGeometry& g) override;
+  void conv2dBackward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor* dx, Tensor& dw,
+                      Tensor* dbias, const Conv2dGeometry& g) override;
   void maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
                         const Pool2dGeometry& g) override;
   void maxPool2dBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx,

@@ -109,6 +109,27 @@ void CpuBackend::conv2dBackwardWeights(const Tensor& dy, const Tensor& x, Tensor
   });
 }
 
+void CpuBackend::conv2dBackward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor* dx,
+                                Tensor& dw, Tensor* dbias, const Conv2dGeometry& g) {
+  // Mixed weight and bias gradient dtypes take conv2dBackwardWeights' fp32 detour: no sharing.
+  if (dbias && dbias->dtype() != dw.dtype()) return Backend::conv2dBackward(dy, x, w, dx, dw, dbias, g);
+  const Conv2dGeometry& s = checkedGeometry(g);
+  requireNumel(dy, {s.n, s.k, s.outH(), s.outW()}, "output gradient");
+  requireNumel(x, {s.n, s.c, s.h, s.w}, "input");
+  requireNumel(w, {s.k, s.c, s.r, s.s}, "weight");
+  requireNumel(dw, {s.k, s.c, s.r, s.s}, "weight gradient");
+  if (dbias) requireNumel(*dbias, {s.k}, "bias gradient");
+  if (dx) requireNumel(*dx, {s.n, s.c, s.h, s.w}, "input gradient");
+  const DType in = convInputDtype({&dy, &x, &w}, {&dw, dbias, dx});
+  const cpu::ConvType outData = convType(dx ? dx->dtype() : in), outWeights = convType(dw.dtype());
+  const ScratchAccount scratch(m_memory, cpu::convBackwardScratchBytes(convType(in), outData, outWeights,
+                                                                       s, dbias != nullptr, dx != nullptr));
+  timed(m_gemm, (dx ? 2 : 1) * s.flops(), [&] {
+    cpu::convBackward(convType(in), outData, outWeights, s, x.rawData(), dy.rawData(), w.rawData(),
+                      dx ? dx->rawData() : nullptr, dw.rawData(), dbias ? dbias->rawData() : nullptr);
+  });
+}
+
 // ---- max pooling ---------------------------------------------------------------------------
 // argmax holds the winner's index within its (n, c) plane (h * W + w), as PyTorch's indices.
 // Each plane is widened to fp32 (exact, vectorised), pooled with branch-free selects that the

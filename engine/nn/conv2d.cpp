@@ -93,11 +93,20 @@ Tensor Conv2d::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
   const DType gd = direct ? DType::F32 : d;
   Tensor dw = be.empty(m_weight.value.shape(), gd, MemCategory::Gradients);
   Tensor db = m_hasBias ? be.empty({m_out}, gd, MemCategory::Gradients) : Tensor();
-  be.conv2dBackwardWeights(dy, m_savedX, dw, m_hasBias ? &db : nullptr, g);
   // On histogram steps (an observer is set) each 16-bit result is also counted against the
   // same convolution with fp32 output: how many values rounding flushed to zero or made inf.
   TensorObserver* measure =
       isLowPrecision(d) && ctx.observer && ctx.observer->wantsRoundingCounts() ? ctx.observer : nullptr;
+  // Both passes in one call where nothing is measured between them: the backend may share their
+  // work (the CPU reorders dy once). The results are the same as the two calls'.
+  Tensor dx;
+  const bool together = needInputGrad && !measure;
+  if (together) {
+    dx = be.empty(m_savedX.shape(), d, MemCategory::Activations);
+    be.conv2dBackward(dy, m_savedX, m_savedW, &dx, dw, m_hasBias ? &db : nullptr, g);
+  } else {
+    be.conv2dBackwardWeights(dy, m_savedX, dw, m_hasBias ? &db : nullptr, g);
+  }
   if (direct) {
     // dw and db hold the fp32 results until they are rounded in place: free references.
     const ExponentHistogram refW = measure ? be.histogram(dw, 1.0) : ExponentHistogram{};
@@ -121,10 +130,11 @@ Tensor Conv2d::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
   }
   accumulateGrad(be, m_weight, std::move(dw));
   if (m_hasBias) accumulateGrad(be, m_bias, std::move(db));
-  Tensor dx;
   if (needInputGrad) {
-    dx = be.empty(m_savedX.shape(), d, MemCategory::Activations);
-    be.conv2dBackwardData(dy, m_savedW, dx, g);
+    if (!together) {
+      dx = be.empty(m_savedX.shape(), d, MemCategory::Activations);
+      be.conv2dBackwardData(dy, m_savedW, dx, g);
+    }
     if (measure)
       measure->inputGradRounding(measureRounding(be, dx, [&](Tensor& ref) {
         be.conv2dBackwardData(dy, m_savedW, ref, g);

@@ -61,7 +61,8 @@ std::string MemoryEstimate::summary() const {
       {weights + masterWeights, "parameters"}, {gradients, "gradients"},
       {optimizerState, optimizerStateName.empty() ? "optimizer state" : optimizerStateName},
       {activations, "activations"}, {workspace, "workspace"},
-      {emulationScratch, "fp32 copies for emulated 16-bit math"}};
+      {emulationScratch, "fp32 copies for emulated 16-bit math"},
+      {convScratch, "convolution layout copies"}};
   std::stable_sort(parts.begin(), parts.end(), [](auto& a, auto& b) { return a.first > b.first; });
   std::string s = "≈ " + formatBytes(tracked()) + " (";
   bool first = true;
@@ -90,6 +91,11 @@ MemoryEstimate estimateMemory(const RunConfig& c, const DataShapes& data) {
   std::vector<Output> outputs;  // Flatten is a view: it adds no tensor
   std::int64_t weightedParams = 0, largestOutput = 0, perSampleActivationBytes = 0;
   std::int64_t largestEmulatedOp = 0;  // elements of one weighted op's operands and result
+  // The largest convolution's blocked-layout copies, in elements for the whole batch: about
+  // three times its input and output while both backward passes run (conv2dBackward), twice for
+  // the first weighted layer, which needs no input gradient (measured on ResNets and the CNN).
+  std::int64_t largestConv = 0;
+  bool anyWeighted = false;
   Shape shape = data.sample;
   for (const auto& layer : model->layers()) {
     const LayerParams p = paramsOf(*layer, shape);
@@ -110,6 +116,7 @@ MemoryEstimate estimateMemory(const RunConfig& c, const DataShapes& data) {
         largestEmulatedOp = std::max(largestEmulatedOp,
                                      3 * (batch * (shapeNumel(cin) + shapeNumel(mid)) +
                                           convParams(*conv)));
+        largestConv = std::max(largestConv, 3 * batch * (shapeNumel(cin) + shapeNumel(mid)));
       }
       weightedParams += p.count;
     } else if (p.weighted) {
@@ -118,7 +125,11 @@ MemoryEstimate estimateMemory(const RunConfig& c, const DataShapes& data) {
       const std::int64_t reorders = layer->kind() == "Conv2d" ? 3 : 1;
       largestEmulatedOp = std::max(
           largestEmulatedOp, reorders * (batch * (shapeNumel(in) + shapeNumel(shape)) + p.count));
+      if (layer->kind() == "Conv2d")
+        largestConv = std::max(largestConv,
+                               (anyWeighted ? 3 : 2) * batch * (shapeNumel(in) + shapeNumel(shape)));
     }
+    anyWeighted = anyWeighted || p.weighted;
     largestOutput = std::max(largestOutput, shapeNumel(shape));
     if (layer->kind() != "Flatten") outputs.push_back({layer->kind(), shapeNumel(shape), savedInside});
   }
@@ -172,7 +183,10 @@ MemoryEstimate estimateMemory(const RunConfig& c, const DataShapes& data) {
   const std::int64_t inputBytes = pure ? 2 : 4;
   const std::int64_t targetBytes = data.classification ? 4 : 4 * data.outputs;
   e.workspace = batch * (inputNumel * inputBytes + targetBytes);
-  if (data.emulatedCompute && act != DType::F32) e.emulationScratch = 4 * largestEmulatedOp;
+  const bool emulated = data.emulatedCompute && act != DType::F32;
+  if (emulated) e.emulationScratch = 4 * largestEmulatedOp;
+  // In the compute dtype; emulated, in fp32 and with fp32 staging copies beside them.
+  e.convScratch = emulated ? largestConv * 20 / 3 : largestConv * bytesOf(act);
   const bool augmented = c.data.augmentCrop > 0 || c.data.augmentFlip;  // never on the device (trainer.cpp)
   const bool deviceCache = !augmented && (c.data.deviceCache == "on" ||
                                           (c.data.deviceCache == "auto" && c.backend.rfind("cuda", 0) == 0));

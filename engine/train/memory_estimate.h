@@ -28,15 +28,20 @@ struct MemoryEstimate {
   // fp32 copies of one emulated 16-bit GEMM's or convolution's operands, while it runs
   // (Workspace in the tracker; only where the backend emulates the compute dtype).
   std::int64_t emulationScratch = 0;
+  // Blocked-layout (and, emulated, fp32) copies of one convolution's operands while its two
+  // backward passes run (Workspace in the tracker; CPU backend, oneDNN).
+  std::int64_t convScratch = 0;
   std::int64_t dataSet = 0;         // the loaded data set in host memory (not tracked)
   std::string optimizerStateName;   // "Adam state", "momentum"
 
   // What the run's backend allocates at its peak (MemoryTracker's totalPeak), and that plus the
   // host data set. The emulation scratch peaks during one op, when backward has already freed
   // part of the activations (about two thirds, measured on MLPs and CNNs).
+  // A convolution's copies peak during the backward pass through the middle of a network, with
+  // about two thirds of the activations still held (measured on ResNets).
   std::int64_t tracked() const {
     return weights + masterWeights + gradients + optimizerState + workspace +
-           std::max(activations, emulationScratch + activations / 3);
+           std::max({activations, emulationScratch + activations / 3, convScratch + 2 * activations / 3});
   }
   std::int64_t total() const { return tracked() + dataSet; }
   // "≈ 34.4 GiB (parameters 16.0 GiB, Adam state 32.0 GiB, gradients 16.0 GiB, …)": the

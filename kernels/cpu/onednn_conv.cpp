@@ -239,16 +239,32 @@ CachedConv& lookup(ConvPass pass, ConvType in, ConvType out, const ConvShape& s,
   return *it->second;
 }
 
+// An input argument already in the form a primitive reads (reordered, or widened to fp32), left
+// in the arena by the pass before: the backward passes share their output gradient this way.
+struct Prepared {
+  int id = 0;
+  memory::desc md;
+  void* data = nullptr;
+};
+
 // Runs a cached convolution on the callers' buffers (one pointer per argument, in order):
 // staged 16-bit inputs widened, inputs reordered in, the primitive, outputs reordered out,
-// staged outputs rounded.
-void run(CachedConv& cc, std::initializer_list<const void*> handles) {
+// staged outputs rounded. `scratch` holds the call's arena (cc.arenaBytes); an input that
+// `prepared` already holds in the form the primitive wants is neither widened nor reordered.
+// Returns that form of `keep` (an input id), for the next pass.
+Prepared run(CachedConv& cc, std::initializer_list<const void*> handles, std::byte* scratch,
+             const Prepared* prepared = nullptr, int keep = 0) {
   thread_local dnnl::stream stream(cpuEngine());
-  std::byte* scratch = cc.arenaBytes ? scratchArena(cc.arenaBytes) : nullptr;
   std::unordered_map<int, memory> args;
+  Prepared kept;
   auto h = handles.begin();
   for (ConvArg& a : cc.args) {
     const void* p = *h++;
+    if (a.isInput && prepared && prepared->id == a.id && prepared->md == a.prim.get_desc()) {
+      a.prim.set_data_handle(prepared->data);
+      args.emplace(a.id, a.prim);
+      continue;
+    }
     if (!a.staged) {
       a.user.set_data_handle(const_cast<void*>(p));
     } else {
@@ -258,6 +274,7 @@ void run(CachedConv& cc, std::initializer_list<const void*> handles) {
     }
     if (a.reordered) a.prim.set_data_handle(scratch + a.primOffset);
     if (a.isInput && a.reordered) a.reorder.execute(stream, a.user, a.prim);
+    if (a.id == keep) kept = {a.id, a.prim.get_desc(), a.prim.get_data_handle()};
     args.emplace(a.id, a.prim);
   }
   cc.prim.execute(stream, args);
@@ -271,6 +288,11 @@ void run(CachedConv& cc, std::initializer_list<const void*> handles) {
     narrowFromF32(a.type, reinterpret_cast<const float*>(scratch + a.stagingOffset), dst,
                   a.elements);
   }
+  return kept;
+}
+
+void run(CachedConv& cc, std::initializer_list<const void*> handles) {
+  run(cc, handles, cc.arenaBytes ? scratchArena(cc.arenaBytes) : nullptr);
 }
 
 // run() with oneDNN's failures said in one line naming the pass, types, shapes and CPU.
@@ -309,6 +331,39 @@ void convBackwardWeights(ConvType in, ConvType out, const ConvShape& s, const vo
     execute(cc, ConvPass::BackwardWeights, in, out, s, {src, diffDst, diffWei, diffBias});
   else
     execute(cc, ConvPass::BackwardWeights, in, out, s, {src, diffDst, diffWei});
+}
+
+void convBackward(ConvType in, ConvType outData, ConvType outWeights, const ConvShape& s,
+                  const void* src, const void* diffDst, const void* wei, void* diffSrc,
+                  void* diffWei, void* diffBias) {
+  CachedConv& bw = lookup(ConvPass::BackwardWeights, in, outWeights, s, diffBias != nullptr);
+  if (!diffSrc) {
+    convBackwardWeights(in, outWeights, s, src, diffDst, diffWei, diffBias);
+    return;
+  }
+  CachedConv& bd = lookup(ConvPass::BackwardData, in, outData, s, false);
+  // One arena for both: the weights pass's part stays intact while the data pass runs, so the
+  // output gradient it reordered (or widened) is read from there once more.
+  std::byte* arena = scratchArena(bw.arenaBytes + bd.arenaBytes);
+  Prepared dy;
+  try {
+    dy = diffBias ? run(bw, {src, diffDst, diffWei, diffBias}, arena, nullptr, DNNL_ARG_DIFF_DST)
+                  : run(bw, {src, diffDst, diffWei}, arena, nullptr, DNNL_ARG_DIFF_DST);
+  } catch (const dnnl::error& err) {
+    throwComputeError("convolution", describeConv(ConvPass::BackwardWeights, in, outWeights, s), err.what());
+  }
+  try {
+    run(bd, {diffDst, wei, diffSrc}, bd.arenaBytes ? arena + bw.arenaBytes : nullptr,
+        dy.data ? &dy : nullptr);
+  } catch (const dnnl::error& err) {
+    throwComputeError("convolution", describeConv(ConvPass::BackwardData, in, outData, s), err.what());
+  }
+}
+
+std::size_t convBackwardScratchBytes(ConvType in, ConvType outData, ConvType outWeights,
+                                     const ConvShape& s, bool bias, bool data) {
+  return lookup(ConvPass::BackwardWeights, in, outWeights, s, bias).arenaBytes +
+         (data ? lookup(ConvPass::BackwardData, in, outData, s, false).arenaBytes : 0);
 }
 
 std::size_t convScratchBytes(ConvPass pass, ConvType in, ConvType out, const ConvShape& s,

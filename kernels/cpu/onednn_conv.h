@@ -53,6 +53,16 @@ void convBackwardData(ConvType in, ConvType out, const ConvShape& s, const void*
 void convBackwardWeights(ConvType in, ConvType out, const ConvShape& s, const void* src,
                          const void* diffDst, void* diffWei, void* diffBias);
 
+// Both backward passes of one convolution: diffWei (and diffBias when not null) of type
+// `outWeights`, then, when diffSrc is not null, diffSrc of type `outData`. The output gradient is
+// reordered (or widened, when emulated) once for both instead of once per pass; the results are
+// those of convBackwardWeights and convBackwardData.
+void convBackward(ConvType in, ConvType outData, ConvType outWeights, const ConvShape& s,
+                  const void* src, const void* diffDst, const void* wei, void* diffSrc,
+                  void* diffWei, void* diffBias);
+std::size_t convBackwardScratchBytes(ConvType in, ConvType outData, ConvType outWeights,
+                                     const ConvShape& s, bool bias, bool data);
+
 // Bytes of the scratch arena one call of this pass uses (blocked-layout copies, and fp32 copies of
 // emulated 16-bit operands).
 std::size_t convScratchBytes(ConvPass pass, ConvType in, ConvType out, const ConvShape& s,
