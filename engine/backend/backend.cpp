@@ -48,4 +48,16 @@ void Backend::conv2dBackward(const Tensor& dy, const Tensor& x, const Tensor& w,
   if (dx) conv2dBackwardData(dy, w, *dx, g);
 }
 
+void Backend::batchNormReluForwardTrain(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                        Tensor& runningMean, Tensor& runningVar, float momentum,
+                                        float eps, const Tensor* residual, Tensor& y,
+                                        Tensor& saveMean, Tensor& saveInvStd) {
+  if (residual && (residual->dtype() != y.dtype() || residual->numel() != y.numel()))
+    throw std::invalid_argument("batch_norm + relu: the residual must match the output");
+  batchNormForwardTrain(x, gamma, beta, runningMean, runningVar, momentum, eps, y, saveMean,
+                        saveInvStd);
+  if (residual) add(y, *residual, y);  // elementwise in place: each element reads then writes
+  activationForward(Activation::ReLU, y, y);
+}
+
 }  // namespace amp

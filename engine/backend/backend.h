@@ -188,6 +188,15 @@ class Backend : public BufferAllocator {
   virtual void batchNormForwardEval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                     const Tensor& runningMean, const Tensor& runningVar,
                                     float eps, Tensor& y) = 0;
+  // Training batch norm followed by ReLU, with `residual` added before the ReLU when not null:
+  // y = relu(bn(x) [+ residual]), each intermediate rounded to y's dtype as the separate ops round
+  // it, so y equals batchNormForwardTrain, add and activationForward in turn, bit for bit (tests
+  // hold both to it). y, x and residual share one dtype. The CPU does it in one pass over x, a
+  // residual block's elementwise work being memory-bound; the default makes the separate calls.
+  virtual void batchNormReluForwardTrain(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                         Tensor& runningMean, Tensor& runningVar, float momentum,
+                                         float eps, const Tensor* residual, Tensor& y,
+                                         Tensor& saveMean, Tensor& saveInvStd);
   virtual void batchNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
                                  const Tensor& saveMean, const Tensor& saveInvStd, Tensor& dx,
                                  Tensor& dgamma, Tensor& dbeta) = 0;

@@ -66,6 +66,10 @@ class CpuBackend final : public Backend {
   void batchNormForwardTrain(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                              Tensor& runningMean, Tensor& runningVar, float momentum, float eps,
                              Tensor& y, Tensor& saveMean, Tensor& saveInvStd) override;
+  void batchNormReluForwardTrain(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                 Tensor& runningMean, Tensor& runningVar, float momentum, float eps,
+                                 const Tensor* residual, Tensor& y, Tensor& saveMean,
+                                 Tensor& saveInvStd) override;
   void batchNormForwardEval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                             const Tensor& runningMean, const Tensor& runningVar, float eps,
                             Tensor& y) override;

@@ -14,6 +14,7 @@
 
 #include "engine/backend/backend_checks.h"
 #include "engine/backend/cpu_backend.h"
+#include "kernels/common/activation_math.h"
 #include "kernels/cpu/chunked.h"
 #include "kernels/cpu/onednn_conv.h"
 
@@ -349,23 +350,30 @@ void bnApply(const Tensor& x, Tensor& y, const BnDims& d, const std::vector<floa
 }
 }  // namespace
 
-void CpuBackend::batchNormForwardTrain(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                       Tensor& runningMean, Tensor& runningVar, float momentum,
-                                       float eps, Tensor& y, Tensor& saveMean, Tensor& saveInvStd) {
-  const BnDims d = bnDims(x, "batch_norm");
+namespace {
+// The training forward's statistics: the batch mean and inverse std per channel (saved for
+// backward), the running estimates updated, and the per-channel scale and shift of the output.
+struct BnTrainStats {
+  std::vector<float> scale, shift;
+};
+
+BnTrainStats bnTrainStats(CpuBackend& be, const Tensor& x, const BnDims& d, const Tensor& gamma,
+                          const Tensor& beta, Tensor& runningMean, Tensor& runningVar,
+                          float momentum, float eps, Tensor& saveMean, Tensor& saveInvStd) {
   requireChannels({&gamma, &beta, &runningMean, &runningVar, &saveMean, &saveInvStd}, d.c,
                   "batch_norm");
   const std::int64_t m = d.count();
   if (m < 2)
     throw std::invalid_argument("batch_norm: expected more than 1 value per channel when training");
-  const std::vector<float> g = toHostFloat(gamma), b = toHostFloat(beta);
-  std::vector<float> rm = toHostFloat(runningMean), rv = toHostFloat(runningVar);
+  const std::vector<float> g = be.toHostFloat(gamma), b = be.toHostFloat(beta);
+  std::vector<float> rm = be.toHostFloat(runningMean), rv = be.toHostFloat(runningVar);
   // Two passes: the mean, then squared deviations from it (no cancellation).
   std::vector<double> sum(d.c, 0.0), sq(d.c, 0.0);
   forEachChannel(x, d, [&](std::int64_t ch, std::int64_t, const float* row) {
     sum[ch] += laneSum(d.hw, [&](std::int64_t i) { return row[i]; });
   });
-  std::vector<float> mean(d.c), invStd(d.c), scale(d.c), shift(d.c);
+  std::vector<float> mean(d.c), invStd(d.c);
+  BnTrainStats st{std::vector<float>(d.c), std::vector<float>(d.c)};
   for (std::int64_t ch = 0; ch < d.c; ++ch) mean[ch] = float(sum[ch] / double(m));
   forEachChannel(x, d, [&](std::int64_t ch, std::int64_t, const float* row) {
     const float mu = mean[ch];
@@ -377,14 +385,66 @@ void CpuBackend::batchNormForwardTrain(const Tensor& x, const Tensor& gamma, con
     invStd[ch] = float(inv);
     rm[ch] = float((1.0 - momentum) * rm[ch] + momentum * mu);
     rv[ch] = float((1.0 - momentum) * rv[ch] + momentum * (sq[ch] / double(m - 1)));
-    scale[ch] = float(inv * g[ch]);
-    shift[ch] = float(b[ch] - mu * inv * g[ch]);
+    st.scale[ch] = float(inv * g[ch]);
+    st.shift[ch] = float(b[ch] - mu * inv * g[ch]);
   }
-  bnApply(x, y, d, scale, shift);
-  uploadFloat(runningMean, rm);
-  uploadFloat(runningVar, rv);
-  uploadFloat(saveMean, mean);
-  uploadFloat(saveInvStd, invStd);
+  be.uploadFloat(runningMean, rm);
+  be.uploadFloat(runningVar, rv);
+  be.uploadFloat(saveMean, mean);
+  be.uploadFloat(saveInvStd, invStd);
+  return st;
+}
+
+// Rounds fp32 values in place to what a tensor of dtype `code` would hold (nothing for fp32).
+void roundToCode(int code, float* v, std::int64_t n) {
+  if (code == 1) roundF32ThroughF16(v, static_cast<std::size_t>(n));
+  else if (code == 2) roundF32ThroughBf16(v, static_cast<std::size_t>(n));
+}
+
+// y = relu(x * scale[c] + shift[c] [+ residual]) in one pass, with the roundings of the separate
+// ops: the normalised value rounded to y's dtype, the sum rounded again, then the ReLU (exact).
+void bnApplyRelu(const Tensor& x, const Tensor* residual, Tensor& y, const BnDims& d,
+                 const std::vector<float>& scale, const std::vector<float>& shift) {
+  if (y.dtype() != x.dtype() || y.numel() != x.numel() ||
+      (residual && (residual->dtype() != y.dtype() || residual->numel() != y.numel())))
+    throw std::invalid_argument("batch_norm + relu: y and the residual must match x in shape and dtype");
+  const int yc = floatCode(y);
+  const auto threads = static_cast<std::size_t>(omp_get_max_threads());
+  std::vector<std::vector<float>> outs(threads), adds(threads);
+  forEachChannel(x, d, [&](std::int64_t ch, std::int64_t ni, const float* row) {
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    auto& out = outs[t];
+    out.resize(static_cast<std::size_t>(d.hw));
+    for (std::int64_t i = 0; i < d.hw; ++i) out[i] = row[i] * scale[ch] + shift[ch];
+    if (residual) {
+      roundToCode(yc, out.data(), d.hw);
+      adds[t].resize(static_cast<std::size_t>(d.hw));
+      const float* r = cpu::widenChunk(yc, residual->rawData(), d.at(ni, ch), d.hw, adds[t].data());
+      for (std::int64_t i = 0; i < d.hw; ++i) out[i] += r[i];
+    }
+    for (std::int64_t i = 0; i < d.hw; ++i) out[i] = reluForward(out[i]);
+    cpu::narrowChunk(yc, y.rawData(), d.at(ni, ch), d.hw, out.data());
+  });
+}
+}  // namespace
+
+void CpuBackend::batchNormForwardTrain(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                       Tensor& runningMean, Tensor& runningVar, float momentum,
+                                       float eps, Tensor& y, Tensor& saveMean, Tensor& saveInvStd) {
+  const BnDims d = bnDims(x, "batch_norm");
+  const BnTrainStats st = bnTrainStats(*this, x, d, gamma, beta, runningMean, runningVar, momentum,
+                                       eps, saveMean, saveInvStd);
+  bnApply(x, y, d, st.scale, st.shift);
+}
+
+void CpuBackend::batchNormReluForwardTrain(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                           Tensor& runningMean, Tensor& runningVar, float momentum,
+                                           float eps, const Tensor* residual, Tensor& y,
+                                           Tensor& saveMean, Tensor& saveInvStd) {
+  const BnDims d = bnDims(x, "batch_norm");
+  const BnTrainStats st = bnTrainStats(*this, x, d, gamma, beta, runningMean, runningVar, momentum,
+                                       eps, saveMean, saveInvStd);
+  bnApplyRelu(x, residual, y, d, st.scale, st.shift);
 }
 
 void CpuBackend::batchNormForwardEval(const Tensor& x, const Tensor& gamma, const Tensor& beta,

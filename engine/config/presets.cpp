@@ -149,7 +149,7 @@ std::vector<Preset> build() {
                 {"data.augment_flip", "true"}, {"optimizer.name", "sgd"}, {"optimizer.lr", "0.1"},
                 {"optimizer.momentum", "0.9"}, {"optimizer.weight_decay", "0.0005"},
                 {"schedule.name", "cosine"}, {"train.batch_size", "128"}, {"train.steps", "0"},
-                {"train.epochs", "2"}, {"train.histogram_every", "100"}, {"checkpoint.at_end", "true"},
+                {"train.epochs", "2"}, {"train.histogram_every", "200"}, {"checkpoint.at_end", "true"},
                 {"amp.mode", "fp16"}},
                {{"fp32", {{"amp.mode", "fp32"}}},
                 {"fp16", {{"amp.mode", "fp16"}}},

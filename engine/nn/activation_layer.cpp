@@ -1,5 +1,7 @@
 #include "engine/nn/activation_layer.h"
 
+#include <stdexcept>
+
 namespace amp {
 
 std::string_view activationName(Activation a) {
@@ -43,6 +45,19 @@ Tensor ActivationLayer::forward(LayerContext& ctx, const Tensor& x) {
         ctx.autocast.enabled(), {x.dtype()}, d, d, casts, 0, ""};
   });
   return y;
+}
+
+void ActivationLayer::adoptOutput(LayerContext& ctx, DType inputDtype, const Tensor& y) {
+  if (m_act != Activation::ReLU)
+    throw std::logic_error(kind() + ": only a ReLU backpropagates from its output alone");
+  m_savedY = y;
+  m_savedX = y;
+  const std::string op(activationName(m_act));
+  ctx.autocast.record([&] {
+    return OpTraceEntry{TracePhase::Forward, m_name, op, ctx.autocast.effectivePolicy(op),
+        ctx.autocast.enabled(), {inputDtype}, y.dtype(), y.dtype(), 0, 0,
+        "fused into the batch norm before it"};
+  });
 }
 
 Tensor ActivationLayer::backward(LayerContext& ctx, const Tensor& dy, bool needInputGrad) {

@@ -19,6 +19,9 @@ class ActivationLayer final : public Layer {
   Tensor backward(LayerContext& ctx, const Tensor& dy, bool needInputGrad) override;
   void releaseSaved() override;
   Activation activation() const { return m_act; }
+  // A ReLU whose output `y` an earlier op computed with it (BatchNorm::forwardRelu): records the
+  // trace row forward() would and keeps y for backward, which then runs as after forward().
+  void adoptOutput(LayerContext& ctx, DType inputDtype, const Tensor& y);
 
  private:
   Activation m_act;

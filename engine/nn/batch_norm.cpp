@@ -78,6 +78,35 @@ Tensor BatchNorm::forward(LayerContext& ctx, const Tensor& x) {
   return y;
 }
 
+Tensor BatchNorm::forwardRelu(LayerContext& ctx, const Tensor& x, const Tensor* residual) {
+  Backend& be = ctx.backend;
+  if ((x.rank() != 2 && x.rank() != 4) || x.dim(1) != m_features)
+    throw std::invalid_argument(describe() + ": input " + shapeString(x.shape()) +
+                                " is not (N, " + std::to_string(m_features) + "[, H, W])");
+  if (!ctx.training) throw std::logic_error(describe() + ": the fused forward is for training");
+  m_inputDtype = x.dtype();
+  const DType d = ctx.autocast.computeDtype("batch_norm", {x.dtype()});
+  int casts = 0;
+  const Tensor xc = castActivation(be, x, d, casts);
+  Tensor y = be.empty(x.shape(), d, MemCategory::Activations);
+  m_saveMean = be.empty({m_features}, DType::F32, MemCategory::Activations);
+  m_saveInvStd = be.empty({m_features}, DType::F32, MemCategory::Activations);
+  be.batchNormReluForwardTrain(xc, m_weight.value, m_bias.value, m_runningMean, m_runningVar,
+                               static_cast<float>(m_momentum), static_cast<float>(m_eps), residual,
+                               y, m_saveMean, m_saveInvStd);
+  m_savedX = xc;
+  auto n = be.toHostInt(m_numBatchesTracked);
+  n[0] += 1;
+  be.uploadInt(m_numBatchesTracked, n);
+  ctx.autocast.record([&] {
+    return OpTraceEntry{TracePhase::Forward, m_name, "batch_norm",
+        ctx.autocast.effectivePolicy("batch_norm"), ctx.autocast.enabled(),
+        {x.dtype(), m_weight.value.dtype(), m_bias.value.dtype()}, d, d, casts, 0,
+        "batch statistics in fp32; fused with the ReLU after it"};
+  });
+  return y;
+}
+
 Tensor BatchNorm::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGrad) {
   if (!m_savedX.defined())
     throw std::logic_error(describe() + ": backward needs a training-mode forward first");

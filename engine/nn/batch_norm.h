@@ -17,6 +17,11 @@ class BatchNorm final : public Layer {
   Shape outputShape(const Shape& in) const override;
   Tensor forward(LayerContext& ctx, const Tensor& x) override;
   Tensor backward(LayerContext& ctx, const Tensor& dy, bool needInputGrad) override;
+  // Training forward followed by ReLU, after adding `residual` when given (its dtype must be the
+  // input's: callers check), in one backend call: the output is the ReLU's, bit for bit what
+  // forward, add and ReLU give one after another. Backward is this layer's as after forward();
+  // the ReLU's (and the add's) bookkeeping is the caller's.
+  Tensor forwardRelu(LayerContext& ctx, const Tensor& x, const Tensor* residual);
   std::vector<Parameter*> parameters() override { return {&m_weight, &m_bias}; }
   std::vector<std::pair<std::string, Tensor*>> buffers() override;
   void initialize(Backend& be, Rng& rng, DType dtype, MemCategory category) override;

@@ -98,6 +98,9 @@ Tensor ResidualBlock::backwardPart(LayerContext& ctx, Layer& part, const Tensor&
 }
 
 Tensor ResidualBlock::forward(LayerContext& ctx, const Tensor& x) {
+  // Training without an observer (every step but histogram steps): batch norm and the ReLU after
+  // it, and the second batch norm with the add and the last ReLU, each in one pass.
+  if (ctx.training && !ctx.observer) return forwardFused(ctx, x);
   Backend& be = ctx.backend;
   m_inputDtype = x.dtype();
   Tensor h = forwardPart(ctx, m_c1, x);
@@ -127,6 +130,41 @@ Tensor ResidualBlock::forward(LayerContext& ctx, const Tensor& x) {
   if (ctx.observer) ctx.observer->activation(addName, sum);
   m_forwarded = true;
   return m_relu2.forward(ctx, sum);  // the block's output: Sequential reports it
+}
+
+Tensor ResidualBlock::forwardFused(LayerContext& ctx, const Tensor& x) {
+  Backend& be = ctx.backend;
+  m_inputDtype = x.dtype();
+  Tensor h = m_c1.forward(ctx, x);
+  const DType hd = h.dtype();
+  h = m_b1.forwardRelu(ctx, h, nullptr);
+  m_relu1.adoptOutput(ctx, hd, h);
+  h = m_c2.forward(ctx, h);
+  Tensor s = x;
+  if (m_shortConv) s = m_shortBn->forward(ctx, m_shortConv->forward(ctx, x));
+  m_branchDtype = ctx.autocast.computeDtype("batch_norm", {h.dtype()});
+  m_shortcutDtype = s.dtype();
+  m_sumDtype = ctx.autocast.computeDtype("add", {m_branchDtype, m_shortcutDtype});
+  m_forwarded = true;
+  const std::string addName = m_name + ".add";
+  auto recordAdd = [&](const char* note) {
+    ctx.autocast.record([&] {
+      return OpTraceEntry{TracePhase::Forward, addName, "add", ctx.autocast.effectivePolicy("add"),
+          ctx.autocast.enabled(), {m_branchDtype, m_shortcutDtype}, m_sumDtype, m_sumDtype, 0, 0, note};
+    });
+  };
+  if (m_sumDtype != m_branchDtype || m_shortcutDtype != m_branchDtype) {
+    // Mixed dtypes promote: the separate add and ReLU (rare: a block fed fp32 under autocast).
+    const Tensor b = m_b2.forward(ctx, h);
+    Tensor sum = be.empty(b.shape(), m_sumDtype, MemCategory::Activations);
+    be.add(b, s, sum);
+    recordAdd("residual add: mixed inputs promoted");
+    return m_relu2.forward(ctx, sum);
+  }
+  Tensor y = m_b2.forwardRelu(ctx, h, &s);
+  recordAdd("residual add, fused with the batch norm before it and the ReLU after it");
+  m_relu2.adoptOutput(ctx, m_sumDtype, y);
+  return y;
 }
 
 Tensor ResidualBlock::backward(LayerContext& ctx, const Tensor& dy, bool needInputGrad) {

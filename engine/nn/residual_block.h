@@ -10,6 +10,10 @@
 // 16-bit branch plus an fp32 shortcut gives fp32). Backward sends the add's gradient to both
 // branches, each cast to its branch's dtype, and sums the two input gradients in the input's
 // dtype, as autograd accumulates a tensor used twice.
+//
+// Speed: in training steps that record no histograms, batch norm and the ReLU after it run as one
+// pass, and so do the second batch norm, the add and the last ReLU; the values are the separate
+// ops', bit for bit (tests/unit/test_resnet_layers.cpp).
 #pragma once
 
 #include <memory>
@@ -47,6 +51,10 @@ class ResidualBlock final : public Layer {
   // part's name, as Sequential does for its layers: the histograms then show inside the block.
   Tensor forwardPart(LayerContext& ctx, Layer& part, const Tensor& x);
   Tensor backwardPart(LayerContext& ctx, Layer& part, const Tensor& dy, bool needInputGrad);
+  // The training forward with batch norm + ReLU and batch norm + add + ReLU in one backend call
+  // each (Backend::batchNormReluForwardTrain): the same values, fewer passes over memory. Used
+  // when no observer wants the intermediate tensors; backward is the same either way.
+  Tensor forwardFused(LayerContext& ctx, const Tensor& x);
 
   std::int64_t m_in, m_out, m_stride;
   Conv2d m_c1, m_c2;

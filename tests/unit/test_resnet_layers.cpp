@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
+#include <array>
 #include <limits>
 
 #include "engine/amp/autocast.h"
@@ -272,4 +274,80 @@ TEST(ResidualBlockLayer, ForwardEqualsItsPartsComposedByHand) {
   Tensor sum = be->empty(h.shape(), DType::F32, MemCategory::Activations);
   be->add(h, s, sum);
   EXPECT_EQ(got, be->toHostFloat(r2.forward(ctx, sum)));
+}
+
+namespace {
+// An observer that only watches: with it set, a block runs its parts one by one.
+class NullObserver final : public TensorObserver {
+ public:
+  void activation(const std::string&, const Tensor&) override {}
+  void activationGrad(const std::string&, const Tensor&) override {}
+  bool wantsRoundingCounts() const override { return false; }
+};
+}  // namespace
+
+// Batch norm + ReLU (+ the residual) in one pass gives the separate ops' values bit for bit, in
+// every dtype: each intermediate is rounded as the separate ops round it.
+TEST(ResidualOps, FusedBatchNormReluEqualsTheSeparateOps) {
+  auto be = makeCpuBackend();
+  const Shape s{4, 3, 5, 6};
+  for (DType d : {DType::F32, DType::F16, DType::BF16})
+    for (bool withResidual : {false, true}) {
+      Tensor x = be->fromHost(randomVec(shapeNumel(s), 51, -3, 3), s, d, MemCategory::Activations);
+      Tensor r = be->fromHost(randomVec(shapeNumel(s), 52, -3, 3), s, d, MemCategory::Activations);
+      Tensor g = be->fromHost(randomVec(3, 53, 0.5, 2), {3}, DType::F32, MemCategory::Weights);
+      Tensor b = be->fromHost(randomVec(3, 54), {3}, DType::F32, MemCategory::Weights);
+      auto stats = [&] {
+        return std::array<Tensor, 4>{be->zeros({3}, DType::F32, MemCategory::Weights),
+                                     be->fromHost(std::vector<float>(3, 1.f), {3}, DType::F32, MemCategory::Weights),
+                                     be->empty({3}, DType::F32, MemCategory::Activations),
+                                     be->empty({3}, DType::F32, MemCategory::Activations)};
+      };
+      auto fused = stats(), separate = stats();
+      Tensor y1 = be->empty(s, d, MemCategory::Activations), y2 = be->empty(s, d, MemCategory::Activations);
+      be->batchNormReluForwardTrain(x, g, b, fused[0], fused[1], 0.1f, 1e-5f, withResidual ? &r : nullptr,
+                                    y1, fused[2], fused[3]);
+      // The base class's way: the three calls (Backend's default implementation).
+      be->Backend::batchNormReluForwardTrain(x, g, b, separate[0], separate[1], 0.1f, 1e-5f,
+                                             withResidual ? &r : nullptr, y2, separate[2], separate[3]);
+      const std::string what = std::string(dtypeName(d)) + (withResidual ? " with residual" : "");
+      EXPECT_EQ(be->toHostBytes(y1), be->toHostBytes(y2)) << what;
+      for (int k = 0; k < 4; ++k) EXPECT_EQ(be->toHostBytes(fused[k]), be->toHostBytes(separate[k])) << what;
+      const auto v = be->toHostFloat(y1);
+      EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](float f) { return f >= 0.f; })) << what;
+    }
+}
+
+// The block's fused training forward (every step without histograms) and its part-by-part one
+// (histogram steps) give the same output and the same gradients.
+TEST(ResidualBlockLayer, FusedAndPartByPartStepsAgreeBitForBit) {
+  for (DType d : {DType::F32, DType::F16, DType::BF16}) {
+    std::vector<std::vector<std::uint8_t>> results[2];
+    for (int observed = 0; observed < 2; ++observed) {
+      auto be = makeCpuBackend();
+      Autocast ac;
+      NullObserver watch;
+      LayerContext ctx{*be, ac, true, observed ? &watch : nullptr};
+      ResidualBlock block(3, 6, 2);
+      block.setName("b");
+      Rng rng(9);
+      block.initialize(*be, rng, DType::F32, MemCategory::MasterWeights);
+      Tensor x = be->fromHost(randomVec(2 * 3 * 7 * 7, 10), {2, 3, 7, 7}, d, MemCategory::Activations);
+      Tensor y, dx;
+      {
+        AutocastRegion region(ac, d != DType::F32, d == DType::F32 ? DType::F16 : d);
+        y = block.forward(ctx, x);
+      }
+      Tensor dy = be->fromHost(randomVec(y.numel(), 11), y.shape(), y.dtype(), MemCategory::Activations);
+      dx = block.backward(ctx, dy, true);
+      auto& out = results[observed];
+      out.push_back(be->toHostBytes(y));
+      out.push_back(be->toHostBytes(dx));
+      for (Parameter* p : block.parameters()) out.push_back(be->toHostBytes(p->grad));
+      for (auto& [name, t] : block.buffers()) out.push_back(be->toHostBytes(*t));
+    }
+    ASSERT_EQ(results[0].size(), results[1].size());
+    for (std::size_t i = 0; i < results[0].size(); ++i)
+      EXPECT_EQ(results[0][i], results[1][i]) << dtypeName(d) << " tensor " << i;
+  }
 }
