@@ -1,6 +1,7 @@
 // ampstudio-cli export --weights fp32|fp16|bf16: a run's weights alone, in one dtype, as a
 // safetensors file PyTorch loads (safetensors.torch.load_file + load_state_dict), from the run
 // folder's latest checkpoint or a checkpoint named with --checkpoint.
+#include <QFileInfo>
 #include <cstdio>
 
 #include "app/cli_experiment.h"
@@ -33,7 +34,8 @@ int exportWeightsFile(const std::vector<std::string>& runDirs, const std::string
     }
     checkOutputFile(out);
     const SafetensorsFile model = checkpointModel(QString::fromStdString(source));
-    const QByteArray bytes = exportWeights(model.tensors, dtype, source);
+    const QByteArray bytes =
+        exportWeights(model.tensors, dtype, QFileInfo(QString::fromStdString(source)).fileName().toStdString());
     const ExportRounding r = exportRounding(model.tensors, dtype);
     if (r.overflowed > 0)
       printError("export", "warning: " + std::to_string(r.overflowed) + " weight value(s) beyond " +

@@ -258,7 +258,7 @@ void GuiFiles::exportWeightsInteractively() {
   try {
     const SafetensorsFile model = checkpointModel(run->checkpointPath);
     const DType to = dtype == QLatin1String("fp32") ? DType::F32 : dtype == QLatin1String("bf16") ? DType::BF16 : DType::F16;
-    const QByteArray bytes = exportWeights(model.tensors, to, run->checkpointPath.toStdString());
+    const QByteArray bytes = exportWeights(model.tensors, to, QFileInfo(run->checkpointPath).fileName().toStdString());
     writeFileAtomically(path.toStdString(), std::string_view(bytes.constData(), std::size_t(bytes.size())));
     const ExportRounding r = exportRounding(model.tensors, to);
     QString message = tr("Weights of %1 (%2, %3) saved to %4")

@@ -22,7 +22,7 @@ cmake --preset release
 cmake --build --preset release
 ctest --preset release -j2 --timeout 900
 
-DTYPE_TESTS='(GemmBackendTest|ConvBackendTest|ConvGradTest|LayerTest|Conv2dAutocast|Autocast|AutocastPolicy|TrainerAmp|Float16|ConvertArrays)\.|^tst_main_window$'
+DTYPE_TESTS='(GemmBackendTest|ConvBackendTest|ConvGradTest|LayerTest|Conv2dAutocast|Autocast|AutocastPolicy|TrainerAmp|Float16|ConvertArrays|ResidualOps|ResidualBlockLayer|ResNetModel)\.|^tst_main_window$'
 echo "== dtype-sensitive tests again, as on an AVX2-only CPU (ONEDNN_MAX_CPU_ISA=AVX2, AMP_CONVERT_ISA=avx2) =="
 ONEDNN_MAX_CPU_ISA=AVX2 AMP_CONVERT_ISA=avx2 ctest --preset release -j2 --timeout 900 --no-tests=error -R "$DTYPE_TESTS"
 echo "== conversions and the GEMMs/convolutions that use them on the scalar path (AMP_CONVERT_ISA=scalar) =="

@@ -27,6 +27,9 @@ QString labelFor(const std::string& key) {
       {"data.normalize", "Normalize"}, {"data.test_fraction", "Test share"},
       {"data.samples", "Samples"}, {"data.noise", "Noise"}, {"data.classes", "Classes"},
       {"data.batches", "Batches"}, {"data.label_column", "Label column"},
+      {"data.test_path", "Test folder"}, {"data.image_size", "Image size"},
+      {"data.channels", "Channels"}, {"data.pad_to", "Pad to"}, {"data.augment_crop", "Random crop pad"},
+      {"data.augment_flip", "Random flips"}, {"data.cache", "Decoded cache"},
       {"train.steps", "Steps"}, {"train.epochs", "Epochs"}, {"train.batch_size", "Batch size"},
       {"train.accumulation", "Accumulation"}, {"train.clip_norm", "Clip grad norm"},
       {"train.loss", "Loss"}, {"train.loss_weight", "Loss weight"},
@@ -43,8 +46,10 @@ const Groups kModelTab = {
     {"Model", {"model.name", "model.width", "model.layers", "model.hidden", "model.cnn",
                "model.depth", "model.base_width", "model.stem", "model.activation", "model.dropout",
                "model.batchnorm"}},
-    {"Data", {"data.name", "data.path", "data.subset", "data.normalize", "data.samples",
-              "data.noise", "data.classes", "data.batches", "data.test_fraction", "data.label_column"}}};
+    {"Data", {"data.name", "data.path", "data.test_path", "data.image_size", "data.channels",
+              "data.pad_to", "data.normalize", "data.augment_crop", "data.augment_flip",
+              "data.subset", "data.samples", "data.noise", "data.classes", "data.batches",
+              "data.test_fraction", "data.label_column", "data.cache"}}};
 const Groups kPrecisionTab = {
     {"Precision", {"amp.mode", kModeNote, "backend", "tf32", kBackendNote}},
     {"Loss scaler", {"scaler.enabled", "scaler.kind", "scaler.init_scale", "scaler.growth_factor",
@@ -87,13 +92,19 @@ bool relevant(const std::string& key, const RunConfig& c) {
   // A ResNet always has batch norm and ReLU: its blocks are defined so.
   if (key == "model.batchnorm") return m != "recipe_mlp" && m != "resnet";
   if (key == "model.activation") return m != "resnet";
-  if (key == "data.path") return isOneOf(d, {"fmnist", "csv"});
+  const bool images = isOneOf(d, {"fmnist", "cifar10", "images"});
+  if (key == "data.path") return isOneOf(d, {"fmnist", "csv", "cifar10", "images"});
   if (key == "data.subset") return d != "synthetic";
-  if (key == "data.normalize") return d == "fmnist";
+  if (key == "data.normalize" || key == "data.pad_to" || key == "data.augment_crop" ||
+      key == "data.augment_flip")
+    return images;
+  if (key == "data.test_path" || key == "data.image_size" || key == "data.channels" ||
+      key == "data.cache")
+    return d == "images";
   if (key == "data.samples" || key == "data.noise") return toy;
   if (key == "data.classes") return d == "blobs";
   if (key == "data.batches") return d == "synthetic";
-  if (key == "data.test_fraction") return toy || d == "csv";
+  if (key == "data.test_fraction") return toy || d == "csv" || (d == "images" && c.data.testPath.empty());
   if (key == "data.label_column") return d == "csv";
   if (key == "scaler.init_scale") return scaling;
   if (key == "scaler.growth_factor" || key == "scaler.backoff_factor" || key == "scaler.growth_interval")

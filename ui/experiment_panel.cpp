@@ -48,12 +48,15 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   label("data.name", "circles", tr("Circles (2-D)"));
   label("data.name", "blobs", tr("Blobs (2-D)"));
   label("data.name", "csv", tr("CSV file"));
+  label("data.name", "cifar10", tr("CIFAR-10 (binary files)"));
+  label("data.name", "images", tr("Image folder (a sub-folder per class)"));
   label("amp.mode", "fp32", tr("fp32"));
   label("amp.mode", "fp16", tr("AMP fp16"));
   label("amp.mode", "bf16", tr("AMP bf16"));
   label("amp.mode", "pure_fp16", tr("pure fp16 (no master weights)"));
   label("backend", "auto", tr("auto (the GPU when usable)"));
   m_fields.at("data.path")->addBrowseButton(tr("CSV files (*.csv);;All files (*)"));
+  m_fields.at("data.test_path")->addBrowseButton({}, true);
 
   m_modeNote = new QLabel(this);
   m_scalerNote = new QLabel(this);
@@ -177,6 +180,14 @@ QString ExperimentPanel::dataPathProblem(const RunConfig& c) {
     if (!fi.isReadable()) return tr("data.path: %1 is not readable").arg(path);
   } else if (c.data.name == "fmnist" && !path.isEmpty()) {
     if (!QFileInfo(path).isDir()) return tr("data.path: no Fashion-MNIST folder %1").arg(path);
+  } else if (c.data.name == "cifar10" || c.data.name == "images") {
+    // Checked at once, like the CSV file: the folder's contents are the loader's to judge.
+    if (path.isEmpty())
+      return tr("data.path: data.name=%1 needs a folder").arg(QString::fromStdString(c.data.name));
+    if (!QFileInfo(path).isDir()) return tr("data.path: no such folder: %1").arg(path);
+    const QString test = QString::fromStdString(c.data.testPath);
+    if (c.data.name == "images" && !test.isEmpty() && !QFileInfo(test).isDir())
+      return tr("data.test_path: no such folder: %1").arg(test);
   }
   return {};
 }
@@ -242,7 +253,8 @@ void ExperimentPanel::updateVisibility() {
     if (form) form->setRowVisible(f, relevant(key, m_config) || !f->error().isEmpty());
   }
   // fmnist reads a folder, csv a file: the same field, a different picker.
-  if (auto* path = field("data.path")) path->setBrowseFolder(m_config.data.name == "fmnist");
+  if (auto* path = field("data.path")) path->setBrowseFolder(m_config.data.name != "csv");
+  if (auto* path = field("data.test_path")) path->setBrowseFolder(true);
   // Tabs holding an invalid field carry a warning icon, so hidden problems are findable.
   const QIcon warn = style()->standardIcon(QStyle::SP_MessageBoxWarning);
   for (int i = 0; i < m_tabs->count(); ++i) {

@@ -60,4 +60,13 @@ void Backend::batchNormReluForwardTrain(const Tensor& x, const Tensor& gamma, co
   activationForward(Activation::ReLU, y, y);
 }
 
+void Backend::batchNormReluBackward(const Tensor& dy, const Tensor& reluOut, const Tensor& x,
+                                    const Tensor& gamma, const Tensor& saveMean,
+                                    const Tensor& saveInvStd, Tensor& dx, Tensor& dgamma,
+                                    Tensor& dbeta) {
+  Tensor masked = empty(dy.shape(), dy.dtype(), MemCategory::Activations);
+  activationBackward(Activation::ReLU, reluOut, reluOut, dy, masked);
+  batchNormBackward(masked, x, gamma, saveMean, saveInvStd, dx, dgamma, dbeta);
+}
+
 }  // namespace amp

@@ -201,6 +201,15 @@ class Backend : public BufferAllocator {
                                  const Tensor& saveMean, const Tensor& saveInvStd, Tensor& dx,
                                  Tensor& dgamma, Tensor& dbeta) = 0;
 
+  // batchNormBackward of a batch norm followed by a ReLU, from the ReLU's output gradient dy and
+  // its output reluOut: dy is masked where reluOut is not positive first (the ReLU's backward,
+  // exact), so the result equals activationBackward then batchNormBackward. The CPU does both in
+  // batch norm's passes; the default makes the two calls.
+  virtual void batchNormReluBackward(const Tensor& dy, const Tensor& reluOut, const Tensor& x,
+                                     const Tensor& gamma, const Tensor& saveMean,
+                                     const Tensor& saveInvStd, Tensor& dx, Tensor& dgamma,
+                                     Tensor& dbeta);
+
   // ---- residual networks ----------------------------------------------------------------
   // y = a + b, elementwise over equal element counts, each input of any float dtype: the sum in
   // fp32 rounded once to y's dtype, as PyTorch's add with type promotion (a residual add of a

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -19,11 +20,15 @@ class BlockCache {
   BlockCache(const BlockCache&) = delete;
   BlockCache& operator=(const BlockCache&) = delete;
 
-  // A cached block of exactly `bytes`, taken out of the cache, or nullptr.
+  // A cached block of exactly `bytes`, taken out of the cache, or nullptr. The most recently
+  // freed one of that size (last in), which is likely still in the CPU's caches: taking the
+  // oldest (first in) rotated a step's allocations through every cached block of a size, and a
+  // ResNet's steps got about 15% slower once the cache had filled (measured on Zen 4).
   void* take(std::size_t bytes) {
     std::lock_guard lock(m_mutex);
-    auto it = m_blocks.find(bytes);
-    if (it == m_blocks.end()) return nullptr;
+    const auto [first, last] = m_blocks.equal_range(bytes);
+    if (first == last) return nullptr;
+    const auto it = std::prev(last);  // equal keys keep their insertion order
     void* p = it->second;
     m_blocks.erase(it);
     m_bytes -= bytes;

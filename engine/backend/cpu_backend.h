@@ -81,6 +81,9 @@ class CpuBackend final : public Backend {
   void globalAvgPoolForward(const Tensor& x, Tensor& y) override;
   void globalAvgPoolBackward(const Tensor& dy, Tensor& dx) override;
 
+  void batchNormReluBackward(const Tensor& dy, const Tensor& reluOut, const Tensor& x,
+                             const Tensor& gamma, const Tensor& saveMean, const Tensor& saveInvStd,
+                             Tensor& dx, Tensor& dgamma, Tensor& dbeta) override;
   double crossEntropyForward(const Tensor& logits, const Tensor& labels, Tensor& probs) override;
   void crossEntropyBackward(const Tensor& probs, const Tensor& labels, float gradScale,
                             Tensor& dlogits) override;

@@ -463,25 +463,40 @@ void CpuBackend::batchNormForwardEval(const Tensor& x, const Tensor& gamma, cons
   bnApply(x, y, d, scale, shift);
 }
 
-void CpuBackend::batchNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
-                                   const Tensor& saveMean, const Tensor& saveInvStd, Tensor& dx,
-                                   Tensor& dgamma, Tensor& dbeta) {
+namespace {
+// Batch norm's backward; with `reluOut`, dy first goes through the backward of the ReLU that
+// produced reluOut (dy where reluOut > 0, else 0: exact, so the fused pass equals the two ops).
+void bnBackward(CpuBackend& be, const Tensor& dy, const Tensor* reluOut, const Tensor& x,
+                const Tensor& gamma, const Tensor& saveMean, const Tensor& saveInvStd, Tensor& dx,
+                Tensor& dgamma, Tensor& dbeta) {
   const BnDims d = bnDims(x, "batch_norm backward");
   requireChannels({&gamma, &saveMean, &saveInvStd, &dgamma, &dbeta}, d.c, "batch_norm backward");
   if (dy.numel() != x.numel() || dx.numel() != x.numel() || dx.dtype() != dy.dtype())
     throw std::invalid_argument("batch_norm backward: dy and dx must match x, dx in dy's dtype");
-  const std::vector<float> g = toHostFloat(gamma), mean = toHostFloat(saveMean),
-                           inv = toHostFloat(saveInvStd);
-  const int gc = floatCode(dy), dc = floatCode(dx);
+  if (reluOut && (reluOut->numel() != x.numel()))
+    throw std::invalid_argument("batch_norm backward: the ReLU's output must match x");
+  const std::vector<float> g = be.toHostFloat(gamma), mean = be.toHostFloat(saveMean),
+                           inv = be.toHostFloat(saveInvStd);
+  const int gc = floatCode(dy), dc = floatCode(dx), rc = reluOut ? floatCode(*reluOut) : 0;
   std::vector<double> sumDy(d.c, 0.0), sumDyXhat(d.c, 0.0);
   const double m = double(d.count());
-  // Per thread: a row of dy and a row of dx, in fp32.
+  // Per thread: a row of dy (masked by the ReLU's output when fused), and a row of dx, in fp32.
   const auto threads = static_cast<std::size_t>(omp_get_max_threads());
-  std::vector<std::vector<float>> gBufs(threads), oBufs(threads);
-  auto dyRow = [&](std::int64_t ni, std::int64_t ch) {
-    auto& buf = gBufs[static_cast<std::size_t>(omp_get_thread_num())];
+  std::vector<std::vector<float>> gBufs(threads), rBufs(threads), oBufs(threads);
+  auto dyRow = [&](std::int64_t ni, std::int64_t ch) -> const float* {
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    auto& buf = gBufs[t];
     buf.resize(static_cast<std::size_t>(d.hw));
-    return cpu::widenChunk(gc, dy.rawData(), d.at(ni, ch), d.hw, buf.data());
+    const float* row = cpu::widenChunk(gc, dy.rawData(), d.at(ni, ch), d.hw, buf.data());
+    if (!reluOut) return row;
+    rBufs[t].resize(static_cast<std::size_t>(d.hw));
+    const float* y = cpu::widenChunk(rc, reluOut->rawData(), d.at(ni, ch), d.hw, rBufs[t].data());
+    if (row != buf.data()) std::copy_n(row, d.hw, buf.data());  // fp32 dy: not in place
+    for (std::int64_t i = 0; i < d.hw; ++i) {
+      const float gi = buf[i];
+      buf[i] = reluBackward(y[i], gi);
+    }
+    return buf.data();
   };
   forEachChannel(x, d, [&](std::int64_t ch, std::int64_t ni, const float* row) {
     const float* gr = dyRow(ni, ch);
@@ -505,8 +520,22 @@ void CpuBackend::batchNormBackward(const Tensor& dy, const Tensor& x, const Tens
     dg[ch] = float(sumDyXhat[ch]);
     db[ch] = float(sumDy[ch]);
   }
-  uploadFloat(dgamma, dg);
-  uploadFloat(dbeta, db);
+  be.uploadFloat(dgamma, dg);
+  be.uploadFloat(dbeta, db);
+}
+}  // namespace
+
+void CpuBackend::batchNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                   const Tensor& saveMean, const Tensor& saveInvStd, Tensor& dx,
+                                   Tensor& dgamma, Tensor& dbeta) {
+  bnBackward(*this, dy, nullptr, x, gamma, saveMean, saveInvStd, dx, dgamma, dbeta);
+}
+
+void CpuBackend::batchNormReluBackward(const Tensor& dy, const Tensor& reluOut, const Tensor& x,
+                                       const Tensor& gamma, const Tensor& saveMean,
+                                       const Tensor& saveInvStd, Tensor& dx, Tensor& dgamma,
+                                       Tensor& dbeta) {
+  bnBackward(*this, dy, &reluOut, x, gamma, saveMean, saveInvStd, dx, dgamma, dbeta);
 }
 
 }  // namespace amp

@@ -13,7 +13,9 @@ ModelFileSizes measureModelFiles(Trainer& trainer, const QString& checkpoint,
   ModelFileSizes s;
   const DType dtype = trainer.config().computeDtype();
   s.weightsDtype = std::string(dtypeName(dtype));
-  s.weightsBytes = exportWeights(modelTensors(trainer), dtype, "").size();
+  // The source named as an export from the run's final checkpoint names it: the same bytes.
+  s.weightsBytes =
+      exportWeights(modelTensors(trainer), dtype, checkpointFileName(trainer.stepsDone()).toStdString()).size();
   if (!checkpoint.isEmpty()) {
     s.checkpointBytes = QFileInfo(checkpoint).size();
     return s;

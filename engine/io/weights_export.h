@@ -16,7 +16,7 @@
 namespace amp {
 
 // The tensors converted to `dtype` (F32, F16 or BF16) and written as safetensors, with metadata
-// {"format": "pt", "dtype": "fp16", "source": source}. Throws SafetensorsError for a non-float
+// {"format": "pt", "dtype": "fp16", "source": source} (the checkpoint's file name, "step-N.zip"). Throws SafetensorsError for a non-float
 // target dtype or a tensor that cannot be converted.
 QByteArray exportWeights(const std::vector<SafeTensor>& tensors, DType dtype,
                          const std::string& source);

@@ -60,6 +60,18 @@ void ActivationLayer::adoptOutput(LayerContext& ctx, DType inputDtype, const Ten
   });
 }
 
+Tensor ActivationLayer::takeOutputForFusedBackward(LayerContext& ctx, const Tensor& dy) {
+  if (m_act != Activation::ReLU || !m_savedY.defined())
+    throw std::logic_error(kind() + ": a fused backward needs a ReLU's saved output");
+  Tensor y = m_savedY;
+  ctx.autocast.record([&] {
+    return OpTraceEntry{TracePhase::Backward, m_name, "relu_backward", CastPolicy::PassThrough,
+        false, {dy.dtype()}, dy.dtype(), dy.dtype(), 0, 0, "fused into the batch norm's backward"};
+  });
+  releaseSaved();
+  return y;
+}
+
 Tensor ActivationLayer::backward(LayerContext& ctx, const Tensor& dy, bool needInputGrad) {
   Tensor dx;
   if (needInputGrad) {

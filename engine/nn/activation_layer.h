@@ -22,6 +22,9 @@ class ActivationLayer final : public Layer {
   // A ReLU whose output `y` an earlier op computed with it (BatchNorm::forwardRelu): records the
   // trace row forward() would and keeps y for backward, which then runs as after forward().
   void adoptOutput(LayerContext& ctx, DType inputDtype, const Tensor& y);
+  // A ReLU whose backward the next op computes with its own (BatchNorm::backwardThroughRelu):
+  // hands over the saved output, records the trace row backward() would, releases the rest.
+  Tensor takeOutputForFusedBackward(LayerContext& ctx, const Tensor& dy);
 
  private:
   Activation m_act;

@@ -108,6 +108,16 @@ Tensor BatchNorm::forwardRelu(LayerContext& ctx, const Tensor& x, const Tensor* 
 }
 
 Tensor BatchNorm::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGrad) {
+  return backwardImpl(ctx, dyIn, nullptr, needInputGrad);
+}
+
+Tensor BatchNorm::backwardThroughRelu(LayerContext& ctx, const Tensor& dy, const Tensor& reluOut,
+                                      bool needInputGrad) {
+  return backwardImpl(ctx, dy, &reluOut, needInputGrad);
+}
+
+Tensor BatchNorm::backwardImpl(LayerContext& ctx, const Tensor& dyIn, const Tensor* reluOut,
+                               bool needInputGrad) {
   if (!m_savedX.defined())
     throw std::logic_error(describe() + ": backward needs a training-mode forward first");
   Backend& be = ctx.backend;
@@ -117,7 +127,11 @@ Tensor BatchNorm::backward(LayerContext& ctx, const Tensor& dyIn, bool needInput
   Tensor dx = be.empty(m_savedX.shape(), d, MemCategory::Activations);
   Tensor dgamma = be.empty({m_features}, m_weight.value.dtype(), MemCategory::Gradients);
   Tensor dbeta = be.empty({m_features}, m_bias.value.dtype(), MemCategory::Gradients);
-  be.batchNormBackward(dy, m_savedX, m_weight.value, m_saveMean, m_saveInvStd, dx, dgamma, dbeta);
+  if (reluOut)
+    be.batchNormReluBackward(dy, *reluOut, m_savedX, m_weight.value, m_saveMean, m_saveInvStd, dx,
+                             dgamma, dbeta);
+  else
+    be.batchNormBackward(dy, m_savedX, m_weight.value, m_saveMean, m_saveInvStd, dx, dgamma, dbeta);
   accumulateGrad(be, m_weight, std::move(dgamma));
   accumulateGrad(be, m_bias, std::move(dbeta));
   dx = needInputGrad ? castActivation(be, dx, m_inputDtype, casts) : Tensor();
@@ -125,7 +139,8 @@ Tensor BatchNorm::backward(LayerContext& ctx, const Tensor& dyIn, bool needInput
     return OpTraceEntry{TracePhase::Backward, m_name, "batch_norm_backward",
         ctx.autocast.policy().policyFor("batch_norm"), false, {dyIn.dtype()}, d,
         needInputGrad ? m_inputDtype : d, casts, 0,
-        "gamma/beta grads in their own dtype"};
+        reluOut ? "gamma/beta grads in their own dtype; the ReLU's backward fused in"
+                : "gamma/beta grads in their own dtype"};
   });
   releaseSaved();
   return dx;

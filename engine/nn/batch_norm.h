@@ -22,6 +22,10 @@ class BatchNorm final : public Layer {
   // forward, add and ReLU give one after another. Backward is this layer's as after forward();
   // the ReLU's (and the add's) bookkeeping is the caller's.
   Tensor forwardRelu(LayerContext& ctx, const Tensor& x, const Tensor* residual);
+  // backward() of this layer and the ReLU after it together: dy is the ReLU's output gradient,
+  // reluOut its output (Backend::batchNormReluBackward); the ReLU's bookkeeping is the caller's.
+  Tensor backwardThroughRelu(LayerContext& ctx, const Tensor& dy, const Tensor& reluOut,
+                             bool needInputGrad);
   std::vector<Parameter*> parameters() override { return {&m_weight, &m_bias}; }
   std::vector<std::pair<std::string, Tensor*>> buffers() override;
   void initialize(Backend& be, Rng& rng, DType dtype, MemCategory category) override;
@@ -30,6 +34,8 @@ class BatchNorm final : public Layer {
   std::int64_t features() const { return m_features; }
 
  private:
+  Tensor backwardImpl(LayerContext& ctx, const Tensor& dy, const Tensor* reluOut, bool needInputGrad);
+
   std::int64_t m_features;
   double m_eps, m_momentum;
   Parameter m_weight, m_bias;  // gamma, beta

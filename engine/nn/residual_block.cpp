@@ -195,8 +195,13 @@ Tensor ResidualBlock::backward(LayerContext& ctx, const Tensor& dy, bool needInp
   }
   Tensor g = backwardPart(ctx, m_b2, dBranch, true);
   g = backwardPart(ctx, m_c2, g, true);
-  g = backwardPart(ctx, m_relu1, g, true);
-  g = backwardPart(ctx, m_b1, g, true);
+  if (ctx.observer) {  // histogram steps report the gradient between the ReLU and batch norm
+    g = backwardPart(ctx, m_relu1, g, true);
+    g = backwardPart(ctx, m_b1, g, true);
+  } else {
+    const Tensor y1 = m_relu1.takeOutputForFusedBackward(ctx, g);
+    g = m_b1.backwardThroughRelu(ctx, g, y1, true);
+  }
   Tensor dx = backwardPart(ctx, m_c1, g, needInputGrad);
   releaseSaved();
   if (!needInputGrad) return Tensor();

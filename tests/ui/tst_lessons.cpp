@@ -125,6 +125,27 @@ class TestLessons : public test::SessionFixture {
     const QString log = window()->eventLog()->plainText();
     QVERIFY2(log.contains(QStringLiteral("2 steps skipped (30, 31)")), qPrintable(log.right(600)));
   }
+
+  // Issue 14: the seeds' table as the lesson's conclusion, with the runs table's columns filled.
+  void resnetLessonGivesTheSeedsTable() {
+    runShort(QStringLiteral("resnet"), {{"model.depth", "8"}, {"model.base_width", "4"},
+                                        {"data.subset", "64"}, {"train.batch_size", "32"},
+                                        {"train.epochs", "2"}});
+    QCOMPARE(controller()->runs().size(), 3);
+    const QString log = window()->eventLog()->plainText();
+    for (const char* part : {"fp32: accuracy", "fp16: accuracy", "bf16: accuracy", "s/epoch", "activations",
+                             "checkpoint", "fp16 weights", "bf16 weights"})
+      QVERIFY2(log.contains(QLatin1String(part)), qPrintable(QLatin1String(part) + QLatin1String(" | ") + log.right(900)));
+    // The 16-bit weights file is half of fp32's (the same header and integer counters aside).
+    QVERIFY2(QRegularExpression(QStringLiteral("fp16 weights [0-9.]+ KiB \\(0\\.5[0-9]x\\)")).match(log).hasMatch(),
+             qPrintable(log.right(900)));
+    ui::RunsModel* model = window()->runsModel();
+    const ui::RunData* fp16 = runNamed(QStringLiteral("/fp16"));
+    QVERIFY(fp16);
+    const QString file = model->data(model->index(model->rowOf(fp16->id), ui::RunsModel::WeightsFile), Qt::DisplayRole).toString();
+    QVERIFY2(file.contains(QStringLiteral(" fp16 · 0.5")), qPrintable(file));
+    QCOMPARE(window()->dashboard()->histogramView()->selectedTensor(), QStringLiteral("weight_grad|layers.0.c1.weight"));
+  }
 };
 
 QTEST_MAIN(TestLessons)
