@@ -7,6 +7,9 @@
 #   tests/fuzz/run_fuzzers.sh [seconds-per-target]      (default 20)
 #   FUZZ_TARGETS="csv idx" tests/fuzz/run_fuzzers.sh 60  (only these targets)
 #   FUZZ_RUNS=1000000 tests/fuzz/run_fuzzers.sh 3600     (stop each at 1M executions or the time)
+#   FUZZ_TIMEOUT=60 ...   (seconds one input may take, default 10: libFuzzer measures wall-clock
+#                          time, so a niced run beside a build needs more; an input that really
+#                          hangs still fails it)
 #
 # Everything a run writes (new corpus entries, crashing inputs, logs) goes to a temporary
 # folder, never into the repository; a failing target's folder is kept and named. To keep a
@@ -53,7 +56,7 @@ for t in $TARGETS; do
   # New inputs go to the first folder ($dir/corpus); the repository's seeds are only read.
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     "$bin" -max_total_time="$SECONDS_PER_TARGET" "${runs_args[@]}" -rss_limit_mb=2048 -malloc_limit_mb=2048 \
-    -timeout=10 -print_final_stats=1 -artifact_prefix="$dir/" "${dict_args[@]}" \
+    -timeout="${FUZZ_TIMEOUT:-10}" -print_final_stats=1 -artifact_prefix="$dir/" "${dict_args[@]}" \
     "$dir/corpus" "$seeds" > "$dir/log" 2>&1 || rc=$?
   secs=$(( $(date +%s) - start ))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log" | tail -1)

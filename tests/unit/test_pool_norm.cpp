@@ -2,6 +2,7 @@
 // kernel) and batch normalisation (forward in training and eval, running statistics with the
 // unbiased variance, gradients by central finite differences of a double reference).
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <limits>
@@ -279,6 +280,67 @@ TEST_F(PoolNormTest, BatchNormHalfInputUsesFp32StatisticsAndKeepsItsDtype) {
       ASSERT_NEAR(a[i], r[i], ulp * std::fabs(r[i]) + 1e-6) << dtypeName(d) << " dx " << i;
     EXPECT_EQ(be->toHostFloat(dg), be->toHostFloat(dg32));
     EXPECT_EQ(be->toHostFloat(db), be->toHostFloat(db32));
+  }
+}
+
+// Batch norm walks rows in memory order, split across threads; its sums must still be the same
+// bits whatever the thread count (each row summed alone, each channel adding its rows in sample
+// order), so a run is reproducible on any machine. A layout big enough to go parallel, with short
+// rows (6x6) so that spans cover many rows and channels straddle the threads' ranges.
+TEST_F(PoolNormTest, BatchNormGivesTheSameBitsForAnyThreadCount) {
+  const Shape s{40, 24, 6, 6};  // 34,560 values: above the parallel threshold
+  const std::int64_t c = 24;
+  const auto xv = randomVec(shapeNumel(s), 81, -2, 3), gv = randomVec(shapeNumel(s), 82);
+  const auto gammaV = randomVec(c, 83, 0.5f, 1.5f), betaV = randomVec(c, 84);
+  struct Out {
+    std::vector<float> y, yRelu, mean, invStd, rm, rv, dx, dg, db, dxRelu, dgRelu, dbRelu;
+  };
+  auto runWith = [&](int threads, DType d) {
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    Out o;
+    Tensor x = make(xv, s, d), dy = make(gv, s, d);
+    Tensor gamma = make(gammaV, {c}), beta = make(betaV, {c});
+    Tensor rm = be->zeros({c}, DType::F32, MemCategory::Workspace), rv = make(std::vector<float>(c, 1.f), {c});
+    Tensor sm = be->empty({c}, DType::F32, MemCategory::Workspace),
+           si = be->empty({c}, DType::F32, MemCategory::Workspace);
+    Tensor y = be->empty(s, d, MemCategory::Workspace), yr = be->empty(s, d, MemCategory::Workspace);
+    be->batchNormForwardTrain(x, gamma, beta, rm, rv, 0.1f, 1e-5f, y, sm, si);
+    be->batchNormReluForwardTrain(x, gamma, beta, rm, rv, 0.1f, 1e-5f, &dy, yr, sm, si);
+    Tensor dx = be->empty(s, d, MemCategory::Workspace), dxr = be->empty(s, d, MemCategory::Workspace);
+    Tensor dg = be->empty({c}, DType::F32, MemCategory::Workspace),
+           db = be->empty({c}, DType::F32, MemCategory::Workspace);
+    Tensor dgr = be->empty({c}, DType::F32, MemCategory::Workspace),
+           dbr = be->empty({c}, DType::F32, MemCategory::Workspace);
+    be->batchNormBackward(dy, x, gamma, sm, si, dx, dg, db);
+    be->batchNormReluBackward(dy, yr, x, gamma, sm, si, dxr, dgr, dbr);
+    o.y = be->toHostFloat(y), o.yRelu = be->toHostFloat(yr), o.mean = be->toHostFloat(sm),
+    o.invStd = be->toHostFloat(si), o.rm = be->toHostFloat(rm), o.rv = be->toHostFloat(rv),
+    o.dx = be->toHostFloat(dx), o.dg = be->toHostFloat(dg), o.db = be->toHostFloat(db),
+    o.dxRelu = be->toHostFloat(dxr), o.dgRelu = be->toHostFloat(dgr), o.dbRelu = be->toHostFloat(dbr);
+    omp_set_num_threads(before);
+    return o;
+  };
+  for (DType d : {DType::F32, DType::BF16, DType::F16}) {
+    const Out one = runWith(1, d);
+    for (int threads : {2, 3, 7}) {
+      const Out many = runWith(threads, d);
+      SCOPED_TRACE(std::string(dtypeName(d)) + ", " + std::to_string(threads) + " threads");
+      EXPECT_EQ(one.y, many.y);
+      EXPECT_EQ(one.yRelu, many.yRelu);
+      EXPECT_EQ(one.mean, many.mean);
+      EXPECT_EQ(one.invStd, many.invStd);
+      EXPECT_EQ(one.rm, many.rm);
+      EXPECT_EQ(one.rv, many.rv);
+      EXPECT_EQ(one.dx, many.dx);
+      EXPECT_EQ(one.dg, many.dg);
+      EXPECT_EQ(one.db, many.db);
+      EXPECT_EQ(one.dxRelu, many.dxRelu);
+      EXPECT_EQ(one.dgRelu, many.dgRelu);
+      EXPECT_EQ(one.dbRelu, many.dbRelu);
+    }
+    // The fused ReLU backward is the ReLU's backward followed by batch norm's, bit for bit.
+    EXPECT_NE(one.dx, one.dxRelu);
   }
 }
 
