@@ -66,11 +66,8 @@ DataOptions folderOptions(const std::string& cache) {
   return o;
 }
 
-void bmCifar10(benchmark::State& state) {
-  DataOptions o;
-  o.name = "cifar10";
-  o.path = (benchData().root / "cifar").string();
-  o.normalize = "standard";
+// Loads the data set once per iteration; items are images (train + test).
+void timeLoads(benchmark::State& state, const DataOptions& o) {
   std::int64_t images = 0;
   for (auto _ : state) {
     const DataSplit s = loadDataset(o);
@@ -78,31 +75,27 @@ void bmCifar10(benchmark::State& state) {
     benchmark::DoNotOptimize(s.train.features.data());
   }
   state.SetItemsProcessed(state.iterations() * images);
+}
+
+void bmCifar10(benchmark::State& state) {
+  DataOptions o;
+  o.name = "cifar10";
+  o.path = (benchData().root / "cifar").string();
+  o.normalize = "standard";
+  timeLoads(state, o);
 }
 BENCHMARK(bmCifar10)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
 
 void bmImageFolderCached(benchmark::State& state) {
   const DataOptions o = folderOptions("on");
   loadDataset(o);  // the first decode fills the cache; not timed
-  std::int64_t images = 0;
-  for (auto _ : state) {
-    const DataSplit s = loadDataset(o);
-    images = s.train.count + s.test.count;
-    benchmark::DoNotOptimize(s.train.features.data());
-  }
-  state.SetItemsProcessed(state.iterations() * images);
+  timeLoads(state, o);
 }
 BENCHMARK(bmImageFolderCached)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
 
 void bmImageFolderFirstDecode(benchmark::State& state) {
   const DataOptions o = folderOptions("off");
-  std::int64_t images = 0;
-  for (auto _ : state) {
-    const DataSplit s = loadDataset(o);
-    images = s.train.count + s.test.count;
-    benchmark::DoNotOptimize(s.train.features.data());
-  }
-  state.SetItemsProcessed(state.iterations() * images);
+  timeLoads(state, o);
 }
 // Decoding runs on all cores: wall-clock time, not the main thread's CPU time.
 BENCHMARK(bmImageFolderFirstDecode)->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
