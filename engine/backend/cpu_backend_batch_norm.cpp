@@ -66,11 +66,8 @@ double laneSum(std::int64_t n, F&& f) {
 
 // A thread's fp32 buffers for one span: up to three widened inputs and the output.
 struct SpanScratch {
+  explicit SpanScratch(std::size_t n) : a(n), b(n), c(n), out(n) {}
   std::vector<float> a, b, c, out;
-  void size(std::size_t n) {
-    for (auto* v : {&a, &b, &c, &out})
-      if (v->size() < n) v->resize(n);
-  }
 };
 
 // A span: rows [first, first + count) of the N * C rows, first * HW values into the tensors.
@@ -90,8 +87,7 @@ void forEachRowSpan(const BnDims& d, std::int64_t numel, Fn&& fn) {
   const std::int64_t spans = (rows + perSpan - 1) / perSpan;
 #pragma omp parallel if (numel > kParallelThreshold)
   {
-    SpanScratch s;
-    s.size(static_cast<std::size_t>(perSpan * d.hw));
+    SpanScratch s(static_cast<std::size_t>(perSpan * d.hw));
 #pragma omp for schedule(static)
     for (std::int64_t k = 0; k < spans; ++k)
       fn(RowSpan{k * perSpan, std::min(perSpan, rows - k * perSpan), d.hw}, s);

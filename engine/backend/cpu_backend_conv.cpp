@@ -1,8 +1,8 @@
 // CPU backend: convolution and max pooling (NCHW); batch norm is cpu_backend_batch_norm.cpp.
 // Convolutions go to oneDNN (kernels/cpu/onednn_conv): fp32 and bf16 natively (fp32
 // accumulation, one rounding of the output); fp16 emulated as gemm does it: fp16 inputs widened
-// exactly to fp32, an fp32 convolution, the output rounded once to fp16. Pooling and batch norm
-// compute in fp32 on widened inputs and round their outputs once.
+// exactly to fp32, an fp32 convolution, the output rounded once to fp16. Pooling computes in fp32 on widened inputs
+// and rounds its outputs once.
 #include <omp.h>
 
 #include <algorithm>
