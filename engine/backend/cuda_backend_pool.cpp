@@ -3,6 +3,7 @@
 // either; values, argmax and gradients agree with the CPU bit for bit.
 #include <stdexcept>
 
+#include "engine/backend/backend_checks.h"
 #include "engine/backend/cuda_backend.h"
 #include "kernels/cuda/pool_norm_kernels.h"
 
@@ -45,8 +46,12 @@ std::string geometryString(const Pool2dGeometry& g) {
 void CudaBackend::maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
                                    const Pool2dGeometry& g) {
   useDevice();
+  // The CPU's check and message ("max_pool2d: invalid geometry (kernel 0, ...)"), so a layer is
+  // refused with the same line on either backend; validGeometry adds only the plane counts.
+  checks::poolGeometry(g.kernel, g.stride, g.padding, g.h, g.w);
   if (!validGeometry(g) || g.outH() <= 0 || g.outW() <= 0)
-    throw std::invalid_argument("max_pool2d: invalid geometry");
+    throw std::invalid_argument("max_pool2d: invalid geometry (" + std::to_string(g.n) + " x " +
+                                std::to_string(g.c) + " planes)");
   const cuda::PoolDims d = poolDims(g);
   if (x.numel() != d.planes * g.h * g.w || y.numel() != d.planes * d.outH * d.outW ||
       argmax.numel() != y.numel() || argmax.dtype() != DType::I32)

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -39,6 +41,55 @@ inline void expectCloseValues(const std::vector<float>& a, const std::vector<flo
   }
 }
 
+// What a NaN may look like. IEEE 754 leaves a NaN's sign and payload open, and so do PyTorch
+// and we: the CPU's arithmetic gives the default quiet NaN (0x7fc00000, fp16 0x7e00, bf16
+// 0x7fc0), CUDA's 0x7fffffff / 0x7fff, and a NaN carried through a cast keeps what it had. So a
+// NaN matches any NaN, and every other element must match bit for bit.
+inline bool isNaNElement(DType d, const std::uint8_t* p) {
+  if (d == DType::F32) {
+    std::uint32_t u;
+    std::memcpy(&u, p, 4);
+    return (u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu) != 0;
+  }
+  std::uint16_t h;
+  std::memcpy(&h, p, 2);
+  if (d == DType::F16) return (h & 0x7c00u) == 0x7c00u && (h & 0x03ffu) != 0;
+  if (d == DType::BF16) return (h & 0x7f80u) == 0x7f80u && (h & 0x007fu) != 0;
+  return false;  // integers and bytes have no NaN
+}
+
+inline std::size_t elementBytes(DType d) {
+  return d == DType::F32 || d == DType::I32 ? 4 : d == DType::U8 ? 1 : 2;
+}
+
+// Element by element, bit for bit, except that NaN matches NaN (above); reports the first
+// five differences with both bit patterns.
+inline void expectSameElements(DType d, const std::vector<std::uint8_t>& a,
+                               const std::vector<std::uint8_t>& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  const std::size_t w = elementBytes(d);
+  int reported = 0;
+  for (std::size_t off = 0; off + w <= a.size(); off += w) {
+    if (std::memcmp(&a[off], &b[off], w) == 0) continue;
+    if (isNaNElement(d, &a[off]) && isNaNElement(d, &b[off])) continue;
+    if (reported++ >= 5) continue;
+    std::uint32_t x = 0, y = 0;
+    std::memcpy(&x, &a[off], w);
+    std::memcpy(&y, &b[off], w);
+    char hex[64];
+    std::snprintf(hex, sizeof hex, "0x%0*x vs 0x%0*x", int(2 * w), x, int(2 * w), y);
+    ADD_FAILURE() << what << ": bytes differ at element " << off / w << " (cpu vs cuda " << hex
+                  << ")";
+  }
+}
+
+// Two statistics that must agree exactly, where both may be NaN (a NaN gradient's sum of
+// squares): NaN == NaN is false, so EXPECT_EQ cannot say it.
+inline void expectSameOrBothNaN(double cpuValue, double cudaValue, const std::string& what) {
+  if (std::isnan(cpuValue) && std::isnan(cudaValue)) return;
+  EXPECT_EQ(cpuValue, cudaValue) << what;
+}
+
 // Skips the calling test (GTEST_SKIP needs a void function) when no GPU is usable here.
 #define AMP_SKIP_WITHOUT_GPU()                                                        \
   do {                                                                               \
@@ -66,8 +117,10 @@ class CpuAndCuda : public ::testing::Test {
     return {cpu->empty(shape, dtype, MemCategory::Workspace),
             cuda->empty(shape, dtype, MemCategory::Workspace)};
   }
+  // Bit for bit, NaN matching any NaN (isNaNElement).
   void expectSameBits(const Pair& p, const std::string& what) {
-    EXPECT_EQ(cpu->toHostBytes(p.c), cuda->toHostBytes(p.g)) << what << ": bytes differ";
+    ASSERT_EQ(p.c.dtype(), p.g.dtype()) << what;
+    expectSameElements(p.c.dtype(), cpu->toHostBytes(p.c), cuda->toHostBytes(p.g), what);
   }
   // Element-wise |gpu - cpu| <= abs + rel * |cpu|. Non-finite values must agree exactly: NaN
   // only with NaN, an infinity only with the same infinity (rel * inf would pass anything).

@@ -135,10 +135,13 @@ TEST_F(CpuAndCuda, MaxPoolRefusesWhatTheCpuRefuses) {
   expectSameRefusal(*cpu, *cuda, [&](Backend& be, bool c) {
     be.maxPool2dBackward(on(c, y), on(c, idx), on(c, badDx), g);
   }, "input gradient of the wrong size");
-  // A window larger than the input: the CPU has no check of its own for it ((1 - 2) / 2 + 1 is
-  // one output row, whose window would read past the plane); the GPU refuses the geometry.
+  // A window larger than the input ((1 - 2) / 2 + 1 would be one output row whose window reads
+  // past the plane): both refuse it with the one shared check and message.
+  expectSameRefusal(*cpu, *cuda, [&](Backend& be, bool c) {
+    be.maxPool2dForward(on(c, x), on(c, y), on(c, idx), pool(2, 3, 1, 36, 2, 2));
+  }, "window larger than the input");
   EXPECT_EQ(refusal([&] { cuda->maxPool2dForward(x.g, y.g, idx.g, pool(2, 3, 1, 36, 2, 2)); }),
-            "max_pool2d: invalid geometry");
+            "max_pool2d: invalid geometry (kernel 2, stride 2, padding 0 on 1x36)");
 }
 
 // ---- batch norm: the double reference and its bounds ---------------------------------------
