@@ -10,6 +10,7 @@ QString labelFor(const std::string& key) {
   static const std::map<std::string, QString> labels = {
       {"name", "Run name"}, {"seed", "Seed"}, {"amp.mode", "Precision"}, {"backend", "Backend"},
       {"tf32", "TF32 GEMMs (GPU)"},
+      {"reduced_precision_reduction", "16-bit split-K sums (GPU)"},
       {"scaler.kind", "Scaler"}, {"scaler.enabled", "Enabled"}, {"scaler.init_scale", "Initial scale"},
       {"scaler.growth_factor", "Growth factor"}, {"scaler.backoff_factor", "Backoff factor"},
       {"scaler.growth_interval", "Growth interval"}, {"scaler.min_scale", "Min scale"},
@@ -51,7 +52,7 @@ const Groups kModelTab = {
               "data.subset", "data.samples", "data.noise", "data.classes", "data.batches",
               "data.test_fraction", "data.label_column", "data.cache"}}};
 const Groups kPrecisionTab = {
-    {"Precision", {"amp.mode", kModeNote, "backend", "tf32", kBackendNote}},
+    {"Precision", {"amp.mode", kModeNote, "backend", "tf32", "reduced_precision_reduction", kBackendNote}},
     {"Loss scaler", {"scaler.enabled", "scaler.kind", "scaler.init_scale", "scaler.growth_factor",
                      "scaler.backoff_factor", "scaler.growth_interval", "scaler.min_scale",
                      "scaler.max_scale", "scaler.hysteresis", kScalerNote, kScalerDefaults}}};

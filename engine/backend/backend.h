@@ -175,6 +175,11 @@ class Backend : public BufferAllocator {
   // it directly) rather than a widened fp32 convolution off the tensor cores (cuDNN, which has
   // no such mixed configuration): Conv2d then asks for 16-bit weight gradients instead.
   virtual bool convWritesFp32FromHalfNatively() const { return true; }
+  // May a layer leave an fp32 weight gradient's rounding through 16 bits to the step's first
+  // pass over the gradients (Parameter::gradRoundThrough, the roundFirst lists below) instead of
+  // a roundThrough pass of its own? True where that pass folds it in for free (the CUDA
+  // backend's unscale and optimizer kernels); the values are the same either way.
+  virtual bool defersGradRounding() const { return false; }
   // argmax (I32) remembers the winning input index per output for the backward pass.
   virtual void maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
                                 const Pool2dGeometry& g) = 0;
@@ -264,7 +269,16 @@ class Backend : public BufferAllocator {
   // keeps the stats in host memory (the CPU backend); a device backend overrides them all.
   virtual void beginStep();
   // _amp_foreach_non_finite_check_and_unscale_ over the list (backward order).
-  virtual void foreachUnscaleAndCheck(std::span<Tensor* const> grads, float invScale);
+  //
+  // roundFirst (empty, or one entry per tensor): fp32 gradients whose rounding through a
+  // 16-bit dtype was deferred (defersGradRounding; F32 = none). Each such gradient is taken as
+  // roundThrough(grad, dtype) would have left it, before anything else reads it: the values are
+  // those of rounding first and then running the op. The base class does exactly that (a
+  // roundThrough, then the op); a device backend folds the rounding into the op's one read of
+  // the gradient. The unscale writes the rounded, unscaled values back; the optimizer steps
+  // only read them (the gradient in memory then still awaits its rounding).
+  virtual void foreachUnscaleAndCheck(std::span<Tensor* const> grads, float invScale,
+                                      std::span<const DType> roundFirst = {});
   // clip_grad_norm_: the norm of the unscaled gradients (measured now if nothing was unscaled);
   // when finite and above maxNorm, every gradient is scaled by float(maxNorm / (norm + 1e-6)).
   virtual void foreachClipGradNorm(std::span<Tensor* const> grads, double maxNorm);
@@ -274,10 +288,11 @@ class Backend : public BufferAllocator {
   // SGD). They do nothing when gateStep decided to skip; otherwise as sgdStep/adamStep, with the
   // lost updates and the gradients' sum of squares added to the step's stats.
   virtual void foreachSgdStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
-                              std::span<Tensor* const> momentum, const SgdParams& p);
+                              std::span<Tensor* const> momentum, const SgdParams& p,
+                              std::span<const DType> roundFirst = {});
   virtual void foreachAdamStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
                                std::span<Tensor* const> expAvg, std::span<Tensor* const> expAvgSq,
-                               const AdamParams& p);
+                               const AdamParams& p, std::span<const DType> roundFirst = {});
   // _amp_update_scale_: applies the rule to `current` with this step's found_inf.
   virtual void updateScale(const ScaleRule& rule, const ScaleCounters& current);
   // The step's stats, brought to the host: the one synchronisation of a step.
@@ -298,6 +313,10 @@ class Backend : public BufferAllocator {
   virtual void resetGemmCounters() {}
 
  protected:
+  // The base class's form of roundFirst: roundThrough each gradient that has a dtype there.
+  void roundDeferred(std::span<Tensor* const> grads, std::span<const DType> roundFirst,
+                     const char* op);
+
   StepStats m_stepStats;  // the base class's multi-tensor ops keep the step's stats here
 };
 

@@ -54,6 +54,8 @@ std::string missingArchitectureReason(int ccMajor, int ccMinor, const std::strin
 
 struct BackendOptions {
   bool tf32 = false;  // fp32 GEMMs on the GPU may use TF32 tensor cores
+  // 16-bit GEMMs on the GPU may reduce split-K partials in the output's dtype (PyTorch's default)
+  bool reducedPrecisionReduction = false;
 };
 
 // "cpu" | "cuda" | "cuda:N" | "auto" (the GPU when one is usable, else the CPU). Throws

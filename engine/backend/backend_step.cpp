@@ -14,6 +14,14 @@ void requireSameLength(std::size_t a, std::size_t b, const char* op) {
 }
 }  // namespace
 
+void Backend::roundDeferred(std::span<Tensor* const> grads, std::span<const DType> roundFirst,
+                            const char* op) {
+  if (roundFirst.empty()) return;
+  requireSameLength(grads.size(), roundFirst.size(), op);
+  for (std::size_t i = 0; i < grads.size(); ++i)
+    if (roundFirst[i] != DType::F32) roundThrough(*grads[i], roundFirst[i]);
+}
+
 void Backend::beginStep() { m_stepStats = {}; }
 
 void Backend::crossEntropyForwardIntoStep(const Tensor& logits, const Tensor& labels,
@@ -25,7 +33,9 @@ void Backend::mseForwardIntoStep(const Tensor& pred, const Tensor& target) {
   m_stepStats.lossSum += mseForward(pred, target);
 }
 
-void Backend::foreachUnscaleAndCheck(std::span<Tensor* const> grads, float invScale) {
+void Backend::foreachUnscaleAndCheck(std::span<Tensor* const> grads, float invScale,
+                                     std::span<const DType> roundFirst) {
+  roundDeferred(grads, roundFirst, "foreach unscale");
   const UnscaleResult r = unscaleAndCheck(grads, invScale);
   m_stepStats.unscaled = true;
   m_stepStats.foundInf = r.foundInf;
@@ -57,10 +67,12 @@ void Backend::gateStep(const StepGate& gate) {
 }
 
 void Backend::foreachSgdStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
-                             std::span<Tensor* const> momentum, const SgdParams& p) {
+                             std::span<Tensor* const> momentum, const SgdParams& p,
+                             std::span<const DType> roundFirst) {
   requireSameLength(params.size(), grads.size(), "foreach sgd");
   requireSameLength(params.size(), momentum.size(), "foreach sgd");
   if (!m_stepStats.stepped) return;
+  roundDeferred(grads, roundFirst, "foreach sgd");
   for (std::size_t i = 0; i < params.size(); ++i) {
     const UpdateResult r = sgdStep(*params[i], *grads[i], momentum[i], p);
     m_stepStats.lost += r.lost;
@@ -70,11 +82,12 @@ void Backend::foreachSgdStep(std::span<Tensor* const> params, std::span<Tensor* 
 
 void Backend::foreachAdamStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
                               std::span<Tensor* const> expAvg, std::span<Tensor* const> expAvgSq,
-                              const AdamParams& p) {
+                              const AdamParams& p, std::span<const DType> roundFirst) {
   requireSameLength(params.size(), grads.size(), "foreach adam");
   requireSameLength(params.size(), expAvg.size(), "foreach adam");
   requireSameLength(params.size(), expAvgSq.size(), "foreach adam");
   if (!m_stepStats.stepped) return;
+  roundDeferred(grads, roundFirst, "foreach adam");
   for (std::size_t i = 0; i < params.size(); ++i) {
     const UpdateResult r = adamStep(*params[i], *grads[i], *expAvg[i], *expAvgSq[i], p);
     m_stepStats.lost += r.lost;

@@ -105,7 +105,24 @@ class CpuBackend final : public Backend {
   GemmCounters gemmCounters() const override { return m_gemm; }
   void resetGemmCounters() override { m_gemm = {}; }
 
+  // Off by default: the CPU gains nothing from deferring (the base class's fused forms are a
+  // roundThrough and the op). On, the engine's deferred-rounding bookkeeping (which gradients
+  // await their rounding, who settles them) runs here exactly as on a GPU, so the trainer's
+  // tests check it on machines without one.
+  bool defersGradRounding() const override { return m_defersGradRounding; }
+  void setDefersGradRounding(bool on) { m_defersGradRounding = on; }
+
+  // Off by default. On, every fp32 GEMM with K >= 2 runs as two GEMMs over the halves of K whose
+  // results are added (the split-K order a GPU library may choose): the same products summed in
+  // another order. How far a run moves under it is the yardstick for how far a GPU run, whose
+  // library sums in its own order, may stray from the CPU's (tests/gpu/test_trainer_cuda.cpp).
+  void setGemmSplitK(bool on) { m_gemmSplitK = on; }
+
  private:
+  bool m_defersGradRounding = false;
+  bool m_gemmSplitK = false;
+  void gemmSplitK(const Tensor& a, bool transA, const Tensor& b, bool transB, Tensor& c,
+                  const Tensor* bias);
   MemoryTracker m_memory;
   GemmCounters m_gemm;
   // Freed blocks kept for reuse (fresh multi-MB blocks would be mmap'ed and page-faulted anew

@@ -9,6 +9,7 @@
 
 #include "engine/backend/backend_checks.h"
 #include "engine/backend/cpu_backend.h"
+#include "kernels/common/bias_grad_order.h"
 #include "kernels/cpu/chunked.h"
 #include "kernels/cpu/onednn_matmul.h"
 
@@ -33,6 +34,8 @@ void CpuBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool transB
   const checks::GemmDims d = checks::gemm(a, transA, b, transB, c, bias);
   const cpu::MatmulShape s{d.m, d.n, d.k, transA, transB};
   const DType in = a.dtype();
+  if (m_gemmSplitK && in == DType::F32 && c.dtype() == DType::F32 && d.k >= 2)
+    return gemmSplitK(a, transA, b, transB, c, bias);
 
   const cpu::ElemType inType = elemType(in), outType = elemType(c.dtype());
   const cpu::ScratchAccount scratch(m_memory,
@@ -45,6 +48,35 @@ void CpuBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool transB
   ++m_gemm.calls;
 }
 
+void CpuBackend::gemmSplitK(const Tensor& a, bool transA, const Tensor& b, bool transB, Tensor& c,
+                            const Tensor* bias) {
+  const checks::GemmDims d = checks::gemm(a, transA, b, transB, c, bias);
+  const std::int64_t k1 = d.k / 2;
+  const float* av = a.data<float>();
+  const float* bv = b.data<float>();
+  // Each half of K copied out untransposed: a's columns [p0, p1) (m x kh), b's rows (kh x n).
+  auto half = [&](std::int64_t p0, std::int64_t p1, const float* biasData, std::vector<float>& out) {
+    const std::int64_t kh = p1 - p0;
+    std::vector<float> ah(std::size_t(d.m * kh)), bh(std::size_t(kh * d.n));
+    for (std::int64_t i = 0; i < d.m; ++i)
+      for (std::int64_t p = 0; p < kh; ++p)
+        ah[i * kh + p] = transA ? av[(p0 + p) * d.m + i] : av[i * d.k + p0 + p];
+    for (std::int64_t p = 0; p < kh; ++p)
+      for (std::int64_t j = 0; j < d.n; ++j)
+        bh[p * d.n + j] = transB ? bv[j * d.k + p0 + p] : bv[(p0 + p) * d.n + j];
+    out.assign(std::size_t(d.m * d.n), 0.f);
+    cpu::matmul(cpu::ElemType::F32, cpu::ElemType::F32, {d.m, d.n, kh, false, false}, ah.data(),
+                bh.data(), biasData, out.data());
+  };
+  std::vector<float> c1, c2;
+  half(0, k1, bias ? bias->data<float>() : nullptr, c1);
+  half(k1, d.k, nullptr, c2);
+  float* cv = c.data<float>();
+  for (std::size_t i = 0; i < c1.size(); ++i) cv[i] = c1[i] + c2[i];
+  m_gemm.flops += 2.0 * double(d.m) * double(d.n) * double(d.k);
+  ++m_gemm.calls;
+}
+
 void CpuBackend::biasGrad(const Tensor& dy, Tensor& db) {
   const std::int64_t n = db.numel();
   if (dy.rank() != 2 || dy.dim(1) != n)
@@ -52,18 +84,25 @@ void CpuBackend::biasGrad(const Tensor& dy, Tensor& db) {
                                 shapeString(db.shape()));
   const std::int64_t m = dy.dim(0);
   const int gc = cpu::floatCode(dy), bc = cpu::floatCode(db);
-  // Columns are split across threads and each column sums its rows in order, so the result does
-  // not depend on the thread count; 16-bit rows are widened a block at a time with the
-  // vectorised converters, and the sums stay in fp32 (autocast's fp32 accumulation).
+  // The blocked order of kernels/common/bias_grad_order.h (the CUDA kernel's too, so both give
+  // the same bits): per column, blocks of kBiasGradRowBlock rows summed in order from 0, then
+  // the block sums added in order. Columns are split across threads, so the result does not
+  // depend on the thread count; 16-bit rows are widened a block at a time with the vectorised
+  // converters, and the sums stay in fp32 (autocast's fp32 accumulation).
   constexpr std::int64_t kBlock = 256;
   const std::int64_t blocks = (n + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static) if (m * n > cpu::kParallelThreshold)
   for (std::int64_t blk = 0; blk < blocks; ++blk) {
     const std::int64_t j0 = blk * kBlock, len = std::min(kBlock, n - j0);
-    float sums[kBlock] = {}, row[kBlock];
-    for (std::int64_t r = 0; r < m; ++r) {
-      const float* v = cpu::widenChunk(gc, dy.rawData(), r * n + j0, len, row);
-      for (std::int64_t j = 0; j < len; ++j) sums[j] += v[j];
+    float sums[kBlock] = {}, part[kBlock], row[kBlock];
+    for (std::int64_t r0 = 0; r0 < m; r0 += kBiasGradRowBlock) {
+      const std::int64_t r1 = std::min(m, r0 + kBiasGradRowBlock);
+      std::fill(part, part + len, 0.f);
+      for (std::int64_t r = r0; r < r1; ++r) {
+        const float* v = cpu::widenChunk(gc, dy.rawData(), r * n + j0, len, row);
+        for (std::int64_t j = 0; j < len; ++j) part[j] += v[j];
+      }
+      for (std::int64_t j = 0; j < len; ++j) sums[j] += part[j];
     }
     cpu::narrowChunk(bc, db.rawData(), j0, len, sums);
   }

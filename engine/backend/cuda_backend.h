@@ -24,8 +24,10 @@ namespace amp {
 class CudaBackend final : public Backend {
  public:
   // device: the CUDA ordinal; tf32: fp32 GEMMs may use TF32 tensor cores (PyTorch's
-  // allow_tf32). Throws std::runtime_error when the device cannot be used.
-  CudaBackend(int device, bool tf32);
+  // allow_tf32); reducedPrecisionReduction: 16-bit GEMMs may reduce split-K partial sums in
+  // fp16/bf16 (PyTorch's default; off here). Throws std::runtime_error when the device cannot
+  // be used.
+  CudaBackend(int device, bool tf32, bool reducedPrecisionReduction = false);
   ~CudaBackend() override;
 
   std::string name() const override { return "cuda:" + std::to_string(m_device); }
@@ -69,6 +71,9 @@ class CudaBackend final : public Backend {
   void conv2dBackwardWeights(const Tensor& dy, const Tensor& x, Tensor& dw, Tensor* dbias,
                              const Conv2dGeometry& g) override;
   bool convWritesFp32FromHalfNatively() const override { return false; }
+  // The unscale and optimizer kernels apply a deferred rounding as they read (AMP_CUDA_DISABLE=
+  // deferred-grad-rounding turns it off: the layers then round in a pass of their own).
+  bool defersGradRounding() const override;
   void maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
                         const Pool2dGeometry& g) override;
   void maxPool2dBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx,
@@ -107,14 +112,16 @@ class CudaBackend final : public Backend {
                         const AdamParams& p) override;
 
   void beginStep() override;
-  void foreachUnscaleAndCheck(std::span<Tensor* const> grads, float invScale) override;
+  void foreachUnscaleAndCheck(std::span<Tensor* const> grads, float invScale,
+                              std::span<const DType> roundFirst = {}) override;
   void foreachClipGradNorm(std::span<Tensor* const> grads, double maxNorm) override;
   void gateStep(const StepGate& gate) override;
   void foreachSgdStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
-                      std::span<Tensor* const> momentum, const SgdParams& p) override;
+                      std::span<Tensor* const> momentum, const SgdParams& p,
+                      std::span<const DType> roundFirst = {}) override;
   void foreachAdamStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
                        std::span<Tensor* const> expAvg, std::span<Tensor* const> expAvgSq,
-                       const AdamParams& p) override;
+                       const AdamParams& p, std::span<const DType> roundFirst = {}) override;
   void updateScale(const ScaleRule& rule, const ScaleCounters& current) override;
   StepStats readStepStats() override;
 
@@ -163,6 +170,7 @@ class CudaBackend final : public Backend {
 
   int m_device = 0;
   bool m_tf32 = false;
+  bool m_reducedPrecisionReduction = false;
   std::string m_deviceName;
   int m_ccMajor = 0, m_ccMinor = 0;
   cuda::Stream m_stream = nullptr;
@@ -196,6 +204,9 @@ class CudaBackend final : public Backend {
 namespace cudabk {
 // dtype code of a float tensor (0 fp32, 1 fp16, 2 bf16), or an exception naming op.
 int floatCode(const Tensor& t, const char* op);
+// The kernels' code for a deferred rounding of grads[i] (0 none, 1 fp16, 2 bf16), checking that
+// roundFirst is empty or as long as the list and rounds only fp32 gradients through 16 bits.
+int roundCode(std::span<const DType> roundFirst, std::size_t i, const Tensor& grad, const char* op);
 void requireSameSize(const Tensor& a, const Tensor& b, const char* op);
 std::string shapes(std::initializer_list<const Tensor*> ts);  // "(2, 3) fp16, (3) fp32"
 }  // namespace cudabk

@@ -6,20 +6,24 @@
 
 #include "engine/backend/cuda_backend.h"
 #include "engine/backend/cuda_error.h"
+#include "engine/backend/cuda_fast_paths.h"
 
 namespace amp {
 
 using cudabk::floatCode;
 
 namespace {
-std::vector<cuda::MultiTensorEntry> gradEntries(std::span<Tensor* const> grads, const char* op) {
+std::vector<cuda::MultiTensorEntry> gradEntries(std::span<Tensor* const> grads, const char* op,
+                                                std::span<const DType> roundFirst = {}) {
   std::vector<cuda::MultiTensorEntry> entries;
   entries.reserve(grads.size());
-  for (Tensor* g : grads) {
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const Tensor* g = grads[i];
     cuda::MultiTensorEntry e;
     e.grad = g->rawData();
     e.n = g->numel();
     e.gradCode = floatCode(*g, op);
+    e.roundCode = cudabk::roundCode(roundFirst, i, *g, op);
     entries.push_back(e);
   }
   return entries;
@@ -75,10 +79,32 @@ void CudaBackend::beginStep() {
   checkLaunch("begin step", "");
 }
 
-void CudaBackend::foreachUnscaleAndCheck(std::span<Tensor* const> grads, float invScale) {
+namespace cudabk {
+int roundCode(std::span<const DType> roundFirst, std::size_t i, const Tensor& grad, const char* op) {
+  if (roundFirst.empty()) return 0;
+  if (i >= roundFirst.size())
+    throw std::invalid_argument(std::string(op) + ": the deferred-rounding list is shorter than the gradients");
+  const DType d = roundFirst[i];
+  if (d == DType::F32) return 0;
+  if (grad.dtype() != DType::F32 || (d != DType::F16 && d != DType::BF16))
+    throw std::invalid_argument(std::string(op) + ": a deferred rounding through " +
+                                std::string(dtypeName(d)) + " of a " + std::string(dtypeName(grad.dtype())) +
+                                " gradient (only fp32 gradients round through fp16/bf16)");
+  return d == DType::F16 ? 1 : 2;
+}
+}  // namespace cudabk
+
+bool CudaBackend::defersGradRounding() const {
+  return cudabk::fastPathEnabled("deferred-grad-rounding");
+}
+
+void CudaBackend::foreachUnscaleAndCheck(std::span<Tensor* const> grads, float invScale,
+                                         std::span<const DType> roundFirst) {
   useDevice();
+  if (!roundFirst.empty() && roundFirst.size() != grads.size())
+    throw std::invalid_argument("foreach unscale: tensor lists differ in length");
   std::int64_t maxN = 0;
-  const auto* table = uploadTable(gradEntries(grads, "unscale"), maxN);
+  const auto* table = uploadTable(gradEntries(grads, "unscale", roundFirst), maxN);
   cuda::launchUnscaleAndCheck(table, static_cast<int>(grads.size()), maxN, invScale,
                               m_stepRecord, m_stream);
   checkLaunch("unscale and check", std::to_string(grads.size()) + " gradients");

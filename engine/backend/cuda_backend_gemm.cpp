@@ -25,6 +25,7 @@ void CudaBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool trans
   s.inCode = floatCode(a, "gemm");
   s.outCode = floatCode(c, "gemm");
   s.tf32 = m_tf32;
+  s.reducedPrecisionReduction = m_reducedPrecisionReduction;
   // The epilogue takes a bias of the output's dtype; a 16-bit bias on an fp32 output is added
   // by our kernel afterwards (the same single fp32 add).
   s.withBias = bias && bias->dtype() == c.dtype();

@@ -47,7 +47,8 @@ std::size_t roundedSize(std::size_t bytes) {
 }
 }  // namespace
 
-CudaBackend::CudaBackend(int device, bool tf32) : m_device(device), m_tf32(tf32) {
+CudaBackend::CudaBackend(int device, bool tf32, bool reducedPrecisionReduction)
+    : m_device(device), m_tf32(tf32), m_reducedPrecisionReduction(reducedPrecisionReduction) {
   // Whatever was created before a failure (stream, records, events, the cuBLASLt handle) is
   // released by the destructor's code, which does not run for a constructor that throws.
   try {

@@ -18,7 +18,7 @@ void requireF32State(const Tensor* t, const Tensor& param, const char* what) {
 }
 
 cuda::MultiTensorEntry paramEntry(Tensor& param, const Tensor& grad, Tensor* a, Tensor* b,
-                                  const char* op) {
+                                  const char* op, int roundCode = 0) {
   cudabk::requireSameSize(param, grad, op);
   requireF32State(a, param, "optimizer state");
   requireF32State(b, param, "optimizer state");
@@ -30,6 +30,7 @@ cuda::MultiTensorEntry paramEntry(Tensor& param, const Tensor& grad, Tensor* a, 
   e.n = param.numel();
   e.paramCode = floatCode(param, op);
   e.gradCode = floatCode(grad, op);
+  e.roundCode = roundCode;
   return e;
 }
 
@@ -52,15 +53,18 @@ AdamScalars adamScalars(const AdamParams& p) {
 }  // namespace
 
 void CudaBackend::foreachSgdStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
-                                 std::span<Tensor* const> momentum, const SgdParams& p) {
+                                 std::span<Tensor* const> momentum, const SgdParams& p,
+                                 std::span<const DType> roundFirst) {
   useDevice();
-  if (params.size() != grads.size() || params.size() != momentum.size())
+  if (params.size() != grads.size() || params.size() != momentum.size() ||
+      (!roundFirst.empty() && roundFirst.size() != params.size()))
     throw std::invalid_argument("foreach sgd: tensor lists differ in length");
   std::vector<cuda::MultiTensorEntry> entries;
   for (std::size_t i = 0; i < params.size(); ++i) {
     if (p.momentum != 0.f && !momentum[i])
       throw std::invalid_argument("foreach sgd: momentum needs a buffer per parameter");
-    entries.push_back(paramEntry(*params[i], *grads[i], momentum[i], nullptr, "sgd"));
+    entries.push_back(paramEntry(*params[i], *grads[i], momentum[i], nullptr, "sgd",
+                                 cudabk::roundCode(roundFirst, i, *grads[i], "foreach sgd")));
   }
   std::int64_t maxN = 0;
   const auto* table = uploadTable(entries, maxN);
@@ -71,15 +75,17 @@ void CudaBackend::foreachSgdStep(std::span<Tensor* const> params, std::span<Tens
 
 void CudaBackend::foreachAdamStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
                                   std::span<Tensor* const> expAvg,
-                                  std::span<Tensor* const> expAvgSq, const AdamParams& p) {
+                                  std::span<Tensor* const> expAvgSq, const AdamParams& p,
+                                  std::span<const DType> roundFirst) {
   useDevice();
   if (params.size() != grads.size() || params.size() != expAvg.size() ||
-      params.size() != expAvgSq.size())
+      params.size() != expAvgSq.size() || (!roundFirst.empty() && roundFirst.size() != params.size()))
     throw std::invalid_argument("foreach adam: tensor lists differ in length");
   std::vector<cuda::MultiTensorEntry> entries;
   for (std::size_t i = 0; i < params.size(); ++i) {
     if (!expAvg[i] || !expAvgSq[i]) throw std::invalid_argument("foreach adam: missing moments");
-    entries.push_back(paramEntry(*params[i], *grads[i], expAvg[i], expAvgSq[i], "adam"));
+    entries.push_back(paramEntry(*params[i], *grads[i], expAvg[i], expAvgSq[i], "adam",
+                                 cudabk::roundCode(roundFirst, i, *grads[i], "foreach adam")));
   }
   std::int64_t maxN = 0;
   const auto* table = uploadTable(entries, maxN);

@@ -68,7 +68,7 @@ GpuInventory probeCudaDevices() {
 }
 
 std::unique_ptr<Backend> makeCudaBackend(int ordinal, const BackendOptions& options) {
-  return std::make_unique<CudaBackend>(ordinal, options.tf32);
+  return std::make_unique<CudaBackend>(ordinal, options.tf32, options.reducedPrecisionReduction);
 }
 
 }  // namespace amp

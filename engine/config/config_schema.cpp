@@ -167,6 +167,7 @@ std::vector<ConfigKey> buildKeys() {
                [](const RunConfig& c) { return std::string(precisionModeName(c.mode)); }});
   k.push_back(choiceKey("backend", "compute backend: auto (the GPU when one is usable) | cpu | cuda", {"auto", "cpu", "cuda"}, [](RunConfig& c) { return &c.backend; }));
   k.push_back(boolKey("tf32", "fp32 GEMMs on the GPU may use TF32 tensor cores (off: full fp32, as PyTorch's default)", [](RunConfig& c) { return &c.tf32; }));
+  k.push_back(boolKey("reduced_precision_reduction", "16-bit GEMMs on the GPU may add split-K partial sums in fp16/bf16, as PyTorch does by default (off: fp32 accumulation and one rounding)", [](RunConfig& c) { return &c.reducedPrecisionReduction; }));
   k.push_back({"scaler.kind", "choice", "loss scaler: dynamic (PyTorch) | static | none | apex_dynamic | hysteresis",
                {"dynamic", "static", "none", "apex_dynamic", "hysteresis"},
                [](RunConfig& c, const std::string& v) {

@@ -81,6 +81,10 @@ struct RunConfig {
   PrecisionMode mode = PrecisionMode::Fp32;
   std::string backend = "auto";  // auto (the GPU when one is usable) | cpu | cuda
   bool tf32 = false;  // fp32 GEMMs on the GPU may use TF32 tensor cores (PyTorch's allow_tf32)
+  // 16-bit GEMMs on the GPU may reduce split-K partial sums in fp16/bf16 (PyTorch's
+  // allow_fp16/bf16_reduced_precision_reduction, true by default there). Off: fp32 accumulation
+  // throughout and one rounding, our promise.
+  bool reducedPrecisionReduction = false;
   ScalerConfig scaler;
   // auto: a scaler for fp16 and pure_fp16, none for fp32 and bf16 (PyTorch's recipe:
   // GradScaler(enabled=use_fp16)); true/false force it (a scaler on bf16 runs but changes

@@ -6,7 +6,14 @@
 
 namespace amp {
 
+void settleGrad(Backend& be, Parameter& p) {
+  if (p.gradRoundThrough == DType::F32) return;
+  if (p.grad.defined()) be.roundThrough(p.grad, p.gradRoundThrough);
+  p.gradRoundThrough = DType::F32;
+}
+
 void accumulateGrad(Backend& be, Parameter& p, Tensor computed) {
+  settleGrad(be, p);  // a second micro-batch adds to the rounded values, as without deferral
   if (!p.grad.defined()) {
     p.grad = computed.dtype() == p.value.dtype()
                  ? std::move(computed)

@@ -78,6 +78,10 @@ void initWeightAndBias(Backend& be, Rng& rng, const std::string& layer, Paramete
 // Adds a computed gradient into p.grad, in p's dtype: the first one becomes p.grad (cast to
 // fp32 when the op ran in 16 bits, as the cast's backward does), later ones are summed in.
 void accumulateGrad(Backend& be, Parameter& p, Tensor computed);
+// Applies p's deferred gradient rounding (Parameter::gradRoundThrough), if any: afterwards
+// p.grad holds what an immediate roundThrough would have left. Every reader of .grad other than
+// the step's fused passes calls it first.
+void settleGrad(Backend& be, Parameter& p);
 
 // Casts an activation to `to` if needed (an autocast-inserted cast), counting it.
 Tensor castActivation(Backend& be, const Tensor& x, DType to, int& casts);

@@ -68,7 +68,11 @@ Tensor Linear::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
       isLowPrecision(d) && ctx.observer && ctx.observer->wantsRoundingCounts() ? ctx.observer : nullptr;
   Tensor dw = be.empty({m_out, m_in}, direct ? DType::F32 : d, MemCategory::Gradients);
   be.gemm(dy, true, m_savedX, false, dw);
-  if (direct) {
+  // Where the backend folds the rounding into the step's first read of the gradients (CUDA's
+  // unscale or optimizer kernels) it is left to them: one pass over dW fewer. Histogram steps
+  // measure it here, so they round here.
+  const bool deferRounding = direct && !measure && be.defersGradRounding();
+  if (direct && !deferRounding) {
     // dw holds the fp32 result until it is rounded in place: the reference costs nothing.
     const ExponentHistogram reference = measure ? be.histogram(dw, 1.0) : ExponentHistogram{};
     be.roundThrough(dw, d);
@@ -79,6 +83,7 @@ Tensor Linear::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
     }));
   }
   accumulateGrad(be, m_weight, std::move(dw));
+  if (deferRounding) m_weight.gradRoundThrough = d;
   if (m_hasBias) {
     Tensor db = be.empty({m_out}, d, MemCategory::Gradients);
     be.biasGrad(dy, db);

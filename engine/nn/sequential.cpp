@@ -57,7 +57,10 @@ void Sequential::releaseSaved() {
 }
 
 void Sequential::zeroGrad() {
-  for (Parameter* p : parameters()) p->grad = Tensor();
+  for (Parameter* p : parameters()) {
+    p->grad = Tensor();
+    p->gradRoundThrough = DType::F32;
+  }
 }
 
 std::vector<Parameter*> Sequential::parameters() {

@@ -43,6 +43,9 @@ void Optimizer::launchStep(double lr) {
   // SGD's first use of a momentum buffer seeds it with the gradient, so parameters on their
   // first step go in a list of their own.
   std::vector<Tensor*> params[2], grads[2], stateA[2], stateB[2];
+  // Deferred gradient roundings (Parameter::gradRoundThrough) travel with the lists: the
+  // optimizer's read of the gradient applies them (the gradient in memory keeps awaiting it).
+  std::vector<DType> rounds[2];
   for (std::size_t i = 0; i < m_params.size(); ++i) {
     Parameter& p = *m_params[i];
     if (!p.grad.defined()) continue;
@@ -54,6 +57,7 @@ void Optimizer::launchStep(double lr) {
     s.started = true;
     params[first].push_back(&p.value);
     grads[first].push_back(&p.grad);
+    rounds[first].push_back(p.gradRoundThrough);
     stateA[first].push_back(s.a.defined() ? &s.a : nullptr);
     stateB[first].push_back(s.b.defined() ? &s.b : nullptr);
     m_launchedElements += p.value.numel();
@@ -68,7 +72,7 @@ void Optimizer::launchStep(double lr) {
     for (int first = 0; first < 2; ++first) {
       if (params[first].empty()) continue;
       sp.firstStep = first == 1;
-      m_be.foreachSgdStep(params[first], grads[first], stateA[first], sp);
+      m_be.foreachSgdStep(params[first], grads[first], stateA[first], sp, rounds[first]);
     }
   } else {
     AdamParams ap;
@@ -81,7 +85,8 @@ void Optimizer::launchStep(double lr) {
     ap.step = m_steps;
     for (int first = 0; first < 2; ++first)
       if (!params[first].empty())
-        m_be.foreachAdamStep(params[first], grads[first], stateA[first], stateB[first], ap);
+        m_be.foreachAdamStep(params[first], grads[first], stateA[first], stateB[first], ap,
+                             rounds[first]);
   }
 }
 

@@ -282,7 +282,7 @@ DataShapes dataShapesOf(const RunConfig& c) {
 bool emulatesCompute(const RunConfig& c) {
   if (c.computeDtype() == DType::F32) return false;
   try {
-    return !makeBackend(c.backend, BackendOptions{c.tf32})->nativeCompute(c.computeDtype());
+    return !makeBackend(c.backend, BackendOptions{c.tf32, c.reducedPrecisionReduction})->nativeCompute(c.computeDtype());
   } catch (const std::exception&) {
     return false;  // no such backend: the Trainer will say so; the estimate assumes native compute
   }

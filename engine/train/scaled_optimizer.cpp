@@ -1,5 +1,7 @@
 #include "engine/train/scaled_optimizer.h"
 
+#include "engine/nn/layer.h"
+
 namespace amp {
 
 ScaledOptimizer::ScaledOptimizer(Backend& be, Optimizer& opt)
@@ -38,10 +40,20 @@ void ScaledOptimizer::unscaleGrads(float invScale) {
   for (std::size_t i = 0; i < m_backwardOrder.size(); ++i)
     if (m_backwardOrder[i]->grad.defined()) m_unscaledIndex.push_back(static_cast<int>(i));
   const std::vector<Tensor*> grads = gradients();
-  m_be.foreachUnscaleAndCheck(grads, invScale);
+  // Deferred roundings are applied by the unscale's read and its write keeps them.
+  std::vector<DType> rounds;
+  for (Parameter* p : m_backwardOrder)
+    if (p->grad.defined()) rounds.push_back(p->gradRoundThrough);
+  m_be.foreachUnscaleAndCheck(grads, invScale, rounds);
+  for (Parameter* p : m_backwardOrder) p->gradRoundThrough = DType::F32;
+}
+
+void ScaledOptimizer::settleGrads() {
+  for (Parameter* p : m_backwardOrder) settleGrad(m_be, *p);
 }
 
 void ScaledOptimizer::clipGradNorm(double maxNorm) {
+  settleGrads();  // the clip has no fused form: it sees rounded gradients
   const std::vector<Tensor*> grads = gradients();
   m_be.foreachClipGradNorm(grads, maxNorm);
 }

@@ -27,6 +27,8 @@ class ScaledOptimizer final : public ScalableOptimizer {
   void beginStep(double lr, bool skipIfNonFiniteAfterUnscale);
   // clip_grad_norm_ over every gradient (after unscaling, where the scaler runs).
   void clipGradNorm(double maxNorm);
+  // Applies every deferred gradient rounding now (Parameter::gradRoundThrough).
+  void settleGrads();
   // The scale update on the backend, beside found_inf (its result comes back in stats()).
   void updateScale(const ScaleRule& rule, const ScaleCounters& current);
   // The step's figures, read from the backend on first use (the step's one synchronisation),

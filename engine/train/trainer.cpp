@@ -41,7 +41,7 @@ std::string scaleEventText(ScaleEvent::Kind k) {
 // cannot be made is a configuration error naming why.
 std::unique_ptr<Backend> backendFor(const RunConfig& c) {
   try {
-    return makeBackend(c.backend, BackendOptions{c.tf32});
+    return makeBackend(c.backend, BackendOptions{c.tf32, c.reducedPrecisionReduction});
   } catch (const std::runtime_error& e) {
     throw ConfigError(std::string("backend: ") + e.what());
   }
@@ -201,6 +201,7 @@ Parameter* Trainer::injectionTarget() {
 
 double Trainer::globalGradNorm() {
   double sum = 0;
+  m_scaled->settleGrads();
   for (Parameter* p : m_model->parameters())
     if (p->grad.defined()) sum += m_be->sumOfSquares(p->grad);
   return std::sqrt(sum);
@@ -299,6 +300,8 @@ StepMetrics Trainer::runStep() {
   const bool inject = m_injectNext || std::find(tc.injectNonFinite.begin(), tc.injectNonFinite.end(),
                                                 mt.step) != tc.injectNonFinite.end();
   m_injectNext = false;
+  // Readers of .grad before the fused passes see rounded gradients (Parameter::gradRoundThrough).
+  if (inject || recordHist) m_scaled->settleGrads();
   if (inject) {
     Parameter* p = injectionTarget();
     if (p && p->grad.defined()) {

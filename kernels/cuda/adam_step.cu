@@ -1,27 +1,43 @@
 // Multi-tensor Adam/AdamW with the CPU's element math (optimizer_math.h): fp32 moments, the
 // weight updated in its own dtype. Skips itself on the device when the step's gate says so.
 #include "kernels/cuda/multi_tensor.cuh"
+#include "kernels/cuda/vector_io.cuh"
 
 namespace amp::cuda {
+
+namespace {
+struct AdamBody {
+  const MultiTensorEntry& e;
+  const AdamScalars& p;
+  unsigned long long lost = 0;
+  double sumSq = 0;
+  template <int W>
+  __device__ void run(std::int64_t i) {
+    Lanes<W> w = loadLanes<W>(e.paramCode, e.param, i);
+    const Lanes<W> g = loadLanes<W>(e.gradCode, e.grad, i);
+    Lanes<W> m = loadLanes<W>(0, e.stateA, i), v = loadLanes<W>(0, e.stateB, i);
+    for (int k = 0; k < W; ++k) {
+      const float gk = settledGrad(g.v[k], e.roundCode);
+      sumSq += double(gk) * double(gk);
+      float delta;
+      const float next = storedValue(e.paramCode, adamUpdate(p, w.v[k], gk, m.v[k], v.v[k], delta));
+      lost += (delta != 0.f && next == w.v[k]);
+      w.v[k] = next;
+    }
+    storeLanes<W>(0, e.stateA, i, m);
+    storeLanes<W>(0, e.stateB, i, v);
+    storeLanes<W>(e.paramCode, e.param, i, w);
+  }
+};
+}  // namespace
 
 __global__ void adamStepKernel(const MultiTensorEntry* table, AdamScalars p,
                                DeviceStepStats* stats, int rowBase) {
   if (!stats->stepped) return;
   const MultiTensorEntry e = table[tensorIndex(rowBase)];
-  unsigned long long lost = 0;
-  double sumSq = 0;
-  AMP_FOR_EACH_ELEMENT(i, e.n) {
-    const float w = loadFloat(e.paramCode, e.param, i);
-    const float g = loadFloat(e.gradCode, e.grad, i);
-    sumSq += double(g) * double(g);
-    float m = e.stateA[i], v = e.stateB[i], delta;
-    const float next = storedValue(e.paramCode, adamUpdate(p, w, g, m, v, delta));
-    e.stateA[i] = m;
-    e.stateB[i] = v;
-    storeFloat(e.paramCode, e.param, i, next);
-    lost += (delta != 0.f && next == w);
-  }
-  addBlockStepStats(stats, sumSq, lost);
+  AdamBody body{e, p};
+  forEachLanes(e.n, vectorAligned(e.param, e.grad, e.stateA, e.stateB), body);
+  addBlockStepStats(stats, body.sumSq, body.lost);
 }
 
 void launchAdamStep(const MultiTensorEntry* table, int count, std::int64_t maxN,

@@ -22,6 +22,9 @@ struct GemmShape {
   int inCode = 0, outCode = 0;       // dtype codes: a and b, c
   bool tf32 = false;                 // fp32 inputs may use TF32 tensor cores
   bool withBias = false;             // a bias (n) of the output's dtype, fused
+  // May split-K partial sums be added in the output's 16-bit dtype (cuBLASLt's INPLACE and
+  // OUTPUT_TYPE reduction schemes)? Off: only schemes that keep them in fp32.
+  bool reducedPrecisionReduction = false;
   std::string text() const;          // "(m x k) . (k x n) -> fp16" for messages
 };
 
@@ -38,7 +41,7 @@ class CublasLtGemm {
 
  private:
   struct Plan;
-  using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, int, int, int, int, int, int>;
+  using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, int, int, int, int, int, int, int>;
   Plan& planFor(const GemmShape& shape);
 
   void* m_handle = nullptr;

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "kernels/common/activation_math.h"
+#include "kernels/common/deferred_rounding.h"
 #include "kernels/common/optimizer_math.h"
 #include "kernels/common/scale_update.h"
 #include "kernels/cuda/device_step_stats.h"
@@ -98,6 +99,9 @@ struct MultiTensorEntry {
   float* stateB = nullptr;   // exp_avg_sq (fp32), or null
   std::int64_t n = 0;
   int paramCode = 0, gradCode = 0;
+  // A deferred rounding of an fp32 grad through fp16 (1) or bf16 (2), applied as the kernel reads
+  // it (kernels/common/deferred_rounding.h); 0: none.
+  int roundCode = 0;
 };
 
 void launchBeginStep(DeviceStepStats* stats, Stream s);

@@ -3,31 +3,50 @@
 // is skipped, as PyTorch's fused optimizers do with found_inf. Lost updates (a non-zero delta
 // that left the stored weight unchanged) and the gradients' sum of squares go to the stats.
 #include "kernels/cuda/multi_tensor.cuh"
+#include "kernels/cuda/vector_io.cuh"
 
 namespace amp::cuda {
+
+namespace {
+struct SgdBody {
+  const MultiTensorEntry& e;
+  const SgdScalars& p;
+  unsigned long long lost = 0;
+  double sumSq = 0;
+  template <int W>
+  __device__ void run(std::int64_t i) {
+    Lanes<W> w = loadLanes<W>(e.paramCode, e.param, i);
+    const Lanes<W> g = loadLanes<W>(e.gradCode, e.grad, i);
+    const bool momentum = p.momentum != 0.f;
+    Lanes<W> b{};
+    if (momentum && !p.firstStep) b = loadLanes<W>(0, e.stateA, i);
+    for (int k = 0; k < W; ++k) {
+      const float gk = settledGrad(g.v[k], e.roundCode);
+      sumSq += double(gk) * double(gk);
+      const float d = sgdDecayedGrad(w.v[k], gk, p.weightDecay);
+      float bk = d;
+      if (momentum) {
+        bk = sgdMomentumBuffer(p.firstStep ? 0.f : b.v[k], d, p.momentum, p.keep, p.firstStep);
+        b.v[k] = bk;
+      }
+      const float delta = sgdDelta(p.lr, d, bk, p.momentum, p.nesterov);
+      const float next = storedValue(e.paramCode, w.v[k] + delta);
+      lost += (delta != 0.f && next == w.v[k]);
+      w.v[k] = next;
+    }
+    if (momentum) storeLanes<W>(0, e.stateA, i, b);
+    storeLanes<W>(e.paramCode, e.param, i, w);
+  }
+};
+}  // namespace
 
 __global__ void sgdStepKernel(const MultiTensorEntry* table, SgdScalars p, DeviceStepStats* stats,
                               int rowBase) {
   if (!stats->stepped) return;
   const MultiTensorEntry e = table[tensorIndex(rowBase)];
-  unsigned long long lost = 0;
-  double sumSq = 0;
-  AMP_FOR_EACH_ELEMENT(i, e.n) {
-    const float w = loadFloat(e.paramCode, e.param, i);
-    const float g = loadFloat(e.gradCode, e.grad, i);
-    sumSq += double(g) * double(g);
-    const float d = sgdDecayedGrad(w, g, p.weightDecay);
-    float b = d;
-    if (p.momentum != 0.f) {
-      b = sgdMomentumBuffer(p.firstStep ? 0.f : e.stateA[i], d, p.momentum, p.keep, p.firstStep);
-      e.stateA[i] = b;
-    }
-    const float delta = sgdDelta(p.lr, d, b, p.momentum, p.nesterov);
-    const float next = storedValue(e.paramCode, w + delta);
-    storeFloat(e.paramCode, e.param, i, next);
-    lost += (delta != 0.f && next == w);
-  }
-  addBlockStepStats(stats, sumSq, lost);
+  SgdBody body{e, p};
+  forEachLanes(e.n, vectorAligned(e.param, e.grad, e.stateA), body);
+  addBlockStepStats(stats, body.sumSq, body.lost);
 }
 
 void launchSgdStep(const MultiTensorEntry* table, int count, std::int64_t maxN,

@@ -4,14 +4,18 @@
 // fp32, fp16 and bf16 (cuBLAS sums in another order than oneDNN, and fp16/bf16 roundings then
 // amplify the difference). Pure fp16 loses updates on both. Skips without a GPU.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
+#include "engine/backend/cpu_backend.h"
 #include "engine/config/config_schema.h"
 #include "engine/config/presets.h"
 #include "engine/data/dataset.h"
 #include "engine/train/trainer.h"
 #include "tests/gpu/gpu_test_support.h"
+#include "tests/gpu/trainer_state_support.h"
 
 using namespace amp;
 
@@ -29,11 +33,20 @@ RunConfig preset(const std::string& name, const std::string& backend,
   return c;
 }
 
-std::vector<StepMetrics> runAll(const RunConfig& c, int maxSteps) {
-  Trainer t(c);
+std::vector<StepMetrics> runAll(const RunConfig& c, int maxSteps,
+                                std::unique_ptr<Backend> backend = nullptr) {
+  Trainer t(c, std::move(backend));
   std::vector<StepMetrics> out;
   while (!t.finished() && static_cast<int>(out.size()) < maxSteps) out.push_back(t.step());
   return out;
+}
+
+double largestRelativeLossDifference(const std::vector<StepMetrics>& a,
+                                     const std::vector<StepMetrics>& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    worst = std::max(worst, std::fabs(b[i].loss - a[i].loss) / std::fabs(a[i].loss));
+  return worst;
 }
 
 void expectLossTracks(const std::vector<StepMetrics>& cpu, const std::vector<StepMetrics>& gpu,
@@ -133,6 +146,18 @@ TEST(TrainerCuda, RecipeAtSeedSizeTracksTheCpu) {
   }
 }
 
+// fmnist-mlp for 50 steps on both backends. fp16/bf16 within 3e-2 relative (a 16-bit rounding
+// of an fp32 sum a few ulps apart can go the other way, and the next layer sees it). fp32: the
+// bound is measured, not guessed. On the CPU alone, the same run with only the GEMMs' summation
+// order changed (CpuBackend::setGemmSplitK, every fp32 GEMM over two halves of K: the kind of
+// order a GPU library picks) drifts by d; cuBLAS sums in yet another order, so the GPU may drift
+// by up to 20 d (with a floor of 1e-6). Measured on an AMX Xeon (2026-11-26): d = 1.7e-9 with
+// SGD and 9.2e-6 with Adam (which turns an element's nearly cancelling gradient into a whole
+// step of lr either way: tests/unit TrainerAmp.SummationOrderNoiseIsAmplifiedByAdam); other
+// orders on the CPU stay within that too (AVX2 kernels instead of AMX: 1.2e-7; one thread
+// instead of two: 5.7e-6). The first GPU run (H200) drifted by 2e-9 with SGD but 1.5e-3 with Adam from step 30: not
+// summation-order noise of that kind. FashionMnistMlpAdamStepFromTheSameState below tells a
+// difference in the Adam step from one in the gradients.
 TEST(TrainerCuda, FashionMnistMlpTracksTheCpuLoss) {
   AMP_SKIP_WITHOUT_GPU();
   // The four IDX .gz files: Debian's dataset-fashion-mnist, or a folder carried to the GPU
@@ -140,11 +165,69 @@ TEST(TrainerCuda, FashionMnistMlpTracksTheCpuLoss) {
   const char* dir = std::getenv("AMP_FASHION_MNIST_DIR");
   const std::string path = dir ? dir : kFashionMnistDir;
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "Fashion-MNIST is not in " << path;
-  for (const char* mode : {"fp32", "fp16", "bf16"}) {
-    const std::vector<std::pair<std::string, std::string>> o{{"amp.mode", mode}, {"data.path", path}};
-    const auto cpu = runAll(preset("fmnist-mlp", "cpu", o), 50);
-    const auto gpu = runAll(preset("fmnist-mlp", "cuda", o), 50);
-    expectLossTracks(cpu, gpu, std::string(mode) == "fp32" ? 1e-3 : 3e-2, std::string("fmnist-mlp ") + mode);
+  for (const char* opt : {"adam", "sgd"})
+    for (const char* mode : {"fp32", "fp16", "bf16"}) {
+      const bool f32 = std::string(mode) == "fp32";
+      if (!f32 && std::string(opt) == "sgd") continue;
+      const std::vector<std::pair<std::string, std::string>> o{
+          {"amp.mode", mode}, {"data.path", path}, {"optimizer.name", opt}};
+      const std::string what = std::string("fmnist-mlp ") + mode + " " + opt;
+      const auto cpu = runAll(preset("fmnist-mlp", "cpu", o), 50);
+      const auto gpu = runAll(preset("fmnist-mlp", "cuda", o), 50);
+      if (!f32) {
+        expectLossTracks(cpu, gpu, 3e-2, what);
+        continue;
+      }
+      auto splitBackend = std::make_unique<CpuBackend>();
+      splitBackend->setGemmSplitK(true);
+      const auto split = runAll(preset("fmnist-mlp", "cpu", o), 50, std::move(splitBackend));
+      const double d = largestRelativeLossDifference(cpu, split);
+      const double bound = std::max(20 * d, 1e-6);
+      EXPECT_GT(d, 0.0) << what << ": the split-K order changed nothing";
+      EXPECT_LE(largestRelativeLossDifference(cpu, gpu), bound)
+          << what << ": the CPU itself drifts by " << d << " under another GEMM summation order";
+    }
+}
+
+// Where the Adam difference comes from. The CPU trains fmnist-mlp in fp32 for 3 steps; its whole
+// state (weights, Adam moments, step count, data position) moves to a GPU trainer; both take
+// step 4 on the same batch from the same state. Then (a) the gradients agree within fp32 GEMM
+// noise: |g_gpu - g_cpu| <= 1e-5 max|g| per tensor (K <= 784 products, u = 2^-24, a generous
+// margin), and (b) every weight whose two gradients are equal bit for bit got the same update
+// bit for bit (same state, same gradient, the shared element math of optimizer_math.h).
+TEST(TrainerCuda, FashionMnistMlpAdamStepFromTheSameState) {
+  AMP_SKIP_WITHOUT_GPU();
+  const char* dir = std::getenv("AMP_FASHION_MNIST_DIR");
+  const std::string path = dir ? dir : kFashionMnistDir;
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "Fashion-MNIST is not in " << path;
+  const std::vector<std::pair<std::string, std::string>> o{
+      {"amp.mode", "fp32"}, {"data.path", path}, {"optimizer.name", "adam"}};
+  Trainer tc(preset("fmnist-mlp", "cpu", o));
+  Trainer tg(preset("fmnist-mlp", "cuda", o));
+  for (int i = 0; i < 3; ++i) tc.step();
+  gpu_test::moveState(tc, tg);
+  const StepMetrics mc = tc.step(), mg = tg.step();
+  EXPECT_NEAR(mg.loss, mc.loss, 1e-6 * mc.loss) << "step 4's loss from the same weights";
+  const auto pc = tc.model().parameters(), pg = tg.model().parameters();
+  ASSERT_EQ(pc.size(), pg.size());
+  for (std::size_t t = 0; t < pc.size(); ++t) {
+    const auto gc = tc.backend().toHostFloat(pc[t]->grad), gg = tg.backend().toHostFloat(pg[t]->grad);
+    const auto wc = tc.backend().toHostFloat(pc[t]->value), wg = tg.backend().toHostFloat(pg[t]->value);
+    ASSERT_EQ(gc.size(), gg.size());
+    float gmax = 0;
+    for (float v : gc) gmax = std::max(gmax, std::fabs(v));
+    std::size_t sameGrad = 0, gradOff = 0, updateOff = 0;
+    for (std::size_t i = 0; i < gc.size(); ++i) {
+      if (std::fabs(gg[i] - gc[i]) > 1e-5f * gmax && gradOff++ < 3)
+        ADD_FAILURE() << pc[t]->name << " grad [" << i << "]: cpu " << gc[i] << " cuda " << gg[i];
+      if (gc[i] != gg[i]) continue;
+      ++sameGrad;
+      if (wc[i] != wg[i] && updateOff++ < 3)
+        ADD_FAILURE() << pc[t]->name << " [" << i << "]: the same gradient " << gc[i]
+                      << " gave weights " << wc[i] << " (cpu) and " << wg[i] << " (cuda)";
+    }
+    std::printf("%s: %zu of %zu gradients equal bit for bit, %zu beyond the bound\n",
+                pc[t]->name.c_str(), sameGrad, gc.size(), gradOff);
   }
 }
 

@@ -15,8 +15,10 @@
 #include "engine/data/dataset.h"
 #include "engine/train/trainer.h"
 #include "tests/gpu/gpu_test_support.h"
+#include "tests/gpu/trainer_state_support.h"
 
 using namespace amp;
+using amp::gpu_test::moveState;
 
 namespace {
 
@@ -54,33 +56,6 @@ double meanLoss(const std::vector<StepMetrics>& m, std::size_t from, std::size_t
   double s = 0;
   for (std::size_t i = from; i < to; ++i) s += m[i].loss;
   return s / double(to - from);
-}
-
-// What saveCheckpoint + loadCheckpoint carry, moved directly: the same tensors, as raw bytes
-// through the host (toHostBytes / uploadBytes, what the safetensors entries hold), the same
-// scalars and the same dicts, applied in the order loadCheckpoint applies them.
-void moveState(Trainer& from, Trainer& to) {
-  const auto src = from.model().parameters();
-  const auto dst = to.model().parameters();
-  ASSERT_EQ(src.size(), dst.size());
-  for (std::size_t i = 0; i < src.size(); ++i)
-    to.backend().uploadBytes(dst[i]->value, from.backend().toHostBytes(src[i]->value));
-  const auto srcBuf = from.model().buffers();
-  const auto dstBuf = to.model().buffers();
-  ASSERT_EQ(srcBuf.size(), dstBuf.size());
-  for (std::size_t i = 0; i < srcBuf.size(); ++i)
-    to.backend().uploadBytes(*dstBuf[i].second, from.backend().toHostBytes(*srcBuf[i].second));
-  std::map<std::string, std::vector<std::uint8_t>> state;
-  for (const auto& [name, t] : from.optimizer().stateTensors())
-    state[name] = from.backend().toHostBytes(*t);
-  to.optimizer().prepareStateForLoad();
-  for (const auto& [name, t] : to.optimizer().stateTensors()) {
-    if (auto it = state.find(name); it != state.end()) to.backend().uploadBytes(*t, it->second);
-    else to.backend().fill(*t, 0.0f);
-  }
-  to.optimizer().setStateScalars(from.optimizer().stateScalars());
-  to.scaler().loadStateDict(from.scaler().stateDict());
-  to.restoreProgress(from.progress());
 }
 
 void expectSameWeights(Trainer& a, Trainer& b, const std::string& what) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "kernels/common/bias_grad_order.h"
 #include "kernels/common/float16.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "test_support.h"
@@ -94,6 +95,34 @@ class GemmBackendTest : public ::testing::Test {
 
   std::unique_ptr<Backend> be = makeCpuBackend();
 };
+
+// The bias gradient follows the blocked order of bias_grad_order.h exactly (the CUDA kernel
+// follows it too; the GPU suite compares the two bit for bit). The values span 2^-12 .. 2^12 so
+// that a different order (one running sum down all rows, say) gives other bits; the row
+// counts end inside a row block and span several blocks.
+TEST_F(GemmBackendTest, BiasGradSumsInTheSharedBlockedOrder) {
+  int orderMatters = 0;
+  for (DType d : {DType::F32, DType::F16, DType::BF16})
+    for (const auto& [m, n] : {std::pair<std::int64_t, std::int64_t>{1, 3}, {31, 5}, {33, 300},
+                                {100, 17}, {512, 260}}) {
+      std::vector<float> v = randomVec(m * n, 77);
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::ldexp(v[i], int(i * 7 % 25) - 12);
+      const Tensor dy = be->fromHost(v, {m, n}, d, MemCategory::Workspace);
+      Tensor db = be->empty({n}, d, MemCategory::Workspace);
+      be->biasGrad(dy, db);
+      const std::vector<float> stored = be->toHostFloat(dy), got = be->toHostFloat(db);
+      for (std::int64_t j = 0; j < n; ++j) {
+        const float expected = biasGradColumnSum(m, [&](std::int64_t r) { return stored[r * n + j]; });
+        float serial = 0.f;
+        for (std::int64_t r = 0; r < m; ++r) serial += stored[r * n + j];
+        orderMatters += float(rounded(serial, d)) != float(rounded(expected, d));
+        ASSERT_EQ(got[j], float(rounded(expected, d)))
+            << dtypeName(d) << " " << m << "x" << n << " column " << j;
+      }
+    }
+  // The data must be able to tell the orders apart, or the test proves nothing.
+  EXPECT_GT(orderMatters, 10);
+}
 
 TEST_F(GemmBackendTest, EveryDtypeMatchesDoubleWithinItsBound) {
   for (DType in : {DType::F32, DType::BF16, DType::F16})

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "engine/amp/scale_policies.h"
+#include "engine/backend/backend.h"
+#include "kernels/common/deferred_rounding.h"
 #include "kernels/common/dropout_math.h"
 #include "kernels/common/exponent_bins.h"
 #include "kernels/common/optimizer_math.h"
@@ -44,6 +46,42 @@ TEST(SharedMath, FinitenessFromBitsMatchesTheLibrary) {
   }
   EXPECT_FALSE(isFiniteFloat(std::numeric_limits<float>::infinity()));
   EXPECT_TRUE(isFiniteFloat(std::numeric_limits<float>::max()));
+}
+
+// The fused unscale's element (kernels/common/deferred_rounding.h, run by the CUDA kernels) is
+// the CPU backend's two passes, roundThrough then the unscale, bit for bit: on random bit
+// patterns (every binade, subnormals, fp16 overflows that become inf, NaN) and the edges.
+TEST(SharedMath, DeferredRoundingEqualsTheCpusRoundThroughThenUnscale) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<std::uint32_t> bits;
+  std::vector<float> v(20000);
+  for (float& x : v) x = bitsToFloat(bits(rng));
+  const float edges[] = {65504.f, 65519.99f, 65520.f, -65536.f, 5.9604645e-8f, 2.9802322e-8f,
+                         2.98e-8f, 0.f, -0.f, 3.3895314e38f, 3.3961775e38f, 1e-45f,
+                         std::numeric_limits<float>::infinity()};
+  for (std::size_t i = 0; i < std::size(edges); ++i) v[i] = edges[i];
+  auto be = makeCpuBackend();
+  for (DType through : {DType::F16, DType::BF16})
+    for (float invScale : {1.f, 1.f / 65536.f, 3.f}) {
+      Tensor t = be->fromHost(v, {std::int64_t(v.size())}, DType::F32, MemCategory::Gradients);
+      be->roundThrough(t, through);
+      Tensor* list[] = {&t};
+      be->unscaleAndCheck(list, invScale);
+      const std::vector<float> twoPasses = be->toHostFloat(t);
+      const int code = through == DType::F16 ? 1 : 2;
+      ASSERT_TRUE(unscaleStores(invScale, code));
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        float fused = settledGrad(v[i], code);
+        if (invScale != 1.f) fused = fused * invScale;  // the fp32 gradient's own rounding
+        if (std::isnan(fused) && std::isnan(twoPasses[i])) continue;
+        ASSERT_EQ(floatBits(fused), floatBits(twoPasses[i]))
+            << dtypeName(through) << " invScale " << invScale << " value " << v[i];
+      }
+    }
+  EXPECT_FALSE(unscaleStores(1.f, 0)) << "x * 1 without a rounding is skipped (NaN payloads kept)";
+  EXPECT_EQ(settledGrad(65520.f, 1), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(settledGrad(1.f + 1.f / 4096, 1), 1.f);
+  EXPECT_EQ(settledGrad(1.f + 1.f / 256, 2), 1.f);
 }
 
 TEST(SharedMath, DropoutKeepsAboutOneMinusP) {

@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 
 #include "engine/config/config_schema.h"
 #include "engine/config/presets.h"
+#include "engine/data/dataset.h"
+#include "engine/backend/cpu_backend.h"
 #include "engine/train/trainer.h"
 #include "kernels/cpu/onednn_support.h"
 #include "test_support.h"
@@ -315,4 +319,112 @@ TEST(TrainerAmp, GradNormWithClippingIsThePreClipNorm) {
       EXPECT_NEAR(gradientNorm(t), 0.001, 1e-6) << "step " << m.step;  // coef = 0.001 / (norm + 1e-6)
     }
   }
+}
+
+// A weight gradient's deferred rounding (Parameter::gradRoundThrough: the CUDA backend folds it
+// into the unscale or the optimizer's read) must change nothing: the CPU backend runs the same
+// bookkeeping when told to defer, and every loss, scale, gradient norm, lost-update count,
+// histogram and weight must equal the run that rounds at once, bit for bit. Covered: fp16 with
+// the dynamic scaler (the unscale settles), bf16 without one (the optimizer reads unrounded
+// gradients), gradient accumulation (the second micro-batch adds to settled values), clipping
+// (settles first), histogram steps (round in the layer), Adam and SGD with momentum, and an
+// injected overflow (settles before the injection).
+TEST(TrainerAmp, DeferredGradRoundingChangesNothing) {
+  struct Variant {
+    const char* mode;
+    std::vector<std::pair<std::string, std::string>> sets;
+  };
+  const Variant variants[] = {
+      {"fp16", {}},
+      {"bf16", {}},
+      {"fp16", {{"train.accumulation", "2"}, {"train.histogram_every", "3"}}},
+      {"bf16", {{"optimizer.name", "adam"}, {"optimizer.lr", "0.001"}, {"train.clip_norm", "0.5"}}},
+      {"fp16", {{"optimizer.name", "adamw"}, {"optimizer.lr", "0.001"}, {"train.inject_nonfinite", "4"}}},
+  };
+  for (const Variant& v : variants) {
+    RunConfig c = recipe(v.mode, 8);
+    for (const auto& [k, val] : v.sets) setConfigValue(c, k, val);
+    std::vector<StepMetrics> m[2];
+    std::vector<float> w[2];
+    for (int defer = 0; defer < 2; ++defer) {
+      auto be = std::make_unique<CpuBackend>();
+      be->setDefersGradRounding(defer == 1);
+      Trainer t(c, std::move(be));
+      while (!t.finished()) m[defer].push_back(t.step());
+      w[defer] = weights(t);
+    }
+    std::string what = std::string(v.mode);
+    for (const auto& [k, val] : v.sets) what += " " + k + "=" + val;
+    ASSERT_EQ(m[0].size(), m[1].size()) << what;
+    for (std::size_t i = 0; i < m[0].size(); ++i) {
+      EXPECT_EQ(m[0][i].loss, m[1][i].loss) << what << " step " << i + 1;
+      EXPECT_EQ(m[0][i].scaleAfter, m[1][i].scaleAfter) << what << " step " << i + 1;
+      EXPECT_EQ(m[0][i].skipped, m[1][i].skipped) << what << " step " << i + 1;
+      EXPECT_EQ(m[0][i].firstNonFinite, m[1][i].firstNonFinite) << what << " step " << i + 1;
+      EXPECT_EQ(m[0][i].lostUpdateFrac, m[1][i].lostUpdateFrac) << what << " step " << i + 1;
+      if (std::isfinite(m[0][i].gradNorm) || std::isfinite(m[1][i].gradNorm))
+        EXPECT_EQ(m[0][i].gradNorm, m[1][i].gradNorm) << what << " step " << i + 1;
+      ASSERT_EQ(m[0][i].histograms.size(), m[1][i].histograms.size()) << what;
+      for (std::size_t h = 0; h < m[0][i].histograms.size(); ++h)
+        EXPECT_EQ(m[0][i].histograms[h].scaled.counts, m[1][i].histograms[h].scaled.counts)
+            << what << " step " << i + 1 << " " << m[0][i].histograms[h].tensor;
+    }
+    EXPECT_EQ(w[0], w[1]) << what;
+  }
+}
+
+// The switch is honoured: with it on, a 16-bit step leaves the Linear weights' gradients
+// pending until the step's first pass, and the trainer's result still equals the plain run's
+// (above); with it off nothing is ever pending.
+TEST(TrainerAmp, LinearLayersDeferOnlyWhereTheBackendAsks) {
+  for (bool defer : {false, true}) {
+    auto be = std::make_unique<CpuBackend>();
+    be->setDefersGradRounding(defer);
+    RunConfig c = recipe("bf16", 1);
+    Trainer t(c, std::move(be));
+    t.step();
+    int pending = 0;
+    for (Parameter* p : t.model().parameters()) pending += p->gradRoundThrough != DType::F32;
+    // bf16 has no scaler: the optimizer read the gradients without settling them in memory.
+    EXPECT_EQ(pending, defer ? 3 : 0) << "defer " << defer;
+  }
+}
+
+// How far a run moves when only the GEMMs' summation order changes (CpuBackend::setGemmSplitK:
+// every fp32 GEMM over the two halves of K, then added, as a GPU library's split-K sums): the
+// yardstick the GPU suite measures its fp32 runs against. fmnist-mlp in fp32 for 50 steps, SGD
+// and Adam: Adam divides each gradient element by its own running magnitude, so an element whose
+// gradient nearly cancels (its sign decided by the order of the sums) moves by a whole step of
+// lr either way, and its runs drift apart by orders of magnitude more than SGD's. Both must move
+// (the split changes something) and stay finite; Adam's drift must exceed SGD's.
+TEST(TrainerAmp, SummationOrderNoiseIsAmplifiedByAdam) {
+  if (!std::filesystem::exists(std::string(kFashionMnistDir) + "/train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "Fashion-MNIST is not installed in " << kFashionMnistDir;
+  double drift[2] = {0, 0};
+  int i = 0;
+  for (const char* opt : {"sgd", "adam"}) {
+    RunConfig c = presetConfig(*findPreset("fmnist-mlp"));
+    setConfigValue(c, "amp.mode", "fp32");
+    setConfigValue(c, "optimizer.name", opt);
+    setConfigValue(c, "train.steps", "50");
+    setConfigValue(c, "train.histogram_every", "0");
+    setConfigValue(c, "train.eval_every", "0");
+    std::vector<StepMetrics> m[2];
+    for (int split = 0; split < 2; ++split) {
+      auto be = std::make_unique<CpuBackend>();
+      be->setGemmSplitK(split == 1);
+      Trainer t(c, std::move(be));
+      while (!t.finished()) m[split].push_back(t.step());
+    }
+    ASSERT_EQ(m[0].size(), 50u);
+    for (std::size_t s = 0; s < m[0].size(); ++s) {
+      ASSERT_TRUE(std::isfinite(m[1][s].loss));
+      drift[i] = std::max(drift[i], std::fabs(m[1][s].loss - m[0][s].loss) / std::fabs(m[0][s].loss));
+    }
+    std::printf("fmnist-mlp fp32 %s, 50 steps: largest relative loss change under split-K GEMMs %.3g\n",
+                opt, drift[i]);
+    ++i;
+  }
+  EXPECT_GT(drift[0], 0.0) << "the split-K order changed nothing";
+  EXPECT_GT(drift[1], 10 * drift[0]) << "Adam should amplify the summation-order noise";
 }

@@ -1,0 +1,23 @@
+// Switches for the CUDA backend's fast paths, so that each can be turned off when a result is
+// in doubt: AMP_CUDA_DISABLE is a comma-separated list of path names ("all" for every one).
+//   deferred-grad-rounding  a 16-bit dW's rounding folded into the unscale / optimizer read
+//                           (kernels/common/deferred_rounding.h) instead of a pass of its own
+// Read once per process. Unknown names are ignored, so a script written for a later build
+// still runs.
+#pragma once
+
+#include <cstdlib>
+#include <string>
+
+namespace amp::cudabk {
+
+inline bool fastPathEnabled(const char* name) {
+  static const std::string disabled = [] {
+    const char* v = std::getenv("AMP_CUDA_DISABLE");
+    return "," + std::string(v ? v : "") + ",";
+  }();
+  return disabled.find(",all,") == std::string::npos &&
+         disabled.find("," + std::string(name) + ",") == std::string::npos;
+}
+
+}  // namespace amp::cudabk
