@@ -29,6 +29,11 @@ echo "== conversions and the GEMMs/convolutions that use them on the scalar path
 AMP_CONVERT_ISA=scalar ctest --preset release -j2 --timeout 900 --no-tests=error \
   -R '(Float16|ConvertArrays|GemmBackendTest|ConvBackendTest|PoolNormTest|ActivationSemantics)\.'
 
+if [ -x build/release/tests/gpu/ampstudio-gpu-tests ]; then
+  echo "== the GPU check folder, packed from this build and run here (without a GPU its suite skips) =="
+  bash installer/gpu-check.sh --build-dir build/release --no-build --out build/release/amp-gpu-check --run
+fi
+
 echo "== the Debian packages: lintian, desktop and AppStream checks, install into a clean root, run, purge =="
 bash installer/package_test.sh
 

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Builds AMP Studio's Qt-free GPU programs (the GPU suite and the recipe benchmark) for one
+# architecture and packs them into one folder that runs as it is on a CUDA machine without Qt,
+# oneDNN or GoogleTest: the programs and the libraries such a machine lacks (oneDNN and what it
+# needs), xz-compressed; the four Fashion-MNIST files; the PyTorch peers; and `run`, which prints
+# the device, the suite's result, the benchmark interleaved with the peers (with ratios) and,
+# where ncu is installed, kernel times per step (tests/gpu/check/run says more).
+#
+#   bash installer/gpu-check.sh [--arch 90] [--build-dir DIR] [--no-build] [--out DIR]
+#                               [--peers DIR] [--run]
+#
+# --arch: CMAKE_CUDA_ARCHITECTURES of the build (default 90: H100/H200; 80 for an A100).
+# --build-dir: where to build (default build/gpu-check); --no-build packs what is there (CI
+#   packs its release build's programs, built for every architecture).
+# --out: the folder to write (default build/gpu-check/amp-gpu-check; replaced if it exists).
+# --peers: the PyTorch peer scripts (default ../shared/peers beside the checkout, if there).
+# --run: run the packed folder here too (without a GPU the suite skips: CI's half).
+# The last line printed is the folder's path. On the device machine: `bash FOLDER/run`.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ARCH=90 BUILD=$ROOT/build/gpu-check OUTDIR="" PEERS=$ROOT/../shared/peers BUILD_IT=1 RUN_IT=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --arch) ARCH=$2; shift 2 ;;
+    --build-dir) BUILD=$(realpath -m "$2"); shift 2 ;;
+    --no-build) BUILD_IT=0; shift ;;
+    --out) OUTDIR=$(realpath -m "$2"); shift 2 ;;
+    --peers) PEERS=$2; shift 2 ;;
+    --run) RUN_IT=1; shift ;;
+    -h|--help) sed -n 2,20p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu-check.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+OUTDIR=${OUTDIR:-$BUILD/amp-gpu-check}
+PROGRAMS=(ampstudio-gpu-tests ampstudio-gpu-bench)
+
+if [ "$BUILD_IT" = 1 ]; then
+  echo "== building the GPU programs for sm_$ARCH in $BUILD"
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DAMP_ENABLE_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DAMP_BUILD_GUI=OFF -DAMP_BUILD_BENCH=OFF \
+    -DAMP_BUILD_TESTS=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache > "$BUILD.configure.log" 2>&1 ||
+    { tail -n 30 "$BUILD.configure.log"; echo "gpu-check.sh: configuring failed ($BUILD.configure.log)" >&2; exit 1; }
+  cmake --build "$BUILD" --target "${PROGRAMS[@]}"
+fi
+for p in "${PROGRAMS[@]}"; do
+  [ -x "$BUILD/tests/gpu/$p" ] ||
+    { echo "gpu-check.sh: $BUILD/tests/gpu/$p not built (a CUDA build with tests is needed)" >&2; exit 1; }
+done
+
+echo "== packing $OUTDIR"
+rm -rf "$OUTDIR"
+mkdir -p "$OUTDIR/bin" "$OUTDIR/lib" "$OUTDIR/peers"
+for p in "${PROGRAMS[@]}"; do xz -T0 -6 -c "$BUILD/tests/gpu/$p" > "$OUTDIR/bin/$p.xz"; done
+# Every library the programs load except the C/C++ runtime (every Linux has it) and CUDA's own
+# (the GPU machine's driver, toolkit and PyTorch packages provide those, matched to the driver).
+ldd "${PROGRAMS[@]/#/$BUILD/tests/gpu/}" | awk '/=> \//{print $1, $3}' | sort -u |
+  grep -Ev '^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcudnn|libnvrtc|libnvJitLink)' |
+  while read -r name path; do xz -T0 -6 -c "$path" > "$OUTDIR/lib/$name.xz"; done
+# Fashion-MNIST, for the CNN timing (Debian's dataset-fashion-mnist).
+for d in "${AMP_FASHION_MNIST_DIR:-}" /usr/share/datasets/fashion-mnist; do
+  if [ -n "$d" ] && [ -f "$d/train-images-idx3-ubyte.gz" ]; then
+    mkdir -p "$OUTDIR/fm" && cp "$d"/*-ubyte.gz "$OUTDIR/fm/" && break
+  fi
+done
+[ -d "$OUTDIR/fm" ] || echo "(no Fashion-MNIST found: the CNN timing will be skipped)"
+cp "$ROOT/tests/gpu/check/run" "$ROOT/tests/gpu/check/summarize.py" "$OUTDIR/"
+cp "$ROOT/tests/gpu/check/pytorch_recipe_graph.py" "$OUTDIR/peers/"
+if [ -d "$PEERS" ]; then
+  cp "$PEERS"/pytorch_*.py "$OUTDIR/peers/"
+else
+  echo "(no peers folder at $PEERS: the benchmark will run without PyTorch's figures)"
+fi
+chmod +x "$OUTDIR/run"
+size=$(du -sm "$OUTDIR" | cut -f1)
+echo "packed: $(ls "$OUTDIR/lib" | wc -l) libraries, $(ls "$OUTDIR/peers" | wc -l) peers, $size MiB"
+if [ "$size" -ge 60 ]; then
+  echo "gpu-check.sh: the folder is $size MiB, over the 60 MiB a device call carries" >&2
+  exit 1
+fi
+rc=0
+if [ "$RUN_IT" = 1 ]; then
+  echo "== running it here"
+  RESULTS=$OUTDIR.results bash "$OUTDIR/run" || rc=$?
+  [ "$rc" = 0 ] || echo "gpu-check.sh: the packed run failed (exit $rc)" >&2
+fi
+echo "$OUTDIR"
+exit "$rc"
