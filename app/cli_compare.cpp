@@ -2,6 +2,7 @@
 // table (test accuracy, time per epoch, peak memory by category, checkpoint and 16-bit weight
 // file sizes, skipped steps, ratios against fp32).
 #include <QJsonDocument>
+#include <algorithm>
 #include <cstdio>
 
 #include "app/cli_experiment.h"
@@ -16,7 +17,10 @@ int cmdCompare(const Args& args) {
       std::printf(
           "usage: ampstudio-cli compare [CONFIG.json] [--preset NAME] [--set key=value]...\n"
           "                             [--modes fp32,fp16,bf16] [--out DIR] [--json FILE] [--quiet]\n"
-          "Runs the experiment once per precision mode with the same seed and prints one table.\n");
+          "                             [--overwrite]\n"
+          "Runs the experiment once per precision mode with the same seed and prints one table.\n"
+          "With --out DIR each mode writes DIR/MODE; a DIR/MODE that holds a run is refused unless\n"
+          "--overwrite, which replaces that run's files.\n");
       return 0;
     }
   std::vector<NamedConfig> configs;
@@ -34,15 +38,26 @@ int cmdCompare(const Args& args) {
           if (ch != ',') m += ch;
           else if (!m.empty()) {
             if (!parsePrecisionMode(m)) throw UsageError("--modes: unknown mode '" + m + "'");
+            if (std::find(modes.begin(), modes.end(), m) != modes.end())
+              throw UsageError("--modes: " + m + " given twice");
             modes.push_back(m);
             m.clear();
           }
         }
       }
     }
+    if (modes.empty()) throw UsageError("--modes: no mode given (expected a list of fp32, fp16, bf16, pure_fp16)");
     configs = buildConfigs(ea);
     if (!jsonPath.empty()) checkOutputFile(jsonPath);  // before the work, not after it
     if (configs.size() != 1) throw UsageError("compare needs a single-run preset or config");
+    // Each mode's folder is claimed before the first run, as `run` claims its --out: an earlier
+    // comparison there is refused unless --overwrite (then replaced, and nothing else).
+    if (!ea.outDir.empty()) {
+      const RunConfig& c = configs.front().config;
+      for (const auto& mode : modes)
+        prepareOutputFolder({ea.outDir + "/" + mode, c.checkpoint.every > 0 || c.checkpoint.atEnd,
+                             ea.overwrite, false});
+    }
   } catch (const std::exception& e) {
     printError("compare", e.what());
     return 2;

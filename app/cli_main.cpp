@@ -1,5 +1,7 @@
 #include "app/cli_main.h"
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -38,7 +40,23 @@ void printError(const std::string& command, const std::string& what) {
   std::fprintf(stderr, "ampstudio-cli%s%s: %s\n", command.empty() ? "" : " ", command.c_str(), line.c_str());
 }
 
+namespace {
+// Everything a command printed must have reached standard output: a full disk or a closed pipe
+// there (`> /dev/full`) is a failed command, not a success (stdio reports it only at the flush).
+int checkStandardOutput(const char* command, int rc) {
+  errno = 0;
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return rc;
+  const int err = errno;
+  printError(command, std::string("cannot write to standard output: ") +
+                          (err ? std::strerror(err) : "write error"));
+  return rc == 0 ? 2 : rc;
+}
+}  // namespace
+
 int cliMain(int argc, char** argv) {
+  // A write past the file-size limit (ulimit -f) fails with EFBIG, which every writer reports
+  // as an error naming the file, instead of SIGXFSZ killing the process mid-line.
+  std::signal(SIGXFSZ, SIG_IGN);
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
@@ -58,7 +76,7 @@ int cliMain(int argc, char** argv) {
   }
   Args args(argv + 2, argv + argc);
   try {
-    return it->second(args);
+    return checkStandardOutput(argv[1], it->second(args));
   } catch (const std::bad_alloc&) {
     printError(argv[1], "out of memory");
     return 2;

@@ -7,6 +7,7 @@
 //   --scale F            presentation scale, 1 = normal (as Ctrl+= / Ctrl+- set it)
 //   CONFIG.json          open an experiment file
 // Works under X11/Wayland, Xvfb and QT_QPA_PLATFORM=offscreen.
+#include <csignal>
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QAction>
@@ -45,6 +46,9 @@ bool wantsScreenshot(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Past the file-size limit a write fails (EFBIG) and the app reports it naming the file,
+  // instead of SIGXFSZ ending the app with its runs unsaved.
+  std::signal(SIGXFSZ, SIG_IGN);
   if (const char* problem = amp::cpu::cpuBaselineProblem()) {  // normally refused before main
     std::fprintf(stderr, "ampstudio: %s\n", problem);
     return 2;

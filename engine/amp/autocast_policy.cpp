@@ -1,6 +1,8 @@
 #include "engine/amp/autocast_policy.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 namespace amp {
 
@@ -54,6 +56,37 @@ AutocastPolicy AutocastPolicy::pytorchDefault() {
     p.m_defaults[op] = CastPolicy::PassThrough;
   p.m_table = p.m_defaults;
   return p;
+}
+
+bool AutocastPolicy::isKnownOp(std::string_view op) {
+  static const AutocastPolicy all = pytorchDefault();
+  return all.m_defaults.find(op) != all.m_defaults.end();
+}
+
+std::string AutocastPolicy::nearestKnownOp(std::string_view op) {
+  static const AutocastPolicy all = pytorchDefault();
+  // Levenshtein distance, one row at a time; ties keep the alphabetically first.
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      std::size_t diagonal = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        const std::size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+        diagonal = up;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string best;
+  std::size_t bestDistance = std::string::npos;
+  for (const auto& [name, policy] : all.m_defaults) {
+    const std::size_t d = distance(op.substr(0, 64), name);
+    if (d < bestDistance) best = name, bestDistance = d;
+  }
+  return best;
 }
 
 CastPolicy AutocastPolicy::policyFor(std::string_view op) const {

@@ -36,6 +36,10 @@ class AutocastPolicy {
 
   CastPolicy policyFor(std::string_view op) const;
   void setPolicy(const std::string& op, CastPolicy p);
+  // An op PyTorch's lists or our layers name (a policy for any other op would never apply, so a
+  // config naming one is a typo to refuse). Else the known op nearest in spelling, for the error.
+  static bool isKnownOp(std::string_view op);
+  static std::string nearestKnownOp(std::string_view op);
   // Ops whose policy differs from PyTorch's (for the UI and the run summary).
   std::vector<std::pair<std::string, CastPolicy>> overrides() const;
   const std::map<std::string, CastPolicy, std::less<>>& table() const { return m_table; }

@@ -286,6 +286,10 @@ void setConfigValue(RunConfig& c, const std::string& key, const std::string& val
     const std::string op = key.substr(9);
     if (op.empty() || !parseCastPolicy(value))
       fail(key, "lower_precision | fp32 | fp32_output | promote | pass_through | banned", value);
+    if (!AutocastPolicy::isKnownOp(op))
+      throw ConfigError(shownValue(key) + ": no op " + shownValue(op) +
+                        " in autocast's lists or our layers (did you mean autocast." +
+                        AutocastPolicy::nearestKnownOp(op) + "?)");
     c.autocastOverrides[op] = value;
     return;
   }

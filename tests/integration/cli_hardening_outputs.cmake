@@ -1,0 +1,69 @@
+# Issue 24: nothing written is lost, nothing ambiguous is guessed. Each case here failed on the
+# code before it (exit 0 on a failure, a process killed by a signal, a comparison replaced, a
+# typo accepted): it now exits 2 with one line naming the file, key or entry.
+# Usage: cmake -DCLI=ampstudio-cli -DWORK=dir [-DSANITIZE=address] -P cli_hardening_outputs.cmake
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+set(small --preset spirals --set train.steps=6 --quiet)
+include(${CMAKE_CURRENT_LIST_DIR}/cli_expect.cmake)
+
+# Runs the CLI through the shell with `prefix` before it (redirections, ulimit); sets rc and err.
+function(cli_through_shell prefix suffix)
+  execute_process(COMMAND sh -c "${prefix} exec \"$@\" ${suffix}" sh ${CLI} ${ARGN}
+                  TIMEOUT 60 RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE out)
+  set(rc "${rc}" PARENT_SCOPE)
+  set(err "${err}" PARENT_SCOPE)
+endfunction()
+
+# 3. Standard output that cannot be written is a failure, not exit 0.
+if(EXISTS /dev/full)
+  cli_through_shell("" "> /dev/full" convert --to fp16 1 0.1 65520)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "standard output: No space left on device")
+    message(FATAL_ERROR "convert > /dev/full: expected exit 2 naming standard output, got ${rc}: ${err}")
+  endif()
+  execute_process(COMMAND ${CLI} run ${small} --out ${WORK}/r RESULT_VARIABLE made OUTPUT_QUIET)
+  cli_through_shell("" "> /dev/full" export --run ${WORK}/r --format csv)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "standard output")
+    message(FATAL_ERROR "export > /dev/full: expected exit 2 naming standard output, got ${rc}: ${err}")
+  endif()
+endif()
+
+# 3. Past the file-size limit the run stops with exit 2 and the system's reason, every line
+# whole; SIGXFSZ no longer kills it mid-line.
+cli_through_shell("ulimit -f 8;" "" run --preset spirals --set train.steps=400 --set train.histogram_every=1 --quiet --out ${WORK}/fsize)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "File too large")
+  message(FATAL_ERROR "ulimit -f: expected exit 2 and 'File too large', got '${rc}': ${err}")
+endif()
+foreach(f metrics.jsonl histograms.jsonl)
+  if(EXISTS ${WORK}/fsize/${f})
+    file(READ ${WORK}/fsize/${f} all)
+    string(LENGTH "${all}" len)
+    if(len GREATER 0)
+      math(EXPR last "${len} - 1")
+      string(SUBSTRING "${all}" ${last} 1 tail)
+      if(NOT tail STREQUAL "\n")
+        message(FATAL_ERROR "ulimit -f: ${f} ends in a cut line")
+      endif()
+    endif()
+  endif()
+endforeach()
+
+# 3. A comparison of no modes is a usage error, not an empty success; nor a mode twice.
+cli_through_shell("" "--modes ''" compare ${small})
+if(NOT rc EQUAL 2 OR NOT err MATCHES "--modes: no mode given")
+  message(FATAL_ERROR "compare --modes '': expected exit 2, got ${rc}: ${err}")
+endif()
+expect_fail(2 "--modes: fp16 given twice" compare ${small} --modes fp16,fp16)
+
+# 1. A second comparison into the same --out does not replace the first without --overwrite.
+expect_fail(0 "" compare ${small} --modes fp32 --out ${WORK}/cmp)
+file(READ ${WORK}/cmp/fp32/metrics.jsonl first)
+expect_fail(2 "already holds a run" compare ${small} --set seed=5 --modes fp32 --out ${WORK}/cmp)
+file(READ ${WORK}/cmp/fp32/metrics.jsonl second)
+if(NOT first STREQUAL second)
+  message(FATAL_ERROR "a refused comparison changed ${WORK}/cmp/fp32/metrics.jsonl")
+endif()
+expect_fail(0 "" compare ${small} --set seed=5 --modes fp32 --out ${WORK}/cmp --overwrite)
+
+# 2. A misspelt autocast op is refused with the op it was probably meant to be.
+expect_fail(2 "did you mean autocast.linear?" run ${small} --set autocast.lienar=fp32 --out ${WORK}/x)
