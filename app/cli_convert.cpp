@@ -93,7 +93,7 @@ std::string notesFor(const FormatInspection& r) {
   if (r.overflowed) add("overflow -> inf");
   if (r.underflowedToZero) add("underflow -> 0");
   if (r.klass == "subnormal") add("subnormal: fewer significant bits");
-  if (!r.overflowed && !r.underflowedToZero) add(r.absError == 0 ? "exact" : "rounded");
+  if (!r.overflowed && !r.underflowedToZero) add(r.exact ? "exact" : "rounded");
   return notes;
 }
 

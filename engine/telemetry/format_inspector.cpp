@@ -60,7 +60,64 @@ bool textIsHuge(std::string_view body, bool hex) {
 struct ParsedNumber {
   double value;
   bool outsideDouble;  // finite, non-zero text whose nearest double is +-inf or +-0
+  // Where the text's exact value lies against `value`, in magnitude: -1 below, 0 equal, +1
+  // above (decimal text only; hex digits past a double's 53 bits are taken as exact).
+  int side = 0;
 };
+
+// An unsigned decimal (digits, optional point, optional exponent) as 0.D x 10^E with D free of
+// leading and trailing zeros (empty for zero): enough to compare two of them exactly, whatever
+// their lengths.
+struct DecimalDigits {
+  std::string digits;
+  long long exponent = 0;
+};
+
+DecimalDigits decimalDigits(std::string_view s) {
+  DecimalDigits d;
+  long long pointAt = -1, count = 0;
+  std::size_t i = 0;
+  for (; i < s.size() && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.'); ++i) {
+    if (s[i] == '.') {
+      pointAt = count;
+      continue;
+    }
+    d.digits += s[i];
+    ++count;
+  }
+  if (pointAt < 0) pointAt = count;
+  long long exp10 = 0;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    const bool negative = i < s.size() && s[i] == '-';
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i)
+      exp10 = std::min(exp10 * 10 + (s[i] - '0'), 1000000000000LL);  // saturate
+    if (negative) exp10 = -exp10;
+  }
+  const std::size_t first = d.digits.find_first_not_of('0');
+  if (first == std::string::npos) return {};
+  const std::size_t last = d.digits.find_last_not_of('0');
+  d.exponent = pointAt - static_cast<long long>(first) + exp10;
+  d.digits = d.digits.substr(first, last - first + 1);
+  return d;
+}
+
+// -1, 0, +1 as a < b, a == b, a > b (both unsigned decimals).
+int compareDecimal(std::string_view a, std::string_view b) {
+  const DecimalDigits x = decimalDigits(a), y = decimalDigits(b);
+  if (x.digits.empty() || y.digits.empty())
+    return x.digits.empty() == y.digits.empty() ? 0 : x.digits.empty() ? -1 : 1;
+  if (x.exponent != y.exponent) return x.exponent < y.exponent ? -1 : 1;
+  const int c = x.digits.compare(y.digits);  // the shorter is the smaller when it is a prefix
+  return c < 0 ? -1 : c > 0 ? 1 : 0;
+}
+
+// The decimal digits of |v| without its sign, as exactDecimal writes them.
+std::string magnitudeDigits(double v) {
+  std::string s = exactDecimal(std::fabs(v));
+  return s;
+}
 
 // Locale-independent (std::from_chars, not strtod: Qt sets the C locale from the environment,
 // and a German locale's strtod would stop at the '.'), correctly rounded to the nearest double.
@@ -87,7 +144,11 @@ ParsedNumber parseNumber(std::string_view text) {
   const bool outside = res.ec == std::errc::result_out_of_range;
   if (outside)  // the nearest double is +-inf or +-0
     v = textIsHuge(body, hex) ? std::numeric_limits<double>::infinity() : 0.0;
-  return {negative ? -v : v, outside};
+  int side = 0;
+  if (!hex && !outside && std::isfinite(v) && !body.empty() && body.front() != 'i' &&
+      body.front() != 'I' && body.front() != 'n' && body.front() != 'N')
+    side = compareDecimal(body, magnitudeDigits(v));
+  return {negative ? -v : v, outside, side};
 }
 
 std::string klassOf(std::uint16_t bits, const FormatFacts& f) {
@@ -113,7 +174,9 @@ std::string binaryFields(std::uint16_t bits, const FormatFacts& f) {
 // 16 bits can differ: 1 + 2^-11 + 2^-40 is above the midpoint between the fp16 neighbours 1 and
 // 1 + 2^-10, so it rounds up to 0x3c01; as a float it becomes exactly 1 + 2^-11 (a tie), which
 // then rounds to even, 1.0 (0x3c00). The same happens for bf16 just above 1 + 2^-8.
-std::uint16_t roundDoubleToBits(double v, const FormatFacts& f) {
+std::uint16_t roundDoubleToBits(double v, const FormatFacts& f) { return roundDoubleToBits(v, f, 0); }
+
+std::uint16_t roundDoubleToBits(double v, const FormatFacts& f, int side) {
   const std::uint16_t sign = std::signbit(v) ? 0x8000u : 0u;
   const int p = f.mantissaBits;
   if (std::isnan(v)) {  // keep the top payload bits and set the quiet bit, like the hardware
@@ -130,7 +193,10 @@ std::uint16_t roundDoubleToBits(double v, const FormatFacts& f) {
   const double m = std::ldexp(a, p - binade);  // exact (power-of-two scaling), m < 2^(p+1)
   double r = std::floor(m);
   const double frac = m - r;  // exact: the fraction of a double in this range is a double
-  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) == 1.0)) r += 1.0;  // ties to even
+  // Ties to even, unless the value this double stands for lies off the tie: then the side it
+  // lies on decides (the double was itself rounded from text; see inspectValue).
+  if (frac > 0.5 || (frac == 0.5 && (side > 0 || (side == 0 && std::fmod(r, 2.0) == 1.0))))
+    r += 1.0;
   // r holds the implicit bit (normal: 2^p <= r <= 2^(p+1); subnormal: r <= 2^p), so adding it
   // to the exponent field minus one encodes both cases, and a carry that rounds up to the next
   // binade (or to a normal from a subnormal) lands in the exponent by itself.
@@ -204,7 +270,11 @@ FormatInspection inspectValue(std::string_view text, DType fmt) {
   r.input = std::string(trim(text));
   const ParsedNumber parsed = parseNumber(r.input);
   r.value = parsed.value;
-  r.bits = roundDoubleToBits(r.value, *facts);
+  // One rounding, from the text's exact value: the nearest double can sit exactly on a tie of
+  // the 16-bit format while the text lies just off it (1.00048828125000000000000001 is above
+  // fp16's tie 1 + 2^-11 and rounds up to 0x3c01; 65519.9999999999999 is below the overflow
+  // threshold 65520 and rounds down to 65504). Elsewhere the double and the text round alike.
+  r.bits = roundDoubleToBits(r.value, *facts, parsed.side);
   char hexBuf[8];
   std::snprintf(hexBuf, sizeof hexBuf, "0x%04x", static_cast<unsigned>(r.bits));
   r.bitsHex = hexBuf;
@@ -212,6 +282,9 @@ FormatInspection inspectValue(std::string_view text, DType fmt) {
   r.represented = bitsToDouble(r.bits, *facts);
   r.representedExact = exactDecimal(r.represented);
   r.klass = klassOf(r.bits, *facts);
+  // Exact only when the kept value equals the text itself, not merely its nearest double.
+  r.exact = std::isfinite(r.represented) && std::isfinite(r.value) && !parsed.outsideDouble &&
+            r.represented == r.value && parsed.side == 0;
   if (std::isnan(r.value)) {
     r.absError = r.relError = std::numeric_limits<double>::quiet_NaN();
   } else if (std::isinf(r.value) && !parsed.outsideDouble) {

@@ -61,10 +61,12 @@ struct FormatInspection {
   std::string klass;               // "normal", "subnormal", "zero", "inf", "nan"
   bool overflowed = false;         // finite input became +-inf
   bool underflowedToZero = false;  // non-zero input became +-0
+  bool exact = false;              // the kept value equals the text's value exactly
 };
 
-// Parses `text` (decimal or hex float, optional sign, "inf", "nan"; locale-independent) to the
-// nearest double and rounds that double directly to `fmt` (F16 or BF16), ties to even.
+// Parses `text` (decimal or hex float, optional sign, "inf", "nan"; locale-independent) and
+// rounds its exact value once to `fmt` (F16 or BF16), ties to even: through the nearest double,
+// with the side of that double the text lies on breaking the ties the double lands on.
 // Throws std::invalid_argument for other dtypes or text that is not a number.
 FormatInspection inspectValue(std::string_view text, DType fmt);
 
@@ -72,6 +74,10 @@ FormatInspection inspectValue(std::string_view text, DType fmt);
 // NaN quiet with sign and top payload. One rounding step: going through float first would round
 // twice and can differ (see the .cpp).
 std::uint16_t roundDoubleToBits(double value, const FormatFacts& fmt);
+// The same for a value known to lie just above (side > 0) or below (side < 0) `value` in
+// magnitude, closer to it than to any other double: only a tie at `value` itself turns out
+// differently.
+std::uint16_t roundDoubleToBits(double value, const FormatFacts& fmt, int side);
 // Exact value of a bit pattern of the format.
 double bitsToDouble(std::uint16_t bits, const FormatFacts& fmt);
 

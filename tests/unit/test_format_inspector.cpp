@@ -82,6 +82,40 @@ TEST(FormatInspector, NoDoubleRounding) {
   EXPECT_EQ(inspectValue("0x1.0000000000001p-25", DType::F16).bits, 0x0001);
 }
 
+// The text's exact value is rounded once. Its nearest double may sit exactly on a 16-bit tie
+// while the text lies just off it: then the side decides, not ties-to-even (issue 24's cases).
+// "exact" means the kept value equals the text, not merely the text's nearest double.
+TEST(FormatInspector, DecimalTextIsRoundedOnceFromItsExactValue) {
+  struct Case {
+    const char* text;
+    DType fmt;
+    std::uint16_t bits;
+    bool exact;
+  };
+  const Case cases[] = {
+      {"1.00048828125000000000000001", DType::F16, 0x3c01, false},   // above the tie 1 + 2^-11
+      {"1.00048828124999999999999999", DType::F16, 0x3c00, false},   // below it
+      {"1.00048828125", DType::F16, 0x3c00, false},                  // on it: to even
+      {"1.00146484375", DType::F16, 0x3c02, false},                  // on 1 + 3 * 2^-11: to even
+      {"-1.00048828125000000000000001", DType::F16, 0xbc01, false},  // the sign is the magnitude's
+      {"65519.9999999999999", DType::F16, 0x7bff, false},            // below the overflow tie
+      {"65520.0000000000001", DType::F16, 0x7c00, false},            // above it
+      {"65520", DType::F16, 0x7c00, false},                          // on it: to even (inf)
+      {"1.00390625000000000000001", DType::BF16, 0x3f81, false},     // above bf16's tie 1 + 2^-8
+      {"1.00390625", DType::BF16, 0x3f80, false},
+      {"0.5", DType::F16, 0x3800, true},
+      {"5e-1", DType::F16, 0x3800, true},
+      {"0.50000000000000000000000001", DType::F16, 0x3800, false},   // rounds to 0.5, not exact
+      {"65504", DType::F16, 0x7bff, true},
+      {"0.1", DType::F16, 0x2e66, false},
+  };
+  for (const Case& c : cases) {
+    const FormatInspection r = inspectValue(c.text, c.fmt);
+    EXPECT_EQ(r.bits, c.bits) << c.text << " " << dtypeName(c.fmt) << ": got " << r.bitsHex;
+    EXPECT_EQ(r.exact, c.exact) << c.text;
+  }
+}
+
 TEST(FormatInspector, SpecialValuesAndSyntax) {
   EXPECT_EQ(inspectValue("-1", DType::F16).bits, 0xBC00);
   EXPECT_EQ(inspectValue("+2", DType::F16).bits, 0x4000);
