@@ -12,10 +12,24 @@ namespace amp {
 
 namespace {
 
-std::string scalarText(const std::string& key, const QJsonValue& v) {
+// An integer literal as JSON writes one ("-12", "18446744073709551615"): such text goes to the
+// key's parser as written, never through a double.
+bool integerLiteral(const std::string& t) {
+  const std::size_t start = !t.empty() && t[0] == '-' ? 1 : 0;
+  if (t.size() == start) return false;
+  for (std::size_t i = start; i < t.size(); ++i)
+    if (t[i] < '0' || t[i] > '9') return false;
+  return true;
+}
+
+std::string scalarText(const std::string& key, const QJsonValue& v, const JsonNumberTexts* texts = nullptr) {
   switch (v.type()) {
     case QJsonValue::Bool: return v.toBool() ? "true" : "false";
     case QJsonValue::Double: {
+      if (texts) {
+        const auto it = texts->scalars.find(key);
+        if (it != texts->scalars.end() && integerLiteral(it->second)) return it->second;
+      }
       const double d = v.toDouble();
       // Integral values print without a fraction so integer keys accept them. The range is
       // checked before the cast: converting 1e300 or nan to long long is undefined (the fuzzer's
@@ -27,10 +41,18 @@ std::string scalarText(const std::string& key, const QJsonValue& v) {
     case QJsonValue::String: return v.toString().toStdString();
     case QJsonValue::Array: {
       std::string s;
-      for (const auto& item : v.toArray()) {
+      const QJsonArray items = v.toArray();
+      const std::vector<std::string>* written = nullptr;
+      if (texts) {
+        const auto it = texts->lists.find(key);
+        if (it != texts->lists.end() && it->second.size() == std::size_t(items.size())) written = &it->second;
+      }
+      for (qsizetype i = 0; i < items.size(); ++i) {
+        const QJsonValue item = items.at(i);
         if (item.isArray() || item.isObject())
           throw ConfigError(key + ": expected a list of numbers");
-        s += (s.empty() ? "" : ",") + scalarText(key, item);
+        const bool asWritten = written && item.isDouble() && integerLiteral((*written)[std::size_t(i)]);
+        s += (s.empty() ? "" : ",") + (asWritten ? (*written)[std::size_t(i)] : scalarText(key, item));
       }
       return s;
     }
@@ -56,14 +78,15 @@ void setNested(QJsonObject& root, const QString& dotted, const QJsonValue& v) {
 
 }  // namespace
 
-void applyConfigJson(RunConfig& c, const QJsonObject& obj, const std::string& prefix) {
+void applyConfigJson(RunConfig& c, const QJsonObject& obj, const std::string& prefix,
+                     const JsonNumberTexts* texts) {
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     const std::string key = prefix + it.key().toStdString();
     if (it.value().isObject()) {
-      applyConfigJson(c, it.value().toObject(), key + ".");
+      applyConfigJson(c, it.value().toObject(), key + ".", texts);
       continue;
     }
-    setConfigValue(c, key, scalarText(key, it.value()));
+    setConfigValue(c, key, scalarText(key, it.value(), texts));
   }
 }
 
@@ -75,13 +98,16 @@ void applyConfigFile(RunConfig& c, const std::string& path) {
   if (!f.open(QIODevice::ReadOnly))
     throw ConfigError(path + ": cannot open (" + f.errorString().toStdString() + ")");
   QJsonParseError err;
-  const QJsonDocument doc = QJsonDocument::fromJson(f.readAll(), &err);
+  const QByteArray bytes = f.readAll();
+  const QJsonDocument doc = QJsonDocument::fromJson(bytes, &err);
   if (err.error != QJsonParseError::NoError)
     throw ConfigError(path + ": not valid JSON at offset " + std::to_string(err.offset) + " (" +
                       err.errorString().toStdString() + ")");
   if (!doc.isObject()) throw ConfigError(path + ": the top level must be a JSON object");
   try {
-    applyConfigJson(c, doc.object());
+    // Numbers as written and keys given twice, which the parsed document no longer shows.
+    const JsonNumberTexts texts = scanJsonNumbers(std::string_view(bytes.constData(), std::size_t(bytes.size())));
+    applyConfigJson(c, doc.object(), "", &texts);
   } catch (const ConfigError& e) {
     throw ConfigError(path + ": " + e.what());
   }

@@ -6,13 +6,17 @@
 #include <string>
 
 #include "engine/config/config_schema.h"
+#include "engine/io/json_number_scan.h"
 
 namespace amp {
 
 // Applies a JSON file's keys on top of `c`. Throws ConfigError("FILE: ...").
 void applyConfigFile(RunConfig& c, const std::string& path);
-// Applies a parsed JSON object (keys relative to `prefix`). Throws ConfigError.
-void applyConfigJson(RunConfig& c, const QJsonObject& obj, const std::string& prefix = "");
+// Applies a parsed JSON object (keys relative to `prefix`). `texts` (scanJsonNumbers of the
+// object's text, where there is one) gives integers as written, not through a double. Throws
+// ConfigError.
+void applyConfigJson(RunConfig& c, const QJsonObject& obj, const std::string& prefix = "",
+                     const JsonNumberTexts* texts = nullptr);
 // Nested JSON of every key (as the file format expects).
 QJsonObject configToJson(const RunConfig& c);
 

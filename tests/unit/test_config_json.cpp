@@ -6,6 +6,9 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
 #include <cstdint>
 #include <limits>
 
@@ -73,4 +76,51 @@ TEST(ConfigJson, ExtremeIntegersSurviveTheRoundTrip) {
   setConfigValue(c, "schedule.step_size", std::to_string(std::numeric_limits<std::int64_t>::min()));
   EXPECT_EQ(throughJson(c), flattenConfig(c));
   EXPECT_EQ(configToJson(c)["model"].toObject()["hidden"].toArray()[0].toString(), "9007199254740993");
+}
+
+namespace {
+// A config file with this text, read as `run CONFIG.json` reads it.
+RunConfig fromFile(const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/config_json_" +
+                           std::to_string(std::hash<std::string>{}(text)) + ".json";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+  RunConfig c;
+  applyConfigFile(c, path);
+  return c;
+}
+
+std::string refusal(const std::string& text) {
+  try {
+    fromFile(text);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+// Issue 24: integers in a config file are read as written, never through a double (2^53 + 1
+// became 2^53, and 2^64 - 1, which the seed allows, was refused).
+TEST(ConfigJson, IntegersInAFileAreReadExactly) {
+  EXPECT_EQ(fromFile(R"({"seed": 9007199254740993})").seed, 9007199254740993ull);
+  EXPECT_EQ(fromFile(R"({"seed": 18446744073709551615})").seed, std::numeric_limits<std::uint64_t>::max());
+  const RunConfig c = fromFile(R"({"model": {"hidden": [300, 3]}, "train": {"steps": 7}})");
+  ASSERT_EQ(c.model.hidden.size(), 2u);
+  EXPECT_EQ(c.model.hidden[0], 300);
+  EXPECT_EQ(c.train.steps, 7);
+  EXPECT_EQ(fromFile(R"({"optimizer": {"lr": 1e-3}})").optimizer.lr, 1e-3);
+  EXPECT_NE(refusal(R"({"seed": 18446744073709551616})").find("seed"), std::string::npos);
+}
+
+// A key given twice, in one spelling or two, is refused naming it (Qt kept one silently).
+TEST(ConfigJson, KeysGivenTwiceAreRefused) {
+  EXPECT_NE(refusal(R"({"seed": 1, "seed": 2})").find("seed: given twice"), std::string::npos);
+  EXPECT_NE(refusal(R"({"scaler.kind": "static", "scaler": {"kind": "none"}})").find("scaler.kind: given twice"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"scaler": {"kind": "none"}, "scaler": {"init_scale": 8}})").find("scaler: given twice"),
+            std::string::npos);
+  EXPECT_EQ(refusal(R"({"scaler": {"kind": "static", "init_scale": 8}, "seed": 3})"), "");
+  EXPECT_EQ(refusal(R"({"name": "a \"quoted\" \u00e9 name", "seed": 3})"), "");
 }
