@@ -88,6 +88,13 @@ int cmdExport(const Args& args) {
   }
   if (!weights.empty()) {
     if (!format.empty()) return usageError("--weights and --format are two exports: give one");
+    try {
+      std::vector<std::string> inputs = dirs;
+      inputs.push_back(checkpoint);
+      refuseOwnInput(out, inputs);
+    } catch (const std::exception& e) {
+      return usageError(e.what());
+    }
     return exportWeightsFile(dirs, checkpoint, weights, out);
   }
   if (!checkpoint.empty()) return usageError("--checkpoint goes with --weights");
@@ -98,7 +105,10 @@ int cmdExport(const Args& args) {
 
   std::vector<RunRecord> runs;
   try {
-    if (!out.empty()) checkOutputFile(out);
+    if (!out.empty()) {
+      checkOutputFile(out);
+      refuseOwnInput(out, dirs);
+    }
     for (const auto& d : dirs)
       for (RunRecord& r : loadRunFolders(QString::fromStdString(d))) runs.push_back(std::move(r));
   } catch (const std::exception& e) {  // RunRecordError, ConfigError (config.json), OutputError

@@ -101,11 +101,40 @@ void checkOutputFile(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     throw OutputError(path + ": is a folder; give a file name to write");
+  // A pipe, device or socket would be replaced by a regular file (as root, /dev/null itself):
+  // refused before the work, as writeFileAtomically refuses it after.
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw OutputError(path + ": not a regular file (a pipe, device or socket); it would be "
+                             "replaced by a regular file (give the name of a file)");
   const std::string parent = fs::path(path).parent_path().empty() ? "." : fs::path(path).parent_path().string();
   if (::stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw OutputError(path + ": cannot write there: its folder " + parent + " does not exist");
   if (::access(parent.c_str(), W_OK | X_OK) != 0)
     throw OutputError(path + ": cannot write there: " + systemReason(errno));
+}
+
+void refuseOwnInput(const std::string& output, const std::vector<std::string>& inputs) {
+  struct stat out {};
+  if (output.empty() || ::stat(output.c_str(), &out) != 0) return;  // a new file is no input
+  auto same = [&](const fs::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino;
+  };
+  for (const std::string& in : inputs) {
+    if (in.empty()) continue;
+    bool clash = same(in);
+    std::error_code ec;
+    if (!clash && fs::is_directory(in, ec))
+      for (auto it = fs::recursive_directory_iterator(in, ec); !clash && it != fs::recursive_directory_iterator();
+           it.increment(ec)) {
+        if (ec) break;
+        if (it.depth() > 1) it.disable_recursion_pending();
+        clash = same(it->path());
+      }
+    if (clash)
+      throw OutputError(output + ": is an input of this command (" + in +
+                        "); writing it would destroy what it reads: give another file");
+  }
 }
 
 bool writeOutputFile(const std::string& command, const std::string& path, std::string_view bytes) {

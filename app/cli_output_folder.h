@@ -37,6 +37,11 @@ std::string freshOutputFolder(const std::string& base);
 // be written: its folder exists and is writable, and the path is not a folder. Throws OutputError.
 void checkOutputFile(const std::string& path);
 
+// Refuses (OutputError) an output file that is one of the command's inputs: a file of one of the
+// `inputs` (files, or folders searched two levels down, a run and its checkpoints/), compared by
+// identity, not by name (`export --run R -o R/metrics.jsonl` replaced its own input).
+void refuseOwnInput(const std::string& output, const std::vector<std::string>& inputs);
+
 // writeFileAtomically, with a failure printed as "ampstudio-cli COMMAND: PATH: cannot write:
 // REASON": returns false then (the caller exits 2).
 bool writeOutputFile(const std::string& command, const std::string& path, std::string_view bytes);

@@ -115,7 +115,30 @@ std::optional<std::string> readRegularFile(const std::string& path, std::int64_t
   return std::nullopt;
 }
 
-AtomicFile::AtomicFile(std::string path) : m_path(std::move(path)) {
+namespace {
+// The file a replacement of `path` replaces. A symbolic link is followed (the link stays a link
+// and the file it names is replaced); anything but a regular file (or nothing yet) is refused:
+// a rename over a FIFO, device node or socket would turn it into a regular file (as root,
+// /dev/null itself).
+std::string replaceableTarget(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return path;  // nothing there yet
+  std::string target = path;
+  if (S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    const std::filesystem::path resolved = std::filesystem::weakly_canonical(path, ec);
+    if (ec) failWrite(path, "cannot follow the symbolic link", ec.value());
+    target = resolved.string();
+    if (::stat(target.c_str(), &st) != 0) return target;  // a link to a file yet to be made
+  }
+  if (!S_ISREG(st.st_mode))
+    throw OutputError(path + ": " + describeNonRegular(st) +
+                      "; it would be replaced by a regular file (give the name of a file)");
+  return target;
+}
+}  // namespace
+
+AtomicFile::AtomicFile(std::string path) : m_path(replaceableTarget(path)) {
   // A name of our own beside the target: rename() is atomic only within one file system.
   static std::atomic<unsigned> counter{0};
   for (int attempt = 0; m_fd < 0; ++attempt) {

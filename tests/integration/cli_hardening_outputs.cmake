@@ -67,3 +67,30 @@ expect_fail(0 "" compare ${small} --set seed=5 --modes fp32 --out ${WORK}/cmp --
 
 # 2. A misspelt autocast op is refused with the op it was probably meant to be.
 expect_fail(2 "did you mean autocast.linear?" run ${small} --set autocast.lienar=fp32 --out ${WORK}/x)
+
+# 1. An output file is never a special file turned into a regular one, nor the command's input.
+execute_process(COMMAND mkfifo ${WORK}/out.fifo)
+expect_fail(2 "out.fifo: not a regular file" export --run ${WORK}/r --format csv -o ${WORK}/out.fifo)
+if(NOT IS_SYMLINK ${WORK}/out.fifo AND EXISTS ${WORK}/out.fifo)
+  execute_process(COMMAND test -p ${WORK}/out.fifo RESULT_VARIABLE notfifo)
+  if(NOT notfifo EQUAL 0)
+    message(FATAL_ERROR "export replaced the FIFO with a regular file")
+  endif()
+endif()
+file(READ ${WORK}/r/metrics.jsonl input_before)
+expect_fail(2 "is an input of this command" export --run ${WORK}/r --format csv -o ${WORK}/r/metrics.jsonl)
+file(READ ${WORK}/r/metrics.jsonl input_after)
+if(NOT input_before STREQUAL input_after)
+  message(FATAL_ERROR "export -o R/metrics.jsonl changed its own input")
+endif()
+# Through a symbolic link: the link stays a link, and the file it names gets the export.
+file(WRITE ${WORK}/real.csv "old")
+file(CREATE_LINK ${WORK}/real.csv ${WORK}/link.csv SYMBOLIC)
+expect_fail(0 "" export --run ${WORK}/r --format csv -o ${WORK}/link.csv)
+if(NOT IS_SYMLINK ${WORK}/link.csv)
+  message(FATAL_ERROR "export replaced the symbolic link with a regular file")
+endif()
+file(READ ${WORK}/real.csv exported)
+if(exported STREQUAL "old")
+  message(FATAL_ERROR "export through a symbolic link did not write the file it names")
+endif()
