@@ -69,7 +69,8 @@ int cmdCompare(const Args& args) {
     c.name = (ea.preset.empty() ? c.model.name : ea.preset) + " " + mode;
     const std::string dir = ea.outDir.empty() ? "" : ea.outDir + "/" + mode;
     try {
-      results.push_back({mode, runToEnd(c, dir, ea.quiet, false, mode, "", /*measureFiles=*/true)});
+      results.push_back({mode, runToEnd(c, dir, ea.quiet, false, mode, "", /*measureFiles=*/true,
+                                        ea.overwrite)});
     } catch (const ConfigError& e) {
       printError("compare", e.what());
       return 2;

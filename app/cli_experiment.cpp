@@ -1,4 +1,5 @@
 #include "app/cli_experiment.h"
+#include "app/cli_output_folder.h"
 
 #include "engine/io/model_files.h"
 #include "app/cli_main.h"  // printError
@@ -212,7 +213,8 @@ void prepareResumedFolder(const QString& dir, const QByteArray& history, const s
 }  // namespace
 
 RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quiet, bool trace,
-                   const std::string& label, const std::string& resumeFrom, bool measureFiles) {
+                   const std::string& label, const std::string& resumeFrom, bool measureFiles,
+                   bool replaceEarlier) {
   Trainer trainer(config);
   const bool resumed = !resumeFrom.empty();
   const bool checkpoints = !outDir.empty() && (config.checkpoint.every > 0 || config.checkpoint.atEnd);
@@ -229,6 +231,9 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
   }
   const std::int64_t startStep = trainer.stepsDone();
   std::unique_ptr<RunOutputWriter> writer;
+  // The new run has started (everything its input could refuse was refused above): only now
+  // does an earlier run in the folder give way to it.
+  if (replaceEarlier && !resumed && !outDir.empty()) replaceEarlierRun(outDir);
   if (!outDir.empty()) {
     const QString dir = QString::fromStdString(outDir);
     if (resumed) prepareResumedFolder(dir, metricsSoFar, history, startStep, config.scaler.growthInterval);

@@ -65,9 +65,11 @@ struct RunResult {
 // a checkpoint whose state is loaded first (config must come from buildResumeConfig); the
 // folder's metrics then continue from the checkpoint's step. measureFiles: the summary gets the
 // sizes of the run's checkpoint and of its weights in the compute dtype (model_files.h).
+// replaceEarlier (--overwrite): an earlier run's files in outDir are removed once this run has
+// started (its trainer built: data read, model fitted, backend made), never before.
 RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quiet, bool trace,
                    const std::string& label, const std::string& resumeFrom = "",
-                   bool measureFiles = false);
+                   bool measureFiles = false, bool replaceEarlier = false);
 
 QJsonObject traceToJson(const std::vector<OpTraceEntry>& trace);
 

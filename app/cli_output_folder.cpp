@@ -76,6 +76,9 @@ void prepareOutputFolder(const OutputFolderPlan& plan) {
   if (!plan.overwrite)
     throw UsageError(dir + ": already holds a run (" + joined(found) +
                      "); choose another --out, or add --overwrite to replace it");
+}
+
+void replaceEarlierRun(const std::string& dir) {
   // Only what a run writes: other files the user keeps there stay.
   std::error_code ec;
   for (const auto& name : ownFileNames())

@@ -24,10 +24,15 @@ struct OutputFolderPlan {
 // Makes `plan.dir` and checks that every file a run writes there can be written: no folder
 // where a file goes (summary.json, metrics.jsonl, ...), no file where checkpoints/ goes, the
 // folder writable. A folder that already holds a run is refused (UsageError naming what it
-// holds and --overwrite) unless `overwrite`, which removes those outputs first (our file names
-// only, and checkpoints/step-N.zip; nothing else in the folder is touched). Throws OutputError
+// holds and --overwrite) unless `overwrite`. Nothing is removed here: the earlier run is
+// replaced only once the new one has started (replaceEarlierRun), so a new run refused for its
+// input (a bad CSV row, a model too big, no GPU) leaves the old one whole. Throws OutputError
 // or UsageError, one line each.
 void prepareOutputFolder(const OutputFolderPlan& plan);
+
+// Removes an earlier run's outputs from `dir` (our file names only, and checkpoints/step-N.zip;
+// nothing else in the folder is touched). Throws OutputError.
+void replaceEarlierRun(const std::string& dir);
 
 // `base` when nothing of a run is there yet, else the first free "base-2", "base-3", ...: the
 // default output folder never replaces an earlier run.

@@ -10,6 +10,7 @@
 #include "engine/io/checkpoint.h"
 #include "engine/io/run_output.h"
 #include "engine/train/memory_estimate.h"
+#include "engine/train/trainer.h"
 
 namespace amp::cli {
 
@@ -83,13 +84,28 @@ int cmdRun(const Args& args) {
     printError("run", e.what());
     return 2;
   }
+  // A preset's variants replace an earlier run's variant by variant; so that none of them is
+  // replaced for a later variant's input to be refused, every variant's trainer is built once
+  // before (data read, model fitted) when there is an earlier run to lose.
+  if (ea.overwrite && configs.size() > 1) {
+    try {
+      for (const auto& nc : configs)
+        if (!existingRunOutputs(dirOf(nc)).empty()) {
+          for (const auto& each : configs) Trainer check(each.config);
+          break;
+        }
+    } catch (const std::exception& e) {
+      printError("run", e.what());
+      return 2;
+    }
+  }
   std::vector<LabelledResult> results;
   bool diverged = false;
   for (const auto& nc : configs) {
     try {
       // A run that ends with a checkpoint has its sizes measured for free: the file is there.
       RunResult r = runToEnd(nc.config, dirOf(nc), ea.quiet, ea.trace, nc.label, ea.resume,
-                             nc.config.checkpoint.atEnd);
+                             nc.config.checkpoint.atEnd, ea.overwrite);
       diverged |= r.summary.status == "diverged" && nc.config.train.onDivergence == "stop";
       results.push_back({nc.label.empty() ? std::string(precisionModeName(nc.config.mode)) : nc.label,
                          std::move(r)});
