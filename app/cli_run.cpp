@@ -1,5 +1,6 @@
 // ampstudio-cli run: train from a config file and/or a preset, writing an output folder.
 #include <QDir>
+#include <algorithm>
 #include <QJsonDocument>
 #include <cstdio>
 #include <filesystem>
@@ -38,6 +39,28 @@ void printRunHelp() {
 }
 
 // Whether two paths name one folder (a resume's --out and the checkpoint's own run folder).
+// Folders this run made for its outputs: a run refused before it wrote anything leaves none of
+// them behind (an empty ampstudio-run-7 after a typo). Only empty ones go, deepest first.
+class MadeFolders {
+ public:
+  void note(const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::path p = std::filesystem::absolute(dir, ec);
+    std::vector<std::string> fresh;
+    for (; !p.empty() && !std::filesystem::exists(p, ec); p = p.parent_path()) fresh.push_back(p.string());
+    m_dirs.insert(m_dirs.end(), fresh.begin(), fresh.end());
+  }
+  void removeEmpty() {
+    std::error_code ec;
+    std::sort(m_dirs.begin(), m_dirs.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+    for (const auto& d : m_dirs)
+      if (std::filesystem::is_directory(d, ec) && std::filesystem::is_empty(d, ec)) std::filesystem::remove(d, ec);
+  }
+
+ private:
+  std::vector<std::string> m_dirs;
+};
+
 bool sameFolder(const std::string& a, const std::string& b) {
   std::error_code ea, eb;
   const auto ca = std::filesystem::weakly_canonical(a, ea), cb = std::filesystem::weakly_canonical(b, eb);
@@ -69,6 +92,9 @@ int cmdRun(const Args& args) {
   auto dirOf = [&](const NamedConfig& nc) { return nc.label.empty() ? out : out + "/" + nc.label; };
   // Every folder is checked before the first step: a run must not fail at its end for a
   // folder named summary.json, nor write over another run's metrics.
+  MadeFolders made;
+  made.note(out);
+  for (const auto& nc : configs) made.note(dirOf(nc));
   try {
     if (configs.size() > 1) prepareOutputFolder({out, false, ea.overwrite, false});
     for (const auto& nc : configs) {
@@ -82,6 +108,7 @@ int cmdRun(const Args& args) {
     }
   } catch (const std::exception& e) {  // OutputError, UsageError
     printError("run", e.what());
+    made.removeEmpty();
     return 2;
   }
   // A preset's variants replace an earlier run's variant by variant; so that none of them is
@@ -96,6 +123,7 @@ int cmdRun(const Args& args) {
         }
     } catch (const std::exception& e) {
       printError("run", e.what());
+      made.removeEmpty();
       return 2;
     }
   }
@@ -114,11 +142,13 @@ int cmdRun(const Args& args) {
       // anyway (taken by others meanwhile, or outside the estimate): never a bare "std::bad_alloc".
       printError("run", "out of memory running " + modelSettingsText(nc.config.model) + " (batch " +
                             std::to_string(nc.config.train.batchSize) + "); try a smaller model or batch");
+      made.removeEmpty();
       return 2;
     } catch (const std::exception& e) {
       // Bad input (ConfigError, DataError, CheckpointError, UsageError) or output that could not
       // be written (OutputError): one line naming it, exit 2. What was written stays.
       printError("run", e.what());
+      made.removeEmpty();
       return 2;
     }
   }

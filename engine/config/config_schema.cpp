@@ -137,7 +137,13 @@ ConfigKey boolKey(std::string key, std::string help, Get ref) {
 template <class Get>
 ConfigKey strKey(std::string key, std::string help, Get ref) {
   return {key, "string", std::move(help), {},
-          [ref](RunConfig& c, const std::string& v) { *ref(c) = v; },
+          [key, ref](RunConfig& c, const std::string& v) {
+            // Names, paths and columns: a path is at most 4096 bytes on Linux, and a 300 MB name
+            // took 2.8 GB on its way through the run before anything refused it.
+            if (v.size() > kMaxStringValueBytes)
+              fail(key, "at most " + std::to_string(kMaxStringValueBytes) + " bytes", v);
+            *ref(c) = v;
+          },
           [ref](const RunConfig& c) { return *ref(const_cast<RunConfig&>(c)); }};
 }
 template <class Get>

@@ -18,6 +18,9 @@ namespace amp {
 // characters with their length: "'aaaa…' (100000 bytes)".
 std::string shownValue(std::string_view value, std::size_t max = 60);
 
+// The longest value a string key takes (names, paths, columns): Linux's PATH_MAX.
+inline constexpr std::size_t kMaxStringValueBytes = 4096;
+
 class ConfigError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

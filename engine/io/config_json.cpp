@@ -94,6 +94,12 @@ void applyConfigFile(RunConfig& c, const std::string& path) {
   // Only a regular file: a FIFO blocked the read forever and /dev/zero filled memory.
   const QFileInfo info(QString::fromStdString(path));
   if (info.exists() && !info.isFile()) throw ConfigError(path + ": not a regular file (a folder, device or pipe)");
+  // A config is a page of keys; a file of hundreds of megabytes is a mistake to refuse before
+  // reading it (Qt's parser then needs several times its size).
+  constexpr qint64 kMaxConfigBytes = qint64{16} << 20;
+  if (info.exists() && info.size() > kMaxConfigBytes)
+    throw ConfigError(path + ": " + std::to_string(info.size()) + " bytes; a config file is at most " +
+                      std::to_string(kMaxConfigBytes >> 20) + " MiB");
   QFile f(QString::fromStdString(path));
   if (!f.open(QIODevice::ReadOnly))
     throw ConfigError(path + ": cannot open (" + f.errorString().toStdString() + ")");

@@ -119,3 +119,16 @@ expect_fail(0 "" run ${small} --set train.steps=2 --out ${WORK}/keep --overwrite
 if(EXISTS ${WORK}/keep/checkpoints/step-6.zip)
   message(FATAL_ERROR "--overwrite left the earlier run's checkpoint beside the new run")
 endif()
+
+# 4. String values are capped (a 300 MB name took 2.8 GB before anything refused it), config
+# files too, and a refused run leaves no empty folder of its own behind.
+string(REPEAT "n" 5000 longname)
+file(WRITE ${WORK}/longname.json "{\"name\": \"${longname}\"}")
+expect_fail(2 "name: expected at most 4096 bytes" run ${WORK}/longname.json ${small} --out ${WORK}/fresh/run)
+if(EXISTS ${WORK}/fresh)
+  message(FATAL_ERROR "a refused run left its empty output folder behind")
+endif()
+expect_fail(2 "bad.csv" run ${small} --set data.name=csv --set data.path=${WORK}/bad.csv --out ${WORK}/fresh2/run)
+if(EXISTS ${WORK}/fresh2)
+  message(FATAL_ERROR "a run refused for its data left its empty output folder behind")
+endif()
