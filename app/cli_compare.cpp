@@ -62,6 +62,15 @@ int cmdCompare(const Args& args) {
     printError("compare", e.what());
     return 2;
   }
+  // Held until the comparison is done: a second one started at once into the same --out is
+  // refused instead of writing beside this one.
+  std::unique_ptr<FolderClaim> claim;
+  try {
+    if (!ea.outDir.empty()) claim = std::make_unique<FolderClaim>(ea.outDir);
+  } catch (const std::exception& e) {
+    printError("compare", e.what());
+    return 2;
+  }
   std::vector<LabelledResult> results;
   for (const auto& mode : modes) {
     RunConfig c = configs.front().config;

@@ -1,5 +1,7 @@
 #include "app/cli_output_folder.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -86,6 +88,46 @@ void replaceEarlierRun(const std::string& dir) {
       throw OutputError(dir + "/" + name + ": cannot remove it: " + ec.message());
   for (const auto& ckpt : checkpointFiles(dir))
     if (fs::remove(ckpt, ec); ec) throw OutputError(ckpt.string() + ": cannot remove it: " + ec.message());
+}
+
+FolderClaim::FolderClaim(const std::string& dir) : m_lockPath(dir + "/" + kFolderLockName) {
+  makeFolders(dir);
+  // Lock, then check that the file locked is still the one at the path: a run finishing just
+  // then unlinks its lock file, and a lock on the unlinked file would claim nothing.
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    m_fd = ::open(m_lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (m_fd < 0) throw OutputError(dir + ": cannot write there: " + systemReason(errno));
+    if (::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      ::close(m_fd);
+      m_fd = -1;
+      if (err == EWOULDBLOCK)
+        throw UsageError(dir + ": another run is writing there now; choose another --out");
+      throw OutputError(m_lockPath + ": cannot lock it: " + systemReason(err));
+    }
+    struct stat held {}, now {};
+    if (::fstat(m_fd, &held) == 0 && ::stat(m_lockPath.c_str(), &now) == 0 &&
+        held.st_dev == now.st_dev && held.st_ino == now.st_ino)
+      return;
+    ::close(m_fd);
+    m_fd = -1;
+  }
+  throw OutputError(m_lockPath + ": could not be claimed (it keeps changing)");
+}
+
+FolderClaim::~FolderClaim() {
+  if (m_fd < 0) return;
+  ::unlink(m_lockPath.c_str());  // while still locked: nobody holds a lock on a file still named
+  ::close(m_fd);
+}
+
+bool FolderClaim::heldElsewhere(const std::string& dir) {
+  const std::string path = dir + "/" + kFolderLockName;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return held;
 }
 
 std::string freshOutputFolder(const std::string& base) {

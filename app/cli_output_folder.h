@@ -38,6 +38,28 @@ void replaceEarlierRun(const std::string& dir);
 // default output folder never replaces an earlier run.
 std::string freshOutputFolder(const std::string& base);
 
+// This process's hold on an output folder, so that two runs started at once with one --out do
+// not both write there (each said "outputs in DIR" and one run's files were gone). A lock
+// (flock) on DIR/.ampstudio.lock, which the system releases when the process ends however it
+// ends, so a killed run leaves no stale claim. Released (and the file removed) on destruction.
+class FolderClaim {
+ public:
+  // Makes DIR if needed and claims it; throws UsageError naming DIR when another process holds
+  // it, OutputError when DIR cannot be made or written.
+  explicit FolderClaim(const std::string& dir);
+  ~FolderClaim();
+  FolderClaim(const FolderClaim&) = delete;
+  FolderClaim& operator=(const FolderClaim&) = delete;
+  // Whether another process holds `dir` now (false when nobody does, or it cannot tell).
+  static bool heldElsewhere(const std::string& dir);
+
+ private:
+  std::string m_lockPath;
+  int m_fd = -1;
+};
+
+inline constexpr const char* kFolderLockName = ".ampstudio.lock";
+
 // Checks, before the work that produces it, that a single output file (--json, --output) can
 // be written: its folder exists and is writable, and the path is not a folder. Throws OutputError.
 void checkOutputFile(const std::string& path);

@@ -86,16 +86,34 @@ int cmdRun(const Args& args) {
     return 2;
   }
   // The default folder never replaces an earlier run: ampstudio-run, then ampstudio-run-2, ...
-  const std::string out = !ea.outDir.empty()  ? ea.outDir
-                          : !ea.resume.empty() ? defaultResumeOutDir(ea.resume)
-                                               : freshOutputFolder("ampstudio-run");
+  std::string out = !ea.outDir.empty()  ? ea.outDir
+                    : !ea.resume.empty() ? defaultResumeOutDir(ea.resume)
+                                         : freshOutputFolder("ampstudio-run");
+  const bool defaultFolder = ea.outDir.empty() && ea.resume.empty();
   auto dirOf = [&](const NamedConfig& nc) { return nc.label.empty() ? out : out + "/" + nc.label; };
   // Every folder is checked before the first step: a run must not fail at its end for a
   // folder named summary.json, nor write over another run's metrics.
   MadeFolders made;
-  made.note(out);
-  for (const auto& nc : configs) made.note(dirOf(nc));
+  std::unique_ptr<FolderClaim> claim;  // this process's hold on `out` until it returns
+  auto giveUp = [&] {
+    claim.reset();
+    made.removeEmpty();
+    return 2;
+  };
   try {
+    // Claimed first, so that a second run started at once with the same folder is refused
+    // (or, for the default folder, takes the next free name) instead of writing beside this one.
+    for (int attempt = 0;; ++attempt) {
+      made.note(out);
+      try {
+        claim = std::make_unique<FolderClaim>(out);
+        break;
+      } catch (const UsageError&) {
+        if (!defaultFolder || attempt > 100) throw;
+        out = freshOutputFolder("ampstudio-run");
+      }
+    }
+    for (const auto& nc : configs) made.note(dirOf(nc));
     if (configs.size() > 1) prepareOutputFolder({out, false, ea.overwrite, false});
     for (const auto& nc : configs) {
       OutputFolderPlan plan;
@@ -108,8 +126,7 @@ int cmdRun(const Args& args) {
     }
   } catch (const std::exception& e) {  // OutputError, UsageError
     printError("run", e.what());
-    made.removeEmpty();
-    return 2;
+    return giveUp();
   }
   // A preset's variants replace an earlier run's variant by variant; so that none of them is
   // replaced for a later variant's input to be refused, every variant's trainer is built once
@@ -123,8 +140,7 @@ int cmdRun(const Args& args) {
         }
     } catch (const std::exception& e) {
       printError("run", e.what());
-      made.removeEmpty();
-      return 2;
+      return giveUp();
     }
   }
   std::vector<LabelledResult> results;
@@ -142,14 +158,12 @@ int cmdRun(const Args& args) {
       // anyway (taken by others meanwhile, or outside the estimate): never a bare "std::bad_alloc".
       printError("run", "out of memory running " + modelSettingsText(nc.config.model) + " (batch " +
                             std::to_string(nc.config.train.batchSize) + "); try a smaller model or batch");
-      made.removeEmpty();
-      return 2;
+      return giveUp();
     } catch (const std::exception& e) {
       // Bad input (ConfigError, DataError, CheckpointError, UsageError) or output that could not
       // be written (OutputError): one line naming it, exit 2. What was written stays.
       printError("run", e.what());
-      made.removeEmpty();
-      return 2;
+      return giveUp();
     }
   }
   if (configs.size() > 1) {

@@ -132,3 +132,30 @@ expect_fail(2 "bad.csv" run ${small} --set data.name=csv --set data.path=${WORK}
 if(EXISTS ${WORK}/fresh2)
   message(FATAL_ERROR "a run refused for its data left its empty output folder behind")
 endif()
+
+# 1. Two runs started at once: with one --out, one of them runs and the other is refused (both
+# said "outputs in DIR" and one run's files were gone); with the default folder, each gets its
+# own (ampstudio-run and ampstudio-run-2).
+set(long --preset spirals --set train.steps=3000 --quiet)
+# Both started by one shell, side by side; prints "rc1 rc2".
+function(two_at_once dir)
+  execute_process(COMMAND sh -c "\"$0\" \"$@\" > /dev/null & p=$!; \"$0\" \"$@\" > /dev/null; b=$?; wait $p; echo \"$? $b\""
+                          ${CLI} run ${ARGN}
+                  WORKING_DIRECTORY ${dir} TIMEOUT 120 OUTPUT_VARIABLE rcs ERROR_VARIABLE err)
+  string(STRIP "${rcs}" rcs)
+  set(rcs "${rcs}" PARENT_SCOPE)
+  set(err "${err}" PARENT_SCOPE)
+endfunction()
+two_at_once(${WORK} ${long} --out ${WORK}/both)
+if(NOT (rcs STREQUAL "0 2" OR rcs STREQUAL "2 0") OR NOT err MATCHES "another run is writing there")
+  message(FATAL_ERROR "two runs into one --out: expected one to run and one refused, got ${rcs}: ${err}")
+endif()
+file(MAKE_DIRECTORY ${WORK}/defaults)
+two_at_once(${WORK}/defaults ${long})
+if(NOT rcs STREQUAL "0 0" OR NOT EXISTS ${WORK}/defaults/ampstudio-run/summary.json
+   OR NOT EXISTS ${WORK}/defaults/ampstudio-run-2/summary.json)
+  message(FATAL_ERROR "two runs with the default folder: expected two folders, got ${rcs}: ${err}")
+endif()
+if(EXISTS ${WORK}/defaults/ampstudio-run/.ampstudio.lock)
+  message(FATAL_ERROR "a finished run left its claim file behind")
+endif()
