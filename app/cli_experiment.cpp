@@ -1,4 +1,6 @@
 #include "app/cli_experiment.h"
+
+#include <map>
 #include "app/cli_output_folder.h"
 
 #include "engine/io/model_files.h"
@@ -13,6 +15,7 @@
 #include <QJsonDocument>
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cstdio>
 
 #include "engine/backend/backend_registry.h"
@@ -186,8 +189,37 @@ void keepStepsUpTo(const QString& path, std::int64_t step, bool jsonLines) {
   if (kept != all) writeFileAtomically(path, kept);
 }
 
-// A resumed run continues its folder: metrics.jsonl up to the checkpoint's step, then the new
-// steps appended. A new folder starts with the checkpoint's own metrics (and their events).
+// The step of one metrics line, or -1 when it is not one (a line cut short).
+std::int64_t stepOfLine(const QByteArray& line) {
+  const QJsonObject o = QJsonDocument::fromJson(line).object();
+  return o.contains("step") ? static_cast<std::int64_t>(o["step"].toDouble()) : -1;
+}
+
+// A checkpoint resumed into a folder that holds a run must be that run's: every metrics line the
+// folder has up to the checkpoint's step must be the checkpoint's own line for that step (the
+// checkpoint stores the run's metrics.jsonl up to its step). A checkpoint copied in from another
+// run mixed the two runs' metrics and replaced the run's config.
+void requireSameRun(const QString& dir, const QByteArray& history, std::int64_t step,
+                    const std::string& checkpoint) {
+  const QString metrics = dir + "/" + kRunMetricsFile;
+  if (!QFile::exists(metrics)) return;
+  std::map<std::int64_t, QByteArray> own;
+  for (const QByteArray& line : history.split('\n'))
+    if (!line.trimmed().isEmpty()) own[stepOfLine(line)] = line.trimmed();
+  for (const QByteArray& line : readFileBytes(metrics).split('\n')) {
+    const std::int64_t s = stepOfLine(line);
+    if (s < 1 || s > step) continue;
+    const auto it = own.find(s);
+    if (it == own.end() || it->second != line.trimmed())
+      throw UsageError("--resume: " + checkpoint + " is not the checkpoint of the run in " +
+                       dir.toStdString() + " (their metrics differ at step " + std::to_string(s) +
+                       "); resume it into another folder with --out");
+  }
+}
+
+// A resumed run continues its folder: metrics.jsonl is the checkpoint's own up to its step
+// (which also restores steps a cut or damaged file lost: summary.json then claims only what is
+// there), then the new steps appended. A new folder starts the same way, with the events.
 void prepareResumedFolder(const QString& dir, const QByteArray& history, const std::vector<StepMetrics>& steps,
                           std::int64_t step, int growthInterval) {
   makeFolders(dir.toStdString());
@@ -197,10 +229,9 @@ void prepareResumedFolder(const QString& dir, const QByteArray& history, const s
   if (QFileInfo(dir + "/" + kRunSummaryFile).isFile() && !QFile::remove(dir + "/" + kRunSummaryFile))
     throw OutputError((dir + "/" + kRunSummaryFile).toStdString() + ": cannot remove the previous summary");
   const QString metrics = dir + "/" + kRunMetricsFile;
-  if (QFile::exists(metrics)) {
-    keepStepsUpTo(metrics, step, true);
-  } else {
-    writeFileAtomically(metrics, history);
+  const bool fresh = !QFile::exists(metrics);
+  writeFileAtomically(metrics, history);
+  if (fresh) {
     QByteArray events;
     for (const StepMetrics& m : steps)
       for (const auto& e : describeEvents(m, growthInterval)) events += QByteArray::fromStdString(e) + '\n';
@@ -230,6 +261,12 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
     for (const StepMetrics& m : history) builder.add(m);
   }
   const std::int64_t startStep = trainer.stepsDone();
+  if (resumed && trainer.finished())
+    throw UsageError("--resume: the checkpoint is at step " + std::to_string(startStep) +
+                     " and the run ends at step " + std::to_string(trainer.totalSteps()) +
+                     ": nothing to run (raise train.steps or train.epochs with --set)");
+  if (resumed && !outDir.empty())
+    requireSameRun(QString::fromStdString(outDir), metricsSoFar, startStep, resumeFrom);
   std::unique_ptr<RunOutputWriter> writer;
   // The new run has started (everything its input could refuse was refused above): only now
   // does an earlier run in the folder give way to it.
