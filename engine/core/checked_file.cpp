@@ -131,7 +131,8 @@ std::string replaceableTarget(const std::string& path) {
     target = resolved.string();
     if (::stat(target.c_str(), &st) != 0) return target;  // a link to a file yet to be made
   }
-  if (!S_ISREG(st.st_mode))
+  // (A folder is left to the rename, whose "Is a directory" names it as before.)
+  if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
     throw OutputError(path + ": " + describeNonRegular(st) +
                       "; it would be replaced by a regular file (give the name of a file)");
   return target;
