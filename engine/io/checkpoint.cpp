@@ -198,8 +198,20 @@ void validateOptimizer(const QString& path, const LoadedCheckpoint& c, Optimizer
   }
 }
 
+// "data.path=DIR" or "data.name=spirals": what the message says the data came from.
+std::string dataSourceText(const RunConfig& c) {
+  return c.data.path.empty() ? "data.name=" + c.data.name : "data.path=" + c.data.path;
+}
+
 void validateProgress(const QString& path, const LoadedCheckpoint& c, Trainer& t) {
   if (auto problem = t.loaderStateProblem(c.info.loader)) fail(path, kManifestEntry, *problem);
+  // The same sizes and config are not the same data: another file of the same size, or a
+  // relative data.path read from another folder, trained on silently.
+  if (!c.info.dataFingerprint.empty() && c.info.dataFingerprint != t.dataFingerprint())
+    fail(path, kManifestEntry,
+         "the run trained on other data than " + dataSourceText(t.config()) +
+             " now holds (data fingerprint " + c.info.dataFingerprint + ", now " + t.dataFingerprint() +
+             "); resume with the data it was trained on");
 }
 
 void validateScaler(const QString& path, const LoadedCheckpoint& c, const GradScaler& scaler) {
@@ -230,6 +242,7 @@ void saveCheckpoint(Trainer& trainer, const QString& zipPath, const QByteArray& 
   m.schedulerSteps = p.schedulerSteps;
   m.stopped = p.stopped;
   m.loader = p.loader;
+  m.dataFingerprint = trainer.dataFingerprint();
 
   std::vector<SafeTensor> model, optimizer;
   for (Parameter* prm : trainer.model().parameters()) {

@@ -2,6 +2,7 @@
 
 #include <QCryptographicHash>
 #include <QJsonArray>
+#include <QRegularExpression>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <algorithm>
@@ -131,6 +132,7 @@ QByteArray manifestToJson(const CheckpointInfo& m) {
   o["epoch"] = static_cast<double>(m.epoch);
   o["scheduler_steps"] = static_cast<double>(m.schedulerSteps);
   if (m.stopped) o["stopped"] = true;
+  if (!m.dataFingerprint.empty()) o["data_fingerprint"] = QString::fromStdString(m.dataFingerprint);
   QJsonObject loader;
   loader["epoch"] = static_cast<double>(m.loader.epoch);
   loader["position"] = static_cast<double>(m.loader.position);
@@ -197,6 +199,13 @@ CheckpointInfo manifestFromJson(const QByteArray& bytes) {
   m.epoch = r.integer("epoch");
   m.schedulerSteps = r.integer("scheduler_steps");
   m.stopped = r.raw().value("stopped").toBool(false);  // optional: absent in running checkpoints
+  // Optional (absent in checkpoints written before it existed): 16 hex digits.
+  if (const QJsonValue fp = r.raw().value("data_fingerprint"); !fp.isUndefined()) {
+    const QString text = fp.toString();
+    static const QRegularExpression hex16(QStringLiteral("^[0-9a-f]{16}$"));
+    if (!fp.isString() || !hex16.match(text).hasMatch()) fail("\"data_fingerprint\" must be 16 hex digits");
+    m.dataFingerprint = text.toStdString();
+  }
   const Reader loader = r.object("loader");
   m.loader.epoch = loader.integer("epoch");
   m.loader.position = loader.integer("position");

@@ -56,6 +56,7 @@ struct CheckpointInfo {
   std::int64_t schedulerSteps = 0;  // LR scheduler steps taken (also on skipped steps)
   bool stopped = false;             // the run had diverged and stopped
   BatchLoaderState loader;          // position, RNG state, sizes
+  std::string dataFingerprint;      // dataFingerprint() of the run's data; empty in older files
   std::vector<TensorSpec> parameters;  // in model order, as model.safetensors names them
   std::vector<TensorSpec> buffers;     // BatchNorm running statistics
   std::string optimizerName;

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "engine/config/config_schema.h"
+#include "engine/data/data_fingerprint.h"
 #include "engine/train/histogram_recorder.h"
 #include "engine/train/memory_estimate.h"
 #include "engine/train/model_factory.h"
@@ -197,6 +198,11 @@ Parameter* Trainer::injectionTarget() {
   for (Parameter* p : params)
     if (p->name == m_config.train.injectParam) return p;
   return nullptr;
+}
+
+const std::string& Trainer::dataFingerprint() const {
+  if (m_dataFingerprint.empty()) m_dataFingerprint = amp::dataFingerprint(m_data);
+  return m_dataFingerprint;
 }
 
 double Trainer::globalGradNorm() {

@@ -72,6 +72,8 @@ class Trainer {
   Optimizer& optimizer() { return *m_optimizer; }
   GradScaler& scaler() { return *m_scaler; }
   const DataSplit& data() const { return m_data; }
+  // dataFingerprint(data()), computed on first use (checkpoints store it; resume compares).
+  const std::string& dataFingerprint() const;
   Shape sampleShape() const { return m_data.train.sampleShape; }
   std::vector<std::string> modelSummary() { return m_model->summary(sampleShape()); }
   std::int64_t batchesPerEpoch() const { return m_loader->batchesPerEpoch(); }
@@ -114,6 +116,7 @@ class Trainer {
   std::unique_ptr<MemoryEstimate> m_estimate;
   std::unique_ptr<Backend> m_be;
   DataSplit m_data;
+  mutable std::string m_dataFingerprint;
   std::unique_ptr<BatchLoader> m_loader;
   std::unique_ptr<Sequential> m_model;
   std::unique_ptr<Loss> m_loss;

@@ -136,7 +136,7 @@ endif()
 # 1. Two runs started at once: with one --out, one of them runs and the other is refused (both
 # said "outputs in DIR" and one run's files were gone); with the default folder, each gets its
 # own (ampstudio-run and ampstudio-run-2).
-set(long --preset spirals --set train.steps=3000 --quiet)
+set(long --preset spirals --set train.steps=800 --set train.threads=1 --quiet)
 # Both started by one shell, side by side; prints "rc1 rc2".
 function(two_at_once dir)
   execute_process(COMMAND sh -c "\"$0\" \"$@\" > /dev/null & p=$!; \"$0\" \"$@\" > /dev/null; b=$?; wait $p; echo \"$? $b\""
@@ -199,3 +199,11 @@ file(READ ${WORK}/res/metrics.jsonl res_after)
 if(NOT res_before STREQUAL res_after)
   message(FATAL_ERROR "another run's checkpoint changed this run's metrics")
 endif()
+
+# 2. Resuming on other data of the same size (a changed file, or a relative data.path read from
+# another folder) is refused: the checkpoint holds the data's fingerprint.
+file(WRITE ${WORK}/a.csv "x,y,label\n0.1,0.2,0\n0.3,0.4,1\n0.5,0.6,0\n0.7,0.8,1\n0.9,0.1,0\n0.2,0.3,1\n0.4,0.5,0\n0.6,0.7,1\n0.8,0.9,0\n0.1,0.9,1\n")
+expect_fail(0 "" run --preset spirals --set data.name=csv --set data.path=${WORK}/a.csv --set train.batch_size=4
+            --set train.steps=6 --set checkpoint.every=3 --quiet --out ${WORK}/fp)
+file(WRITE ${WORK}/a.csv "x,y,label\n0.9,0.2,0\n0.3,0.4,1\n0.5,0.6,0\n0.7,0.8,1\n0.9,0.1,0\n0.2,0.3,1\n0.4,0.5,0\n0.6,0.7,1\n0.8,0.9,0\n0.1,0.9,1\n")
+expect_fail(2 "trained on other data" run --resume ${WORK}/fp/checkpoints/step-3.zip --quiet)
