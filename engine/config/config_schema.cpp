@@ -232,6 +232,7 @@ std::vector<ConfigKey> buildKeys() {
   k.push_back(intKey("data.classes", "blobs: number of classes", [](RunConfig& c) { return &c.data.classes; }));
   k.push_back(intKey("data.batches", "synthetic: number of distinct batches", [](RunConfig& c) { return &c.data.batches; }));
   k.push_back(strKey("data.label_column", "csv: label column name or index (default: last)", [](RunConfig& c) { return &c.data.labelColumn; }));
+  k.push_back(choiceKey("data.header", "csv: is line 1 a header? auto (names only: a header; numbers, or class names in the label column: data; anything else is refused as ambiguous) | yes | no", {"auto", "yes", "no"}, [](RunConfig& c) { return &c.data.csvHeader; }));
   k.push_back(intKey("train.steps", "optimizer steps (0 = run train.epochs)", [](RunConfig& c) { return &c.train.steps; }));
   k.push_back(intKey("train.epochs", "epochs when train.steps is 0", [](RunConfig& c) { return &c.train.epochs; }));
   k.push_back(intKey("train.batch_size", "samples per micro-batch", [](RunConfig& c) { return &c.train.batchSize; }));

@@ -124,15 +124,46 @@ bool isNumber(const std::string& s) {
   return parseDouble(s, d);
 }
 
-bool detectHeader(const std::vector<Row>& rows, const std::string& labelColumn) {
+// Whether the fields are the column numbers 0..n-1 or 1..n: a header of numbers, or data that
+// happens to count? Nothing in the line says, so auto refuses it.
+bool looksLikeColumnNumbers(const std::vector<std::string>& f) {
+  for (int base : {0, 1}) {
+    bool all = true;
+    for (std::size_t j = 0; j < f.size() && all; ++j) all = f[j] == std::to_string(j + base);
+    if (all) return true;
+  }
+  return false;
+}
+
+bool detectHeader(const CsvParser& p, const std::vector<Row>& rows, const std::string& labelColumn,
+                  const std::string& mode) {
+  if (mode == "yes") return true;
+  if (mode == "no") return false;
   const auto& first = rows[0].fields;
   if (!labelColumn.empty() && std::find(first.begin(), first.end(), labelColumn) != first.end())
     return true;
   if (std::none_of(first.begin(), first.end(), isNumber)) return true;
-  if (rows.size() < 2) return false;
-  const auto& second = rows[1].fields;
-  for (std::size_t j = 0; j < std::min(first.size(), second.size()); ++j)
-    if (!isNumber(first[j]) && isNumber(second[j])) return true;
+  const std::size_t n = first.size();
+  if (std::all_of(first.begin(), first.end(), isNumber)) {
+    if (n >= 2 && looksLikeColumnNumbers(first))
+      p.fail(rows[0].line, "reads as column numbers (" + first[0] + ", " + first[1] +
+                               ", ...) or as data; set data.header=yes or data.header=no");
+    return false;
+  }
+  // Names beside numbers: a data row when the names sit in the label column alone (class names,
+  // as in Iris); anything else could be a header with a numeric name or a row with a bad value.
+  std::size_t labelAt = n - 1;
+  std::int64_t idx = 0;
+  const char* e = labelColumn.data() + labelColumn.size();
+  if (!labelColumn.empty()) {
+    if (const auto [ptr, ec] = std::from_chars(labelColumn.data(), e, idx); ec == std::errc() && ptr == e)
+      labelAt = static_cast<std::size_t>(idx < 0 ? idx + static_cast<std::int64_t>(n) : idx);
+  }
+  for (std::size_t j = 0; j < n; ++j)  // (an empty field is the data row's error, told later)
+    if (j != labelAt && !first[j].empty() && !isNumber(first[j]))
+      p.fail(rows[0].line, "field " + std::to_string(j + 1) + " ('" + first[j].substr(0, 40) +
+                               "') is not a number while others are: a header or a data row? set "
+                               "data.header=yes or data.header=no");
   return false;
 }
 
@@ -140,8 +171,14 @@ std::size_t resolveLabelColumn(const CsvParser& p, const std::vector<std::string
                                std::size_t ncols, const std::string& spec) {
   if (spec.empty()) return ncols - 1;
   if (header) {
+    // Two columns of that name: which one is the label is a guess, so it is refused.
+    std::vector<std::size_t> named;
     for (std::size_t j = 0; j < ncols; ++j)
-      if ((*header)[j] == spec) return j;
+      if ((*header)[j] == spec) named.push_back(j);
+    if (named.size() > 1)
+      p.fail("label column '" + spec + "' names columns " + std::to_string(named[0]) + " and " +
+             std::to_string(named[1]) + " of the header; give the label column by its index");
+    if (named.size() == 1) return named[0];
   }
   std::int64_t idx = 0;
   const char* e = spec.data() + spec.size();
@@ -166,10 +203,11 @@ std::string csvBaseName(const std::string& path) {
   return stem.empty() ? "csv" : stem;
 }
 
-Dataset readCsvDataset(const std::string& path, const std::string& labelColumn) {
+Dataset readCsvDataset(const std::string& path, const std::string& labelColumn,
+                       const std::string& header) {
   CsvParser parser(path);
   const std::vector<Row> rows = parser.readRows();
-  const bool hasHeader = detectHeader(rows, labelColumn);
+  const bool hasHeader = detectHeader(parser, rows, labelColumn, header);
   const std::size_t ncols = rows[0].fields.size();
   const std::size_t first = hasHeader ? 1 : 0;
   if (ncols < 2)

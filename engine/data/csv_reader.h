@@ -18,7 +18,12 @@ namespace amp {
 // "1", ...); otherwise each distinct text is a class, numbered in order of first appearance.
 // The whole table comes back as one Dataset named after the file, in file order.
 // Errors are DataErrors like "iris.csv:17: expected 5 fields, found 4".
-Dataset readCsvDataset(const std::string& path, const std::string& labelColumn = {});
+// header: "auto" (line 1 is a header when every field is a name, or it holds the label column's
+// name; data when its fields are numbers, or names only in the label column (class names);
+// anything else, and a line of column numbers 0,1,2,... or 1,2,3,..., is refused as ambiguous,
+// naming data.header), "yes" or "no".
+Dataset readCsvDataset(const std::string& path, const std::string& labelColumn = {},
+                       const std::string& header = "auto");
 
 // "iris" for "/data/iris.csv": the base of the data set names.
 std::string csvBaseName(const std::string& path);

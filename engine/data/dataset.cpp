@@ -199,7 +199,7 @@ DataSplit loadDataset(const DataOptions& opt) {
     split = loadImageData(opt);  // names data.path or data.test_path in its errors itself
   } else if (opt.name == "csv") {
     split = fromPath([&] {
-      return splitTrainTest(readCsvDataset(opt.path, opt.labelColumn), opt.testFraction, opt.seed,
+      return splitTrainTest(readCsvDataset(opt.path, opt.labelColumn, opt.csvHeader), opt.testFraction, opt.seed,
                             csvBaseName(opt.path));
     });
   } else if (opt.name == "synthetic") {

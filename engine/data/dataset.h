@@ -70,6 +70,9 @@ struct DataOptions {
   std::int64_t batches = 50, batchSize = 256, width = 1024, targetWidth = 0;
   // csv: header name, or 0-based column index; empty = last column.
   std::string labelColumn;
+  // csv: is line 1 a header? auto decides only where the line itself says so, and refuses to
+  // guess where it does not (readCsvDataset); yes / no settle it.
+  std::string csvHeader = "auto";
   // Where the training set lives while training (the trainer's business, not the loader's):
   // "auto" = on the device once for a backend with memory of its own when it fits (as the
   // PyTorch recipe keeps its batches on the GPU), "on" = there always (also the CPU backend, for

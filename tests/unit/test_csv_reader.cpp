@@ -144,3 +144,30 @@ TEST_F(CsvTest, LoadDatasetSplitsStratifiedAndSeeded) {
 }
 
 }  // namespace
+
+// Issue 24: nothing is guessed about line 1. A `?` in line 1 of a headerless file made it a
+// header (the same `?` on line 6 is an error); a header of column numbers was read as data; two
+// columns named like the label column picked the first. Each is refused naming data.header or
+// the label's index; data.header=yes / no settles the first two.
+TEST_F(CsvTest, AmbiguousFirstLinesAreRefusedNotGuessed) {
+  const std::string q = write("q1.csv", "1.0,?,0\n2.0,3.0,1\n4.0,5.0,0\n");
+  EXPECT_HAS(errorOf([&] { readCsvDataset(q); }), "q1.csv:1: field 2 ('?') is not a number");
+  EXPECT_HAS(errorOf([&] { readCsvDataset(q); }), "data.header=yes");
+  EXPECT_EQ(readCsvDataset(q, "", "yes").count, 2);
+  EXPECT_HAS(errorOf([&] { readCsvDataset(q, "", "no"); }), "not a number");
+
+  const std::string numbered = write("n3.csv", "0,1,2\n1.5,2.5,0\n3.5,4.5,1\n");
+  EXPECT_HAS(errorOf([&] { readCsvDataset(numbered); }), "n3.csv:1: reads as column numbers");
+  EXPECT_EQ(readCsvDataset(numbered, "", "yes").count, 2);
+  EXPECT_EQ(readCsvDataset(numbered, "", "no").count, 3);
+
+  const std::string twice = write("twice.csv", "label,x,label\n0,1.5,1\n1,2.5,0\n");
+  EXPECT_HAS(errorOf([&] { readCsvDataset(twice, "label"); }), "names columns 0 and 2 of the header");
+  EXPECT_EQ(readCsvDataset(twice, "2").count, 2);
+
+  // What stays as it was: a header of names, data of numbers, class names in the label column.
+  EXPECT_EQ(readCsvDataset(write("ok1.csv", "a,b,label\n1,2,0\n")).count, 1);
+  EXPECT_EQ(readCsvDataset(write("ok2.csv", "1,2,0\n3,4,1\n")).count, 2);
+  EXPECT_EQ(readCsvDataset(write("ok3.csv", "5.1,3.5,setosa\n6.2,2.9,versicolor\n")).count, 2);
+  EXPECT_EQ(readCsvDataset(write("ok4.csv", "cat,1,2\ndog,3,4\n"), "0").count, 2);
+}
