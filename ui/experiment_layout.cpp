@@ -27,7 +27,7 @@ QString labelFor(const std::string& key) {
       {"data.name", "Data set"}, {"data.path", "Path"}, {"data.subset", "Subset size"},
       {"data.normalize", "Normalize"}, {"data.test_fraction", "Test share"},
       {"data.samples", "Samples"}, {"data.noise", "Noise"}, {"data.classes", "Classes"},
-      {"data.batches", "Batches"}, {"data.label_column", "Label column"},
+      {"data.batches", "Batches"}, {"data.label_column", "Label column"}, {"data.header", "Header row"},
       {"data.test_path", "Test folder"}, {"data.image_size", "Image size"},
       {"data.channels", "Channels"}, {"data.pad_to", "Pad to"}, {"data.augment_crop", "Random crop pad"},
       {"data.augment_flip", "Random flips"}, {"data.cache", "Decoded cache"},
@@ -50,7 +50,7 @@ const Groups kModelTab = {
     {"Data", {"data.name", "data.path", "data.test_path", "data.image_size", "data.channels",
               "data.pad_to", "data.normalize", "data.augment_crop", "data.augment_flip",
               "data.subset", "data.samples", "data.noise", "data.classes", "data.batches",
-              "data.test_fraction", "data.label_column", "data.cache"}}};
+              "data.test_fraction", "data.label_column", "data.header", "data.cache"}}};
 const Groups kPrecisionTab = {
     {"Precision", {"amp.mode", kModeNote, "backend", "tf32", "reduced_precision_reduction", kBackendNote}},
     {"Loss scaler", {"scaler.enabled", "scaler.kind", "scaler.init_scale", "scaler.growth_factor",
@@ -106,7 +106,7 @@ bool relevant(const std::string& key, const RunConfig& c) {
   if (key == "data.classes") return d == "blobs";
   if (key == "data.batches") return d == "synthetic";
   if (key == "data.test_fraction") return toy || d == "csv" || (d == "images" && c.data.testPath.empty());
-  if (key == "data.label_column") return d == "csv";
+  if (key == "data.label_column" || key == "data.header") return d == "csv";
   if (key == "scaler.init_scale") return scaling;
   if (key == "scaler.growth_factor" || key == "scaler.backoff_factor" || key == "scaler.growth_interval")
     return adaptive;
