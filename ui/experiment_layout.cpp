@@ -24,7 +24,7 @@ QString labelFor(const std::string& key) {
       {"model.layers", "Layers"}, {"model.hidden", "Hidden sizes"}, {"model.activation", "Activation"},
       {"model.dropout", "Dropout"}, {"model.batchnorm", "BatchNorm"}, {"model.cnn", "Blocks"},
       {"model.depth", "Depth"}, {"model.base_width", "Base width"}, {"model.stem", "Stem"},
-      {"data.name", "Data set"}, {"data.path", "Path"}, {"data.subset", "Subset size"},
+      {"data.name", "Data set"}, {"data.path", "Path"}, {"data.subset", "Subset size"}, {"data.test_subset", "Test subset"},
       {"data.normalize", "Normalize"}, {"data.test_fraction", "Test share"},
       {"data.samples", "Samples"}, {"data.noise", "Noise"}, {"data.classes", "Classes"},
       {"data.batches", "Batches"}, {"data.label_column", "Label column"}, {"data.header", "Header row"},
@@ -49,7 +49,7 @@ const Groups kModelTab = {
                "model.batchnorm"}},
     {"Data", {"data.name", "data.path", "data.test_path", "data.image_size", "data.channels",
               "data.pad_to", "data.normalize", "data.augment_crop", "data.augment_flip",
-              "data.subset", "data.samples", "data.noise", "data.classes", "data.batches",
+              "data.subset", "data.test_subset", "data.samples", "data.noise", "data.classes", "data.batches",
               "data.test_fraction", "data.label_column", "data.header", "data.cache"}}};
 const Groups kPrecisionTab = {
     {"Precision", {"amp.mode", kModeNote, "backend", "tf32", "reduced_precision_reduction", kBackendNote}},
@@ -95,7 +95,7 @@ bool relevant(const std::string& key, const RunConfig& c) {
   if (key == "model.activation") return m != "resnet";
   const bool images = isOneOf(d, {"fmnist", "cifar10", "images"});
   if (key == "data.path") return isOneOf(d, {"fmnist", "csv", "cifar10", "images"});
-  if (key == "data.subset") return d != "synthetic";
+  if (key == "data.subset" || key == "data.test_subset") return d != "synthetic";
   if (key == "data.normalize" || key == "data.pad_to" || key == "data.augment_crop" ||
       key == "data.augment_flip")
     return images;

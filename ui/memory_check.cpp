@@ -18,7 +18,7 @@ bool trainsOnHost(const RunConfig& c) { return resolveBackendName(c.backend) == 
 std::string dataKey(const DataOptions& d) {
   return d.name + '\n' + d.path + '\n' + d.testPath + '\n' + d.normalize + '\n' + d.labelColumn + '\n' +
          std::to_string(d.imageSize) + ' ' + std::to_string(d.channels) + ' ' + std::to_string(d.padTo) + ' ' +
-         std::to_string(d.subset) + ' ' + std::to_string(d.seed) + ' ' + std::to_string(d.testFraction) + ' ' +
+         std::to_string(d.subset) + ' ' + std::to_string(d.testSubset) + ' ' + std::to_string(d.seed) + ' ' + std::to_string(d.testFraction) + ' ' +
          std::to_string(d.samples) + ' ' + std::to_string(d.noise) + ' ' + std::to_string(d.classes) + ' ' +
          std::to_string(d.batches) + ' ' + std::to_string(d.batchSize) + ' ' + std::to_string(d.width) + ' ' +
          std::to_string(d.targetWidth);

@@ -223,7 +223,8 @@ std::vector<ConfigKey> buildKeys() {
   k.push_back(intKey("data.augment_crop", "training batches: random crop after zero-padding by N pixels on each side (0 = off; 4 for CIFAR ResNets)", [](RunConfig& c) { return &c.data.augmentCrop; }));
   k.push_back(boolKey("data.augment_flip", "training batches: horizontal flip with probability 1/2", [](RunConfig& c) { return &c.data.augmentFlip; }));
   k.push_back(choiceKey("data.cache", "images: keep the decoded, resized images in ~/.cache/ampstudio/images: on | off", {"on", "off"}, [](RunConfig& c) { return &c.data.cache; }));
-  k.push_back(intKey("data.subset", "use only the first N training samples (0 = all)", [](RunConfig& c) { return &c.data.subset; }));
+  k.push_back(intKey("data.subset", "train on a random N of the training samples, the same N for the same seed (0 = all); the test set is data.test_subset's", [](RunConfig& c) { return &c.data.subset; }));
+  k.push_back(intKey("data.test_subset", "evaluate on a random N of the test samples, the same N for the same seed (0 = all)", [](RunConfig& c) { return &c.data.testSubset; }));
   k.push_back(choiceKey("data.device_cache", "keep the training set on the device: auto (GPU, when it fits) | on | off", {"auto", "on", "off"}, [](RunConfig& c) { return &c.data.deviceCache; }));
   k.push_back(choiceKey("data.normalize", "image data: unit (x/255) | standard (fmnist: mean 0.2860, std 0.3530; cifar10, images: per-channel mean/std of the training split) | none (0..255)", {"unit", "standard", "none"}, [](RunConfig& c) { return &c.data.normalize; }));
   k.push_back(numKey("data.test_fraction", "generated sets, csv and images without data.test_path: held-out share", [](RunConfig& c) { return &c.data.testFraction; }));
@@ -348,6 +349,7 @@ std::optional<std::string> validateRunConfig(const RunConfig& c) {
   if (m.baseWidth < 0 || m.baseWidth > 65536) return "model.base_width must be from 0 (the layout's) to 65536";
   const auto& d = c.data;
   if (d.subset < 0) return "data.subset must be >= 0";
+  if (d.testSubset < 0) return "data.test_subset must be >= 0";
   if (d.samples < 0) return "data.samples must be >= 0";
   if (!(d.testFraction >= 0 && d.testFraction < 1)) return "data.test_fraction must be in [0, 1)";
   if (!(d.noise >= 0) || !std::isfinite(d.noise)) return "data.noise must be >= 0";

@@ -77,6 +77,7 @@ void validateOptions(const DataOptions& o) {
     badOption("data.name", "'" + o.name + "'",
               "unknown data set (expected synthetic, fmnist, cifar10, images, spirals, circles, blobs or csv)");
   if (o.subset < 0) badOption("data.subset", str(o.subset), "must be >= 0 (0 = all samples)");
+  if (o.testSubset < 0) badOption("data.test_subset", str(o.testSubset), "must be >= 0 (0 = all samples)");
   if (o.normalize != "unit" && o.normalize != "standard" && o.normalize != "none")
     badOption("data.normalize", "'" + o.normalize + "'", "expected unit, standard or none");
   if (!(o.testFraction >= 0.0 && o.testFraction < 1.0))
@@ -208,7 +209,7 @@ DataSplit loadDataset(const DataOptions& opt) {
     split = makeToyDataset(opt);
   }
   applySubset(split.train, opt.subset, opt.seed, kSubsetTrainStream);
-  applySubset(split.test, opt.subset, opt.seed, kSubsetTestStream);
+  applySubset(split.test, opt.testSubset, opt.seed, kSubsetTestStream);
   return split;
 }
 

@@ -50,10 +50,11 @@ struct DataOptions {
   // cifar-10-batches-bin/); images: the training folder, one sub-folder per class.
   std::string path;
   // 0 = all. Otherwise the training set becomes the first `subset` samples of a seeded shuffle
-  // of it, and the test set likewise the first min(subset, test count) of a seeded shuffle of
-  // the test set (a quick run still evaluates on as many samples as it trains on). Larger
-  // values than a split holds leave that split untouched (and in its original order).
+  // of it (a random `subset` of them, the same for the same seed). The test set is cut only by
+  // `testSubset`, likewise: data.subset said "training samples" and cut the test set too.
+  // Larger values than a split holds leave that split untouched (and in its original order).
   std::int64_t subset = 0;
+  std::int64_t testSubset = 0;
   // Image data: "unit" (x/255, like the PyTorch peer's ToTensor) | "standard" | "none" (raw
   // 0..255). standard: fmnist (x/255 - 0.2860)/0.3530, the usual Fashion-MNIST train mean/std;
   // cifar10 and images the per-channel mean and (population) std of x/255 over the training

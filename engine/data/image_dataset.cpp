@@ -63,7 +63,7 @@ ImageDataPlan planImages(const DataOptions& d, const ImageFolderListing& train,
   }
   p.images = files + (test ? testCount : 0);
   p.trainCount = subsetOf(files - (test ? 0 : testCount), d.subset);
-  p.testCount = subsetOf(testCount, d.subset);
+  p.testCount = subsetOf(testCount, d.testSubset);
   p.loadBytes = loadBytesOf(p.images, static_cast<std::int64_t>(d.channels) * d.imageSize * d.imageSize,
                             shapeNumel(p.sample));
   p.settings = "data.image_size=" + std::to_string(d.imageSize) + ", data.channels=" + std::to_string(d.channels) +
@@ -87,7 +87,7 @@ ImageDataPlan planCifar10(const DataOptions& d, const Cifar10Files& files) {
   const std::int64_t test = records(files.test);
   p.images = train + test;
   p.trainCount = subsetOf(train, d.subset);
-  p.testCount = subsetOf(test, d.subset);
+  p.testCount = subsetOf(test, d.testSubset);
   p.loadBytes = loadBytesOf(p.images, kCifar10RecordBytes, shapeNumel(p.sample));
   p.settings = "data.name=cifar10" + padText(d.padTo);
   p.source = "the " + std::to_string(p.images) + " images of " + d.path;

@@ -225,7 +225,7 @@ TEST_F(IdxTest, MislabelledFolderNamesBothFiles) {
   EXPECT_HAS(missing, m_dir.string() + ": no t10k-images-idx3-ubyte.gz");
 }
 
-TEST_F(IdxTest, LoadDatasetSubsetIsSeededAndCapsTest) {
+TEST_F(IdxTest, LoadDatasetSubsetsAreSeededAndSeparate) {
   writeFakeFmnist(50, 20);
   DataOptions o;
   o.name = "fmnist";
@@ -234,11 +234,14 @@ TEST_F(IdxTest, LoadDatasetSubsetIsSeededAndCapsTest) {
   o.seed = 3;
   const DataSplit a = loadDataset(o);
   EXPECT_EQ(a.train.count, 10);
-  EXPECT_EQ(a.test.count, 10);
+  EXPECT_EQ(a.test.count, 20) << "data.subset cuts the training set only";
+  o.testSubset = 10;
+  EXPECT_EQ(loadDataset(o).test.count, 10);
   EXPECT_EQ(loadDataset(o).train.features, a.train.features);
   o.seed = 4;
   EXPECT_NE(loadDataset(o).train.features, a.train.features);
-  o.subset = 30;  // more than test holds: test stays whole and in file order
+  o.subset = 30;
+  o.testSubset = 30;  // more than test holds: test stays whole and in file order
   const DataSplit b = loadDataset(o);
   EXPECT_EQ(b.train.count, 30);
   EXPECT_EQ(b.test.count, 20);
