@@ -17,31 +17,50 @@
 # see the README). AMP_CI_QUICK=1 skips the hardening passes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash installer/install-deps.sh
-cmake --preset release
-cmake --build --preset release
-ctest --preset release -j2 --timeout 900
+
+# Each stage's wall time, printed at the end (also after a failure), so the slow ones are
+# plain: CI's limit is 90 minutes for all of this on a clean clone of 2 cores.
+STAGE_TIMES=()
+stage() {
+  local name=$1 t0=$SECONDS
+  shift
+  "$@"
+  STAGE_TIMES+=("$(printf '%6d s  %s' $((SECONDS - t0)) "$name")")
+}
+print_stage_times() {
+  echo "== stage times (wall clock) =="
+  printf '%s\n' "${STAGE_TIMES[@]}"
+  printf '%6d s  in all\n' "$SECONDS"
+}
+trap print_stage_times EXIT
+
+stage "install packages" bash installer/install-deps.sh
+stage "configure (release)" cmake --preset release
+stage "build (release, benchmarks included)" cmake --build --preset release
+stage "unit, integration and UI tests" ctest --preset release -j2 --timeout 900
 
 DTYPE_TESTS='(GemmBackendTest|ConvBackendTest|ConvGradTest|LayerTest|Conv2dAutocast|Autocast|AutocastPolicy|TrainerAmp|Float16|ConvertArrays|ResidualOps|ResidualBlockLayer|ResNetModel)\.|^tst_main_window$'
 echo "== dtype-sensitive tests again, as on an AVX2-only CPU (ONEDNN_MAX_CPU_ISA=AVX2, AMP_CONVERT_ISA=avx2) =="
-ONEDNN_MAX_CPU_ISA=AVX2 AMP_CONVERT_ISA=avx2 ctest --preset release -j2 --timeout 900 --no-tests=error -R "$DTYPE_TESTS"
+stage "dtype tests as on an AVX2-only CPU" env ONEDNN_MAX_CPU_ISA=AVX2 AMP_CONVERT_ISA=avx2 \
+  ctest --preset release -j2 --timeout 900 --no-tests=error -R "$DTYPE_TESTS"
 echo "== conversions and the GEMMs/convolutions that use them on the scalar path (AMP_CONVERT_ISA=scalar) =="
-AMP_CONVERT_ISA=scalar ctest --preset release -j2 --timeout 900 --no-tests=error \
-  -R '(Float16|ConvertArrays|GemmBackendTest|ConvBackendTest|PoolNormTest|ActivationSemantics)\.'
+stage "conversions on the scalar path" env AMP_CONVERT_ISA=scalar ctest --preset release -j2 --timeout 900 \
+  --no-tests=error -R '(Float16|ConvertArrays|GemmBackendTest|ConvBackendTest|PoolNormTest|ActivationSemantics)\.'
 
 if [ -x build/release/tests/gpu/ampstudio-gpu-tests ]; then
   echo "== the GPU check folder, packed from this build and run here (without a GPU its suite skips) =="
-  bash installer/gpu-check.sh --build-dir build/release --no-build --out build/release/amp-gpu-check --run
+  stage "GPU check folder (pack and run)" bash installer/gpu-check.sh --build-dir build/release --no-build \
+    --out build/release/amp-gpu-check --run
 fi
 
 echo "== the Debian packages: lintian, desktop and AppStream checks, install into a clean root, run, purge =="
-bash installer/package_test.sh
+stage "Debian packages" bash installer/package_test.sh
 
 if [ "${AMP_CI_QUICK:-0}" != 1 ]; then
   echo "== ASan + UBSan: engine, CLI, unit and integration tests (build/asan) =="
-  bash tests/sanitize/run_asan.sh
+  stage "ASan + UBSan (build and tests)" bash tests/sanitize/run_asan.sh
   echo "== TSan: the training worker, run controller, main window and lifecycle tests (build/tsan) =="
-  bash tests/sanitize/run_tsan.sh
+  stage "TSan (build and tests)" bash tests/sanitize/run_tsan.sh
   echo "== fuzz: every target over its corpus, ${AMP_FUZZ_SECONDS:-10} s each (build/fuzz) =="
-  bash tests/fuzz/run_fuzzers.sh "${AMP_FUZZ_SECONDS:-10}"
+  stage "fuzz (build and corpus runs)" bash tests/fuzz/run_fuzzers.sh "${AMP_FUZZ_SECONDS:-10}"
 fi
