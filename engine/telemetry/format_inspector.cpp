@@ -27,6 +27,21 @@ bool isDigitOf(char c, bool hex) {
   return hex && ((c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'));
 }
 
+// The exponent after a mantissa that ends at body[i] ("e-12", "p+3"; 0 when there is none),
+// its magnitude saturated at `cap`.
+long long exponentAt(std::string_view body, std::size_t i, char expChar, long long cap) {
+  long long exponent = 0;
+  if (i < body.size() && (body[i] == expChar || body[i] == expChar - 'a' + 'A')) {
+    ++i;
+    const bool negative = i < body.size() && body[i] == '-';
+    if (i < body.size() && (body[i] == '-' || body[i] == '+')) ++i;
+    for (; i < body.size() && body[i] >= '0' && body[i] <= '9'; ++i)
+      exponent = std::min(exponent * 10 + (body[i] - '0'), cap);  // saturate
+    if (negative) exponent = -exponent;
+  }
+  return exponent;
+}
+
 // from_chars reports values outside double's range without saying which side. The text already
 // parsed as a number, so its order of magnitude tells: the exponent plus the position of the
 // first non-zero digit relative to the point. Out-of-range values are > 1e308 or < 1e-323, so
@@ -45,15 +60,7 @@ bool textIsHuge(std::string_view body, bool hex) {
     if (!seenPoint && seenNonZero) ++lead;
     if (seenPoint && !seenNonZero) --lead;
   }
-  long exponent = 0;
-  if (i < body.size() && (body[i] == expChar || body[i] == expChar - 'a' + 'A')) {
-    ++i;
-    const bool negative = i < body.size() && body[i] == '-';
-    if (i < body.size() && (body[i] == '-' || body[i] == '+')) ++i;
-    for (; i < body.size() && body[i] >= '0' && body[i] <= '9'; ++i)
-      exponent = std::min(exponent * 10 + (body[i] - '0'), 1000000000L);  // saturate
-    if (negative) exponent = -exponent;
-  }
+  const long long exponent = exponentAt(body, i, expChar, 1000000000LL);
   return exponent + (hex ? 4 : 1) * lead > 0;
 }
 
@@ -86,15 +93,7 @@ DecimalDigits decimalDigits(std::string_view s) {
     ++count;
   }
   if (pointAt < 0) pointAt = count;
-  long long exp10 = 0;
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    const bool negative = i < s.size() && s[i] == '-';
-    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
-    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i)
-      exp10 = std::min(exp10 * 10 + (s[i] - '0'), 1000000000000LL);  // saturate
-    if (negative) exp10 = -exp10;
-  }
+  const long long exp10 = exponentAt(s, i, 'e', 1000000000000LL);
   const std::size_t first = d.digits.find_first_not_of('0');
   if (first == std::string::npos) return {};
   const std::size_t last = d.digits.find_last_not_of('0');
@@ -113,11 +112,6 @@ int compareDecimal(std::string_view a, std::string_view b) {
   return c < 0 ? -1 : c > 0 ? 1 : 0;
 }
 
-// The decimal digits of |v| without its sign, as exactDecimal writes them.
-std::string magnitudeDigits(double v) {
-  std::string s = exactDecimal(std::fabs(v));
-  return s;
-}
 
 // Locale-independent (std::from_chars, not strtod: Qt sets the C locale from the environment,
 // and a German locale's strtod would stop at the '.'), correctly rounded to the nearest double.
@@ -147,7 +141,7 @@ ParsedNumber parseNumber(std::string_view text) {
   int side = 0;
   if (!hex && !outside && std::isfinite(v) && !body.empty() && body.front() != 'i' &&
       body.front() != 'I' && body.front() != 'n' && body.front() != 'N')
-    side = compareDecimal(body, magnitudeDigits(v));
+    side = compareDecimal(body, exactDecimal(std::fabs(v)));
   return {negative ? -v : v, outside, side};
 }
 

@@ -10,27 +10,6 @@ set(small --preset spirals --set train.steps=6 --quiet)
 
 include(${CMAKE_CURRENT_LIST_DIR}/cli_expect.cmake)
 
-# Every line of a JSON-lines file is whole; sets `count` in the caller.
-function(whole_lines file count_var)
-  file(STRINGS "${file}" lines)
-  list(LENGTH lines n)
-  foreach(line IN LISTS lines)
-    string(JSON step ERROR_VARIABLE bad GET "${line}" step)
-    if(bad)
-      message(FATAL_ERROR "${file}: a cut line: ${line}")
-    endif()
-  endforeach()
-  file(READ "${file}" all)
-  string(LENGTH "${all}" len)
-  if(len GREATER 0)
-    math(EXPR last "${len} - 1")
-    string(SUBSTRING "${all}" ${last} 1 tail)
-    if(NOT tail STREQUAL "\n")
-      message(FATAL_ERROR "${file} does not end with a whole line")
-    endif()
-  endif()
-  set(${count_var} ${n} PARENT_SCOPE)
-endfunction()
 
 # 4. Pipes and devices: a FIFO blocked forever; /dev/zero filled memory.
 execute_process(COMMAND mkfifo ${WORK}/fifo.json)
