@@ -112,15 +112,16 @@ class CpuBackend final : public Backend {
   bool defersGradRounding() const override { return m_defersGradRounding; }
   void setDefersGradRounding(bool on) { m_defersGradRounding = on; }
 
-  // Off by default. On, every fp32 GEMM with K >= 2 runs as two GEMMs over the halves of K whose
-  // results are added (the split-K order a GPU library may choose): the same products summed in
-  // another order. How far a run moves under it is the yardstick for how far a GPU run, whose
-  // library sums in its own order, may stray from the CPU's (tests/gpu/test_trainer_cuda.cpp).
-  void setGemmSplitK(bool on) { m_gemmSplitK = on; }
+  // Off (0 or 1) by default. With `parts` >= 2, every fp32 GEMM with K >= parts runs as that many
+  // GEMMs over consecutive slices of K whose results are added in order (the split-K order a GPU
+  // library may choose): the same products summed in another order. How far a run moves under
+  // it is the yardstick for how far a GPU run, whose library sums in its own order, may stray
+  // from the CPU's (tests/gpu/test_trainer_cuda.cpp).
+  void setGemmSplitK(int parts) { m_gemmSplitK = parts; }
 
  private:
   bool m_defersGradRounding = false;
-  bool m_gemmSplitK = false;
+  int m_gemmSplitK = 0;
   void gemmSplitK(const Tensor& a, bool transA, const Tensor& b, bool transB, Tensor& c,
                   const Tensor* bias);
   MemoryTracker m_memory;

@@ -34,7 +34,7 @@ void CpuBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool transB
   const checks::GemmDims d = checks::gemm(a, transA, b, transB, c, bias);
   const cpu::MatmulShape s{d.m, d.n, d.k, transA, transB};
   const DType in = a.dtype();
-  if (m_gemmSplitK && in == DType::F32 && c.dtype() == DType::F32 && d.k >= 2)
+  if (m_gemmSplitK >= 2 && in == DType::F32 && c.dtype() == DType::F32 && d.k >= m_gemmSplitK)
     return gemmSplitK(a, transA, b, transB, c, bias);
 
   const cpu::ElemType inType = elemType(in), outType = elemType(c.dtype());
@@ -51,11 +51,10 @@ void CpuBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool transB
 void CpuBackend::gemmSplitK(const Tensor& a, bool transA, const Tensor& b, bool transB, Tensor& c,
                             const Tensor* bias) {
   const checks::GemmDims d = checks::gemm(a, transA, b, transB, c, bias);
-  const std::int64_t k1 = d.k / 2;
   const float* av = a.data<float>();
   const float* bv = b.data<float>();
-  // Each half of K copied out untransposed: a's columns [p0, p1) (m x kh), b's rows (kh x n).
-  auto half = [&](std::int64_t p0, std::int64_t p1, const float* biasData, std::vector<float>& out) {
+  // One slice of K copied out untransposed: a's columns [p0, p1) (m x kh), b's rows (kh x n).
+  auto slice = [&](std::int64_t p0, std::int64_t p1, const float* biasData, std::vector<float>& out) {
     const std::int64_t kh = p1 - p0;
     std::vector<float> ah(std::size_t(d.m * kh)), bh(std::size_t(kh * d.n));
     for (std::int64_t i = 0; i < d.m; ++i)
@@ -68,11 +67,15 @@ void CpuBackend::gemmSplitK(const Tensor& a, bool transA, const Tensor& b, bool 
     cpu::matmul(cpu::ElemType::F32, cpu::ElemType::F32, {d.m, d.n, kh, false, false}, ah.data(),
                 bh.data(), biasData, out.data());
   };
-  std::vector<float> c1, c2;
-  half(0, k1, bias ? bias->data<float>() : nullptr, c1);
-  half(k1, d.k, nullptr, c2);
-  float* cv = c.data<float>();
-  for (std::size_t i = 0; i < c1.size(); ++i) cv[i] = c1[i] + c2[i];
+  const std::int64_t parts = m_gemmSplitK;
+  std::vector<float> sum, part;
+  for (std::int64_t s = 0; s < parts; ++s) {
+    const std::int64_t p0 = d.k * s / parts, p1 = d.k * (s + 1) / parts;
+    slice(p0, p1, s == 0 && bias ? bias->data<float>() : nullptr, s == 0 ? sum : part);
+    if (s > 0)
+      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
+  }
+  std::copy(sum.begin(), sum.end(), c.data<float>());
   m_gemm.flops += 2.0 * double(d.m) * double(d.n) * double(d.k);
   ++m_gemm.calls;
 }
