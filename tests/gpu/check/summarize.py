@@ -70,6 +70,10 @@ def bench(d):
             t = TARGETS.get((width, m))
             print(f"  {m:5} {fmt(a):>7} {fmt(b):>7} {fmt(c):>7} {ratio(a, b):>11} {ratio(a, c):>11} "
                   f"{fmt(t, 2) if t else '-':>7} {fmt(fl) if m != 'fp32' and width == 4096 else '-':>7}")
+        plain = ours(f"{d}/plain_{width}.json")
+        if plain:
+            print("  ours with AMP_CUDA_DISABLE=all: " +
+                  ", ".join(f"{m} {fmt(med(plain.get(m, [])))}" for m in ("fp32", "fp16", "bf16")))
         a16, a32 = med(o.get("fp16", [])), med(o.get("fp32", []))
         if a16 and a32:
             print(f"  fp16 vs fp32 (ours): {a32 / a16:.2f}x speed-up")
