@@ -121,15 +121,6 @@ FolderClaim::~FolderClaim() {
   ::close(m_fd);
 }
 
-bool FolderClaim::heldElsewhere(const std::string& dir) {
-  const std::string path = dir + "/" + kFolderLockName;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  ::close(fd);
-  return held;
-}
-
 std::string freshOutputFolder(const std::string& base) {
   // Any non-empty folder counts as taken: a preset's variants live in sub-folders, and a run
   // killed before its summary left only some of its files.

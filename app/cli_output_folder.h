@@ -50,8 +50,6 @@ class FolderClaim {
   ~FolderClaim();
   FolderClaim(const FolderClaim&) = delete;
   FolderClaim& operator=(const FolderClaim&) = delete;
-  // Whether another process holds `dir` now (false when nobody does, or it cannot tell).
-  static bool heldElsewhere(const std::string& dir);
 
  private:
   std::string m_lockPath;
