@@ -58,6 +58,23 @@ Tensor Autocast::castParameter(Backend& be, const Tensor& master, DType to, bool
   return copy;
 }
 
+Tensor Autocast::castParameter(Backend& be, Parameter& param, DType to, bool& hit, bool& cast) {
+  const Tensor& master = param.value;
+  const bool keep = be.keepsWeightCopies() && enabled() && master.dtype() == DType::F32 &&
+                    to == lowDtype();
+  if (!keep || m_cache.count(master.id())) return castParameter(be, master, to, hit, cast);
+  Parameter::WeightCopy& copy = param.lowCopy;
+  if (copy.current && copy.master == master.id() && copy.tensor.dtype() == to) {
+    hit = false;
+    cast = true;
+    m_cache.emplace(master.id(), copy.tensor);
+    return copy.tensor;
+  }
+  Tensor t = castParameter(be, master, to, hit, cast);
+  copy = {t, master.id(), true};
+  return t;
+}
+
 std::vector<OpTraceEntry> Autocast::takeTrace() {
   std::vector<OpTraceEntry> out;
   out.swap(m_trace);

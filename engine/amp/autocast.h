@@ -8,6 +8,7 @@
 #include "engine/amp/autocast_policy.h"
 #include "engine/amp/op_trace.h"
 #include "engine/backend/backend.h"
+#include "engine/nn/parameter.h"
 
 namespace amp {
 
@@ -30,6 +31,11 @@ class Autocast {
   // the outermost region ends, as PyTorch caches casts of leaf tensors that require grad.
   // `hit` tells whether the cache served it; `cast` whether any cast happened.
   Tensor castParameter(Backend& be, const Tensor& master, DType to, bool& hit, bool& cast);
+  // The same for a model's parameter; where the backend keeps weight copies
+  // (Backend::keepsWeightCopies) the cast is served by, or kept as, the parameter's lowCopy,
+  // which the optimizer's step then keeps current. `cast` still reports a cast (the trace shows
+  // autocast's semantics, PyTorch's, whoever did the rounding).
+  Tensor castParameter(Backend& be, Parameter& param, DType to, bool& hit, bool& cast);
   std::size_t cacheSize() const { return m_cache.size(); }
 
   // Tracing: when on, layers append rows for every op they run.

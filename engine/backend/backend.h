@@ -180,6 +180,11 @@ class Backend : public BufferAllocator {
   // a roundThrough pass of its own? True where that pass folds it in for free (the CUDA
   // backend's unscale and optimizer kernels); the values are the same either way.
   virtual bool defersGradRounding() const { return false; }
+  // Should autocast keep each fp32 master's 16-bit copy from step to step, for the optimizer's
+  // step to rewrite beside the master (Parameter::lowCopy, the lowCopies lists below)? True
+  // where that write is free (the CUDA step kernels already hold the new value in registers)
+  // and saves the next forward a cast kernel per weight; the values are the same either way.
+  virtual bool keepsWeightCopies() const { return false; }
   // argmax (I32) remembers the winning input index per output for the backward pass.
   virtual void maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
                                 const Pool2dGeometry& g) = 0;
@@ -287,12 +292,18 @@ class Backend : public BufferAllocator {
   // Optimizer steps over parameter lists (equal lengths; momentum entries may be null for plain
   // SGD). They do nothing when gateStep decided to skip; otherwise as sgdStep/adamStep, with the
   // lost updates and the gradients' sum of squares added to the step's stats.
+  //
+  // lowCopies (empty, or one entry per parameter, null for none): a 16-bit tensor per fp32
+  // master that the step, when it runs, overwrites with the new master's rounding, as
+  // castInto(master, copy) would (keepsWeightCopies). Skipped steps leave them alone.
   virtual void foreachSgdStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
                               std::span<Tensor* const> momentum, const SgdParams& p,
-                              std::span<const DType> roundFirst = {});
+                              std::span<const DType> roundFirst = {},
+                              std::span<Tensor* const> lowCopies = {});
   virtual void foreachAdamStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
                                std::span<Tensor* const> expAvg, std::span<Tensor* const> expAvgSq,
-                               const AdamParams& p, std::span<const DType> roundFirst = {});
+                               const AdamParams& p, std::span<const DType> roundFirst = {},
+                               std::span<Tensor* const> lowCopies = {});
   // _amp_update_scale_: applies the rule to `current` with this step's found_inf.
   virtual void updateScale(const ScaleRule& rule, const ScaleCounters& current);
   // The step's stats, brought to the host: the one synchronisation of a step.
@@ -316,6 +327,9 @@ class Backend : public BufferAllocator {
   // The base class's form of roundFirst: roundThrough each gradient that has a dtype there.
   void roundDeferred(std::span<Tensor* const> grads, std::span<const DType> roundFirst,
                      const char* op);
+  // The base class's form of lowCopies: castInto each master that has a copy there.
+  void writeWeightCopies(std::span<Tensor* const> params, std::span<Tensor* const> lowCopies,
+                         const char* op);
 
   StepStats m_stepStats;  // the base class's multi-tensor ops keep the step's stats here
 };

@@ -22,6 +22,14 @@ void Backend::roundDeferred(std::span<Tensor* const> grads, std::span<const DTyp
     if (roundFirst[i] != DType::F32) roundThrough(*grads[i], roundFirst[i]);
 }
 
+void Backend::writeWeightCopies(std::span<Tensor* const> params,
+                                std::span<Tensor* const> lowCopies, const char* op) {
+  if (lowCopies.empty()) return;
+  requireSameLength(params.size(), lowCopies.size(), op);
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (lowCopies[i]) castInto(*params[i], *lowCopies[i]);
+}
+
 void Backend::beginStep() { m_stepStats = {}; }
 
 void Backend::crossEntropyForwardIntoStep(const Tensor& logits, const Tensor& labels,
@@ -68,7 +76,8 @@ void Backend::gateStep(const StepGate& gate) {
 
 void Backend::foreachSgdStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
                              std::span<Tensor* const> momentum, const SgdParams& p,
-                             std::span<const DType> roundFirst) {
+                             std::span<const DType> roundFirst,
+                             std::span<Tensor* const> lowCopies) {
   requireSameLength(params.size(), grads.size(), "foreach sgd");
   requireSameLength(params.size(), momentum.size(), "foreach sgd");
   if (!m_stepStats.stepped) return;
@@ -78,11 +87,13 @@ void Backend::foreachSgdStep(std::span<Tensor* const> params, std::span<Tensor* 
     m_stepStats.lost += r.lost;
     m_stepStats.stepGradSumOfSquares += r.gradSumOfSquares;
   }
+  writeWeightCopies(params, lowCopies, "foreach sgd");
 }
 
 void Backend::foreachAdamStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
                               std::span<Tensor* const> expAvg, std::span<Tensor* const> expAvgSq,
-                              const AdamParams& p, std::span<const DType> roundFirst) {
+                              const AdamParams& p, std::span<const DType> roundFirst,
+                              std::span<Tensor* const> lowCopies) {
   requireSameLength(params.size(), grads.size(), "foreach adam");
   requireSameLength(params.size(), expAvg.size(), "foreach adam");
   requireSameLength(params.size(), expAvgSq.size(), "foreach adam");
@@ -93,6 +104,7 @@ void Backend::foreachAdamStep(std::span<Tensor* const> params, std::span<Tensor*
     m_stepStats.lost += r.lost;
     m_stepStats.stepGradSumOfSquares += r.gradSumOfSquares;
   }
+  writeWeightCopies(params, lowCopies, "foreach adam");
 }
 
 void Backend::updateScale(const ScaleRule& rule, const ScaleCounters& current) {

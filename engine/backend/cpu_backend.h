@@ -111,6 +111,10 @@ class CpuBackend final : public Backend {
   // tests check it on machines without one.
   bool defersGradRounding() const override { return m_defersGradRounding; }
   void setDefersGradRounding(bool on) { m_defersGradRounding = on; }
+  // Off by default (a cast on the CPU costs what the copy's write would); tests turn it on to
+  // check that the CUDA backend's optimizer-written weight copies change no number.
+  bool keepsWeightCopies() const override { return m_keepsWeightCopies; }
+  void setKeepsWeightCopies(bool on) { m_keepsWeightCopies = on; }
 
   // Off (0 or 1) by default. With `parts` >= 2, every fp32 GEMM with K >= parts runs as that many
   // GEMMs over consecutive slices of K whose results are added in order (the split-K order a GPU
@@ -121,6 +125,7 @@ class CpuBackend final : public Backend {
 
  private:
   bool m_defersGradRounding = false;
+  bool m_keepsWeightCopies = false;
   int m_gemmSplitK = 0;
   void gemmSplitK(const Tensor& a, bool transA, const Tensor& b, bool transB, Tensor& c,
                   const Tensor* bias);

@@ -74,6 +74,9 @@ class CudaBackend final : public Backend {
   // The unscale and optimizer kernels apply a deferred rounding as they read (AMP_CUDA_DISABLE=
   // deferred-grad-rounding turns it off: the layers then round in a pass of their own).
   bool defersGradRounding() const override;
+  // The SGD and Adam kernels write each weight's 16-bit copy beside it (AMP_CUDA_DISABLE=
+  // optimizer-weight-copies turns it off: every forward then casts, as PyTorch does).
+  bool keepsWeightCopies() const override;
   void maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
                         const Pool2dGeometry& g) override;
   void maxPool2dBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx,
@@ -118,10 +121,12 @@ class CudaBackend final : public Backend {
   void gateStep(const StepGate& gate) override;
   void foreachSgdStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
                       std::span<Tensor* const> momentum, const SgdParams& p,
-                      std::span<const DType> roundFirst = {}) override;
+                      std::span<const DType> roundFirst = {},
+                      std::span<Tensor* const> lowCopies = {}) override;
   void foreachAdamStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
                        std::span<Tensor* const> expAvg, std::span<Tensor* const> expAvgSq,
-                       const AdamParams& p, std::span<const DType> roundFirst = {}) override;
+                       const AdamParams& p, std::span<const DType> roundFirst = {},
+                       std::span<Tensor* const> lowCopies = {}) override;
   void updateScale(const ScaleRule& rule, const ScaleCounters& current) override;
   StepStats readStepStats() override;
 

@@ -98,6 +98,10 @@ bool CudaBackend::defersGradRounding() const {
   return cudabk::fastPathEnabled("deferred-grad-rounding");
 }
 
+bool CudaBackend::keepsWeightCopies() const {
+  return cudabk::fastPathEnabled("optimizer-weight-copies");
+}
+
 void CudaBackend::foreachUnscaleAndCheck(std::span<Tensor* const> grads, float invScale,
                                          std::span<const DType> roundFirst) {
   useDevice();

@@ -34,6 +34,18 @@ cuda::MultiTensorEntry paramEntry(Tensor& param, const Tensor& grad, Tensor* a, 
   return e;
 }
 
+// A weight copy the step writes beside the master (lowCopies): 16 bits, the master's size.
+void attachWeightCopy(cuda::MultiTensorEntry& e, std::span<Tensor* const> lowCopies,
+                      std::size_t i, const Tensor& param, const char* op) {
+  if (lowCopies.empty() || !lowCopies[i]) return;
+  const Tensor& c = *lowCopies[i];
+  if (param.dtype() != DType::F32 || !isLowPrecision(c.dtype()) || c.numel() != param.numel())
+    throw std::invalid_argument(std::string(op) +
+                                ": a weight copy is a 16-bit tensor of an fp32 master's size");
+  e.lowCopy = c.rawData();
+  e.lowCode = floatCode(c, op);
+}
+
 cuda::SgdScalars sgdScalars(const SgdParams& p) {
   cuda::SgdScalars s;
   s.lr = p.lr;
@@ -54,10 +66,12 @@ AdamScalars adamScalars(const AdamParams& p) {
 
 void CudaBackend::foreachSgdStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
                                  std::span<Tensor* const> momentum, const SgdParams& p,
-                                 std::span<const DType> roundFirst) {
+                                 std::span<const DType> roundFirst,
+                                 std::span<Tensor* const> lowCopies) {
   useDevice();
   if (params.size() != grads.size() || params.size() != momentum.size() ||
-      (!roundFirst.empty() && roundFirst.size() != params.size()))
+      (!roundFirst.empty() && roundFirst.size() != params.size()) ||
+      (!lowCopies.empty() && lowCopies.size() != params.size()))
     throw std::invalid_argument("foreach sgd: tensor lists differ in length");
   std::vector<cuda::MultiTensorEntry> entries;
   for (std::size_t i = 0; i < params.size(); ++i) {
@@ -65,6 +79,7 @@ void CudaBackend::foreachSgdStep(std::span<Tensor* const> params, std::span<Tens
       throw std::invalid_argument("foreach sgd: momentum needs a buffer per parameter");
     entries.push_back(paramEntry(*params[i], *grads[i], momentum[i], nullptr, "sgd",
                                  cudabk::roundCode(roundFirst, i, *grads[i], "foreach sgd")));
+    attachWeightCopy(entries.back(), lowCopies, i, *params[i], "foreach sgd");
   }
   std::int64_t maxN = 0;
   const auto* table = uploadTable(entries, maxN);
@@ -76,16 +91,19 @@ void CudaBackend::foreachSgdStep(std::span<Tensor* const> params, std::span<Tens
 void CudaBackend::foreachAdamStep(std::span<Tensor* const> params, std::span<Tensor* const> grads,
                                   std::span<Tensor* const> expAvg,
                                   std::span<Tensor* const> expAvgSq, const AdamParams& p,
-                                  std::span<const DType> roundFirst) {
+                                  std::span<const DType> roundFirst,
+                                  std::span<Tensor* const> lowCopies) {
   useDevice();
   if (params.size() != grads.size() || params.size() != expAvg.size() ||
-      params.size() != expAvgSq.size() || (!roundFirst.empty() && roundFirst.size() != params.size()))
+      params.size() != expAvgSq.size() || (!roundFirst.empty() && roundFirst.size() != params.size()) ||
+      (!lowCopies.empty() && lowCopies.size() != params.size()))
     throw std::invalid_argument("foreach adam: tensor lists differ in length");
   std::vector<cuda::MultiTensorEntry> entries;
   for (std::size_t i = 0; i < params.size(); ++i) {
     if (!expAvg[i] || !expAvgSq[i]) throw std::invalid_argument("foreach adam: missing moments");
     entries.push_back(paramEntry(*params[i], *grads[i], expAvg[i], expAvgSq[i], "adam",
                                  cudabk::roundCode(roundFirst, i, *grads[i], "foreach adam")));
+    attachWeightCopy(entries.back(), lowCopies, i, *params[i], "foreach adam");
   }
   std::int64_t maxN = 0;
   const auto* table = uploadTable(entries, maxN);

@@ -2,6 +2,8 @@
 // in doubt: AMP_CUDA_DISABLE is a comma-separated list of path names ("all" for every one).
 //   deferred-grad-rounding  a 16-bit dW's rounding folded into the unscale / optimizer read
 //                           (kernels/common/deferred_rounding.h) instead of a pass of its own
+//   optimizer-weight-copies the SGD/Adam kernels write each fp32 master's 16-bit copy as they
+//                           update it (Parameter::lowCopy), so forwards need no weight casts
 // Read once per process. Unknown names are ignored, so a script written for a later build
 // still runs.
 #pragma once

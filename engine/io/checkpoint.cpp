@@ -320,6 +320,8 @@ void loadCheckpoint(Trainer& trainer, const QString& zipPath) {
 
   // 2. Apply in one go. Uploads of validated sizes and the checks above leave nothing to fail.
   for (std::size_t i = 0; i < all.size(); ++i) upload(be, *all[i].tensor, modelTensors[i]->data);
+  // The masters were written in place: the 16-bit copies autocast kept no longer follow them.
+  forgetWeightCopies(trainer.model().parameters());
   Optimizer& opt = trainer.optimizer();
   opt.prepareStateForLoad();
   for (auto& [name, t] : opt.stateTensors()) {

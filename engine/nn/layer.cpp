@@ -30,18 +30,18 @@ Tensor castActivation(Backend& be, const Tensor& x, DType to, int& casts) {
 }
 
 AutocastOperands autocastOperands(LayerContext& ctx, const char* op, const Tensor& x,
-                                  const Parameter& weight, const Parameter* bias) {
+                                  Parameter& weight, Parameter* bias) {
   AutocastOperands o;
   o.inputDtypes = {x.dtype(), weight.value.dtype()};
   if (bias) o.inputDtypes.push_back(bias->value.dtype());
   o.dtype = ctx.autocast.computeDtype(op, o.inputDtypes);
   o.x = castActivation(ctx.backend, x, o.dtype, o.casts);
   bool hit = false, cast = false;
-  o.weight = ctx.autocast.castParameter(ctx.backend, weight.value, o.dtype, hit, cast);
+  o.weight = ctx.autocast.castParameter(ctx.backend, weight, o.dtype, hit, cast);
   o.casts += cast;
   o.cacheHits += hit;
   if (bias) {
-    o.bias = ctx.autocast.castParameter(ctx.backend, bias->value, o.dtype, hit, cast);
+    o.bias = ctx.autocast.castParameter(ctx.backend, *bias, o.dtype, hit, cast);
     o.casts += cast;
     o.cacheHits += hit;
   }

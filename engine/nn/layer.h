@@ -95,7 +95,7 @@ struct AutocastOperands {
   int casts = 0, cacheHits = 0;
 };
 AutocastOperands autocastOperands(LayerContext& ctx, const char* op, const Tensor& x,
-                                  const Parameter& weight, const Parameter* bias);
+                                  Parameter& weight, Parameter* bias);
 // The forward trace row of such an op.
 void recordWeightedForward(LayerContext& ctx, const std::string& layer, const char* op,
                            const AutocastOperands& o);

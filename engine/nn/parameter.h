@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "engine/core/tensor.h"
 
@@ -16,6 +17,25 @@ struct Parameter {
   // the GEMM's fp32 result, and settleGrad (layer.h) rounds it before any other reader sees it.
   // F32: nothing pending.
   DType gradRoundThrough = DType::F32;
+
+  // The 16-bit copy of an fp32 master that autocast computed with, kept from step to step where
+  // the backend asks for it (Backend::keepsWeightCopies): the optimizer's step writes it as it
+  // writes the master (the same rounding a cast would do), so the next forward's cast is no
+  // kernel at all. PyTorch re-casts every forward; the values are the same. `current` says the
+  // copy is the rounding of the master now; whatever else writes a master clears it
+  // (forgetWeightCopies), and a master replaced by another buffer never matches `master`.
+  struct WeightCopy {
+    Tensor tensor;                 // F16 or BF16, the master's shape
+    const void* master = nullptr;  // the master buffer it was made from (Tensor::id)
+    bool current = false;
+  };
+  WeightCopy lowCopy;
 };
+
+// After anything but the optimizer wrote the masters (a checkpoint loaded, state moved in): the
+// copies no longer follow them, and the next forward casts again.
+inline void forgetWeightCopies(const std::vector<Parameter*>& params) {
+  for (Parameter* p : params) p->lowCopy = {};
+}
 
 }  // namespace amp

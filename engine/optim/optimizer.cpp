@@ -40,12 +40,16 @@ void Optimizer::launchStep(double lr) {
   m_launchedElements = 0;
   m_launchedFirstUse.clear();
   m_launchedAllocated.clear();
+  m_launchedCopies.clear();
   // SGD's first use of a momentum buffer seeds it with the gradient, so parameters on their
   // first step go in a list of their own.
   std::vector<Tensor*> params[2], grads[2], stateA[2], stateB[2];
   // Deferred gradient roundings (Parameter::gradRoundThrough) travel with the lists: the
   // optimizer's read of the gradient applies them (the gradient in memory keeps awaiting it).
   std::vector<DType> rounds[2];
+  // Each fp32 master's 16-bit copy that autocast keeps (Parameter::lowCopy): the step writes
+  // the new master's rounding into it, so the next forward casts nothing.
+  std::vector<Tensor*> copies[2];
   for (std::size_t i = 0; i < m_params.size(); ++i) {
     Parameter& p = *m_params[i];
     if (!p.grad.defined()) continue;
@@ -58,6 +62,10 @@ void Optimizer::launchStep(double lr) {
     params[first].push_back(&p.value);
     grads[first].push_back(&p.grad);
     rounds[first].push_back(p.gradRoundThrough);
+    const bool copy = p.lowCopy.tensor.defined() && p.lowCopy.master == p.value.id() &&
+                      p.value.dtype() == DType::F32;
+    copies[first].push_back(copy ? &p.lowCopy.tensor : nullptr);
+    if (copy) m_launchedCopies.push_back(i);
     stateA[first].push_back(s.a.defined() ? &s.a : nullptr);
     stateB[first].push_back(s.b.defined() ? &s.b : nullptr);
     m_launchedElements += p.value.numel();
@@ -72,7 +80,8 @@ void Optimizer::launchStep(double lr) {
     for (int first = 0; first < 2; ++first) {
       if (params[first].empty()) continue;
       sp.firstStep = first == 1;
-      m_be.foreachSgdStep(params[first], grads[first], stateA[first], sp, rounds[first]);
+      m_be.foreachSgdStep(params[first], grads[first], stateA[first], sp, rounds[first],
+                          copies[first]);
     }
   } else {
     AdamParams ap;
@@ -86,7 +95,7 @@ void Optimizer::launchStep(double lr) {
     for (int first = 0; first < 2; ++first)
       if (!params[first].empty())
         m_be.foreachAdamStep(params[first], grads[first], stateA[first], stateB[first], ap,
-                             rounds[first]);
+                             rounds[first], copies[first]);
   }
 }
 
@@ -107,6 +116,8 @@ OptimizerStepStats Optimizer::finishStep(const StepStats& stats) {
     // the memory chart does not show it after skipped steps.
     for (std::size_t i : m_launchedAllocated) m_state[i].a = m_state[i].b = Tensor();
   } else {
+    // The step wrote each launched copy beside its master (a skipped one wrote neither).
+    for (std::size_t i : m_launchedCopies) m_params[i]->lowCopy.current = true;
     out.updated = m_launchedElements;
     out.lost = stats.lost;
     out.gradSumOfSquares = stats.stepGradSumOfSquares;
@@ -114,6 +125,7 @@ OptimizerStepStats Optimizer::finishStep(const StepStats& stats) {
   m_launchedElements = 0;
   m_launchedFirstUse.clear();
   m_launchedAllocated.clear();
+  m_launchedCopies.clear();
   return out;
 }
 

@@ -27,6 +27,7 @@ struct AdamBody {
     storeLanes<W>(0, e.stateA, i, m);
     storeLanes<W>(0, e.stateB, i, v);
     storeLanes<W>(e.paramCode, e.param, i, w);
+    if (e.lowCopy) storeLanes<W>(e.lowCode, e.lowCopy, i, w);
   }
 };
 }  // namespace
@@ -36,7 +37,7 @@ __global__ void adamStepKernel(const MultiTensorEntry* table, AdamScalars p,
   if (!stats->stepped) return;
   const MultiTensorEntry e = table[tensorIndex(rowBase)];
   AdamBody body{e, p};
-  forEachLanes(e.n, vectorAligned(e.param, e.grad, e.stateA, e.stateB), body);
+  forEachLanes(e.n, vectorAligned(e.param, e.grad, e.stateA, e.stateB) && vectorAligned(e.lowCopy), body);
   addBlockStepStats(stats, body.sumSq, body.lost);
 }
 

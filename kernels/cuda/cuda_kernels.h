@@ -102,6 +102,10 @@ struct MultiTensorEntry {
   // A deferred rounding of an fp32 grad through fp16 (1) or bf16 (2), applied as the kernel reads
   // it (kernels/common/deferred_rounding.h); 0: none.
   int roundCode = 0;
+  // The optimizer steps only: a 16-bit copy of the weight (fp16 1, bf16 2) that the step writes
+  // with the new value's rounding, beside the weight itself (Parameter::lowCopy); null: none.
+  void* lowCopy = nullptr;
+  int lowCode = 0;
 };
 
 void launchBeginStep(DeviceStepStats* stats, Stream s);

@@ -36,6 +36,7 @@ struct SgdBody {
     }
     if (momentum) storeLanes<W>(0, e.stateA, i, b);
     storeLanes<W>(e.paramCode, e.param, i, w);
+    if (e.lowCopy) storeLanes<W>(e.lowCode, e.lowCopy, i, w);
   }
 };
 }  // namespace
@@ -45,7 +46,7 @@ __global__ void sgdStepKernel(const MultiTensorEntry* table, SgdScalars p, Devic
   if (!stats->stepped) return;
   const MultiTensorEntry e = table[tensorIndex(rowBase)];
   SgdBody body{e, p};
-  forEachLanes(e.n, vectorAligned(e.param, e.grad, e.stateA), body);
+  forEachLanes(e.n, vectorAligned(e.param, e.grad, e.stateA, e.lowCopy), body);
   addBlockStepStats(stats, body.sumSq, body.lost);
 }
 

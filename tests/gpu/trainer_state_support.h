@@ -21,6 +21,7 @@ inline void moveState(Trainer& from, Trainer& to) {
   ASSERT_EQ(src.size(), dst.size());
   for (std::size_t i = 0; i < src.size(); ++i)
     to.backend().uploadBytes(dst[i]->value, from.backend().toHostBytes(src[i]->value));
+  forgetWeightCopies(dst);  // written in place, as loadCheckpoint does
   const auto srcBuf = from.model().buffers();
   const auto dstBuf = to.model().buffers();
   ASSERT_EQ(srcBuf.size(), dstBuf.size());

@@ -11,6 +11,7 @@
 #include <bit>
 #include <cstring>
 
+#include "engine/backend/cpu_backend.h"
 #include "engine/config/config_schema.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/safetensors.h"
@@ -94,6 +95,41 @@ TEST(CheckpointResume, PureFp16BatchNormDropoutIsBitExact) { checkBitExactResume
 TEST(CheckpointResume, ResumeRightAfterAnOverflowAndAtStepZero) {
   checkBitExactResume(spiralsConfig(), 10);  // step 10 injected: the scale just backed off
   checkBitExactResume(recipeConfig(), 0);
+}
+
+// Loading a checkpoint writes the masters in place, so the 16-bit weight copies a backend keeps
+// from step to step (Backend::keepsWeightCopies, the CUDA backend's default) must be forgotten,
+// or the next forward computes with the weights from before the load. A trainer that ran on
+// past its checkpoint loads it and must then step exactly as the uninterrupted run did; and that
+// run, with the copies kept, is the run without them (histograms, evals and skipped steps too).
+TEST(CheckpointResume, LoadingIntoARunningTrainerForgetsItsWeightCopies) {
+  auto keepingCopies = [] {
+    auto be = std::make_unique<CpuBackend>();
+    be->setKeepsWeightCopies(true);
+    return be;
+  };
+  for (const RunConfig& config : {recipeConfig(), spiralsConfig()}) {
+    QTemporaryDir dir;
+    std::vector<StepMetrics> expected;
+    Trainer plain(config);
+    while (!plain.finished()) expected.push_back(plain.step());
+    {
+      Trainer whole(config, keepingCopies());
+      for (const StepMetrics& e : expected) expectSameMetrics(e, whole.step());
+      EXPECT_EQ(stateBytes(whole), stateBytes(plain));
+    }
+    const int n = 5;
+    const QString path = dir.filePath("ckpt/" + checkpointFileName(n));
+    Trainer t(config, keepingCopies());
+    QByteArray metrics;
+    for (int i = 0; i < n; ++i) metrics += metricsLine(t.step());
+    saveCheckpoint(t, path, metrics);
+    for (int i = 0; i < 3; ++i) t.step();  // the copies now follow step 8's masters
+    loadCheckpoint(t, path);
+    for (std::size_t i = n; i < expected.size(); ++i) expectSameMetrics(expected[i], t.step());
+    EXPECT_TRUE(t.finished());
+    EXPECT_EQ(stateBytes(t), stateBytes(plain));
+  }
 }
 
 // ---- formats ---------------------------------------------------------------------------------

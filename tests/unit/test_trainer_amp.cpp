@@ -373,6 +373,56 @@ TEST(TrainerAmp, DeferredGradRoundingChangesNothing) {
   }
 }
 
+// The 16-bit weight copies the optimizer writes beside the masters (Backend::keepsWeightCopies:
+// the CUDA backend's step kernels write them, and the next forward casts nothing) must change
+// nothing either: every loss, scale, norm, lost-update count and weight equals the run that casts
+// each forward, bit for bit. Covered: fp16 with the scaler and an injected overflow (a skipped
+// step writes neither master nor copy), bf16 Adam with deferred rounding too, gradient
+// accumulation (two forwards per step, both served by one copy), histograms and clipping.
+TEST(TrainerAmp, OptimizerWrittenWeightCopiesChangeNothing) {
+  struct Variant {
+    const char* mode;
+    bool defer;
+    std::vector<std::pair<std::string, std::string>> sets;
+  };
+  const Variant variants[] = {
+      {"fp16", false, {{"train.inject_nonfinite", "3,4"}}},
+      {"bf16", true, {{"optimizer.name", "adam"}, {"optimizer.lr", "0.001"}}},
+      {"fp16", true, {{"train.accumulation", "2"}, {"train.histogram_every", "3"}}},
+      {"bf16", false, {{"optimizer.name", "adamw"}, {"optimizer.lr", "0.001"}, {"train.clip_norm", "0.5"}}},
+  };
+  for (const Variant& v : variants) {
+    RunConfig c = recipe(v.mode, 8);
+    for (const auto& [k, val] : v.sets) setConfigValue(c, k, val);
+    std::vector<StepMetrics> m[2];
+    std::vector<float> w[2];
+    int copies = 0;
+    for (int keep = 0; keep < 2; ++keep) {
+      auto be = std::make_unique<CpuBackend>();
+      be->setDefersGradRounding(v.defer);
+      be->setKeepsWeightCopies(keep == 1);
+      Trainer t(c, std::move(be));
+      while (!t.finished()) m[keep].push_back(t.step());
+      w[keep] = weights(t);
+      if (keep)
+        for (Parameter* p : t.model().parameters()) copies += p->lowCopy.current;
+    }
+    std::string what = std::string(v.mode);
+    for (const auto& [k, val] : v.sets) what += " " + k + "=" + val;
+    EXPECT_EQ(copies, 6) << what;  // the recipe's three Linear layers: weights and biases
+    ASSERT_EQ(m[0].size(), m[1].size()) << what;
+    for (std::size_t i = 0; i < m[0].size(); ++i) {
+      EXPECT_EQ(m[0][i].loss, m[1][i].loss) << what << " step " << i + 1;
+      EXPECT_EQ(m[0][i].scaleAfter, m[1][i].scaleAfter) << what << " step " << i + 1;
+      EXPECT_EQ(m[0][i].skipped, m[1][i].skipped) << what << " step " << i + 1;
+      EXPECT_EQ(m[0][i].lostUpdateFrac, m[1][i].lostUpdateFrac) << what << " step " << i + 1;
+      if (std::isfinite(m[0][i].gradNorm) || std::isfinite(m[1][i].gradNorm))
+        EXPECT_EQ(m[0][i].gradNorm, m[1][i].gradNorm) << what << " step " << i + 1;
+    }
+    EXPECT_EQ(w[0], w[1]) << what;
+  }
+}
+
 // The switch is honoured: with it on, a 16-bit step leaves the Linear weights' gradients
 // pending until the step's first pass, and the trainer's result still equals the plain run's
 // (above); with it off nothing is ever pending.
