@@ -4,7 +4,8 @@
 // The CPU backend runs the reference order: roundThrough, then the op (Backend::roundDeferred).
 // The gradients are fp32 GEMM-like results: values with bits below fp16/bf16's precision,
 // values past fp16's range (65520 and up round to inf there, so the unscale must find them),
-// tiny values that flush, and a NaN. Skips without a GPU.
+// tiny values that flush, and a NaN. Also the 16-bit weight copies the optimizer kernels write
+// beside the masters (Parameter::lowCopy). Skips without a GPU.
 #include "tests/gpu/gpu_test_support.h"
 
 using namespace amp;
@@ -147,4 +148,65 @@ TEST_F(CpuAndCuda, DeferredRoundingListsMustFit) {
   cuda->beginStep();
   EXPECT_THROW(cuda->foreachUnscaleAndCheck(hs, 0.5f, one), std::invalid_argument)
       << "a 16-bit gradient cannot have a deferred rounding";
+}
+
+// The 16-bit weight copies the SGD and Adam kernels write beside the fp32 masters
+// (Backend::keepsWeightCopies, Parameter::lowCopy): after a step each copy must be the new
+// master's rounding, bit for bit what the CPU's castInto writes, for lengths that are and are
+// not multiples of the kernels' four-element accesses; a step the gate skips writes neither.
+TEST_F(CpuAndCuda, OptimizerStepsWriteTheWeightCopiesAsACastWould) {
+  for (DType low : {DType::F16, DType::BF16})
+    for (int variant = 0; variant < 3; ++variant)  // SGD, SGD with momentum, Adam
+      for (bool skip : {false, true}) {
+        std::vector<Pair> w, g, a, b, copy;
+        for (int i = 0; i < 2; ++i) {
+          const std::int64_t n = 2501 + 1000 * i;
+          w.push_back(both(finiteValues(n, 110 + i), {n}, DType::F32, MemCategory::MasterWeights));
+          std::vector<float> grads = finiteValues(n, 112 + i, 0.5f);
+          if (skip && i == 1) grads[7] = std::numeric_limits<float>::infinity();
+          g.push_back(both(grads, {n}, DType::F32, MemCategory::Gradients));
+          a.push_back(both(std::vector<float>(n, 0.f), {n}, DType::F32));
+          b.push_back(both(std::vector<float>(n, 0.f), {n}, DType::F32));
+          copy.push_back(both(finiteValues(n, 114 + i), {n}, low, MemCategory::Weights));  // stale
+        }
+        const std::vector<float> staleCopy = cpu->toHostFloat(copy[0].c);
+        for (int side = 0; side < 2; ++side) {
+          Backend& be = side ? *cuda : *cpu;
+          std::vector<Tensor*> ws, gs, as, bs, cs;
+          for (int i = 0; i < 2; ++i) {
+            ws.push_back(side ? &w[i].g : &w[i].c);
+            gs.push_back(side ? &g[i].g : &g[i].c);
+            as.push_back(side ? &a[i].g : &a[i].c);
+            bs.push_back(side ? &b[i].g : &b[i].c);
+            cs.push_back(side ? &copy[i].g : &copy[i].c);
+          }
+          be.beginStep();
+          be.foreachUnscaleAndCheck(gs, 1.f);
+          be.gateStep({.skipIfFoundInf = true});
+          if (variant < 2) {
+            SgdParams p;
+            p.lr = 0.01f;
+            p.momentum = variant ? 0.9f : 0.f;
+            p.firstStep = true;
+            std::vector<Tensor*> mom = variant ? as : std::vector<Tensor*>(2, nullptr);
+            be.foreachSgdStep(ws, gs, mom, p, {}, cs);
+          } else {
+            AdamParams p;
+            p.step = 1;
+            be.foreachAdamStep(ws, gs, as, bs, p, {}, cs);
+          }
+          EXPECT_EQ(be.readStepStats().stepped, !skip);
+        }
+        const std::string what = std::string(dtypeName(low)) + " variant " + std::to_string(variant) +
+                                 (skip ? " skipped" : "");
+        for (int i = 0; i < 2; ++i) {
+          expectSameBits(w[i], what + " weight " + std::to_string(i));
+          expectSameBits(copy[i], what + " copy " + std::to_string(i));
+          if (skip) continue;
+          // The copy is the master's rounding (the CPU's side is castInto's, by construction).
+          const Tensor cast = cuda->cast(w[i].g, low, MemCategory::Weights);
+          EXPECT_EQ(cuda->toHostBytes(cast), cuda->toHostBytes(copy[i].g)) << what << " copy " << i;
+        }
+        if (skip) EXPECT_EQ(cuda->toHostFloat(copy[0].g), staleCopy) << what << ": a skipped step wrote the copy";
+      }
 }
