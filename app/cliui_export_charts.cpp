@@ -43,8 +43,9 @@ int exportCharts(const std::vector<RunRecord>& runs, const std::string& format,
   ui::Dashboard dashboard;
   dashboard.resize(1800, 1050);
   dashboard.setRuns(pointers);
-  if (!dashboard.exportDashboard(path, QString::fromStdString(format)))
-    return usageError(path.toStdString() + ": cannot write the " + format + " export");
+  QString error;
+  if (!dashboard.exportDashboard(path, QString::fromStdString(format), QSize(1800, 1050), 96, &error))
+    return usageError(error.toStdString());
   std::fprintf(stderr, "wrote %s\n", qPrintable(path));
   return 0;
 }

@@ -80,8 +80,10 @@ void MainWindow::exportChartsInteractively() {
                                               tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"));
   if (path.isEmpty()) return;
   if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".png");
-  const bool ok = m_dashboard->exportDashboard(path);
-  statusBar()->showMessage(ok ? tr("Charts saved to %1").arg(path) : tr("Could not write %1").arg(path), 5000);
+  QString error;
+  const bool ok = m_dashboard->exportDashboard(path, {}, QSize(1800, 1050), 96, &error);
+  statusBar()->showMessage(ok ? tr("Charts saved to %1").arg(path) : tr("Could not export the charts: %1").arg(error),
+                           ok ? 5000 : 0);
 }
 
 void MainWindow::addRecentFile(const QString& path) {

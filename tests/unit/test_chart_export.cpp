@@ -18,8 +18,10 @@
 #include <QValueAxis>
 #include <QWheelEvent>
 #include <QXmlStreamReader>
+#include <sys/stat.h>
 
 #include "ui/charts/accuracy_chart.h"
+#include "ui/charts/chart_export.h"
 #include "ui/charts/dashboard.h"
 #include "ui/charts/histogram_view.h"
 #include "ui/charts/loss_chart.h"
@@ -192,6 +194,50 @@ TEST_F(ChartExport, WholeDashboardInAllThreeFormats) {
   ASSERT_TRUE(f.open(QIODevice::ReadOnly));
   EXPECT_EQ(pdfPageCount(f.readAll()), 1);
   EXPECT_FALSE(m_dashboard.exportDashboard(path("dash.bmp")));  // unknown format refused
+}
+
+// Chart exports are written as every output of ours is (writeFileAtomically): a FIFO at the
+// path is refused with a message naming it (the direct write this replaced blocked forever on a
+// FIFO nobody reads), an earlier file survives an export that cannot be rendered, a symlink is
+// followed (its target replaced, the link kept), and a missing folder is named.
+TEST_F(ChartExport, FilesAreReplacedWholeOrNotAtAll) {
+  QString error;
+  const QString fifo = path("chart.png");
+  ASSERT_EQ(mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+  EXPECT_FALSE(m_dashboard.exportChart(QStringLiteral("loss"), fifo, {}, QSize(300, 200), 96, &error));
+  EXPECT_TRUE(error.contains(fifo) && error.contains(QStringLiteral("a pipe")))
+      << error.toStdString();
+  EXPECT_FALSE(QFileInfo(fifo).isFile()) << "the FIFO is still a FIFO";
+
+  const QString earlier = path("earlier.png");
+  ASSERT_TRUE(m_dashboard.exportChart(QStringLiteral("loss"), earlier, {}, QSize(300, 200)));
+  auto bytesOf = [](const QString& p) {
+    QFile f(p);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+  };
+  const QByteArray before = bytesOf(earlier);
+  ASSERT_FALSE(before.isEmpty());
+  ExportOptions unrenderable;
+  unrenderable.size = QSize(0, 0);
+  error.clear();
+  EXPECT_FALSE(exportPainting(earlier, ExportFormat::Png, unrenderable, [](QPainter*, const QRectF&) {}, &error));
+  EXPECT_TRUE(error.contains(earlier)) << error.toStdString();
+  EXPECT_EQ(bytesOf(earlier), before);
+
+  const QString target = path("target.svg"), link = path("link.svg");
+  {
+    QFile t(target);
+    ASSERT_TRUE(t.open(QIODevice::WriteOnly));
+    t.write("old");
+  }
+  ASSERT_TRUE(QFile::link(target, link));
+  ASSERT_TRUE(m_dashboard.exportDashboard(link, {}, QSize(600, 400), 96, &error)) << error.toStdString();
+  EXPECT_TRUE(QFileInfo(link).isSymLink());
+  EXPECT_TRUE(bytesOf(target).contains("<svg"));
+
+  error.clear();
+  EXPECT_FALSE(m_dashboard.exportDashboard(path("no/such/folder/dash.png"), {}, QSize(600, 400), 96, &error));
+  EXPECT_TRUE(error.contains(QStringLiteral("no/such/folder"))) << error.toStdString();
 }
 
 TEST_F(ChartExport, EmptyStatesSayWhy) {

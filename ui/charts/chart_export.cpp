@@ -1,12 +1,19 @@
-// PNG through QImage, SVG through QSvgGenerator, PDF through QPdfWriter (one page, no margins).
+// PNG through QImage, SVG through QSvgGenerator, PDF through QPdfWriter (one page, no margins),
+// each rendered into memory first and then written the way every output of ours is written
+// (writeFileAtomically: a temporary file renamed over the target once whole, special files
+// refused, symlinks followed): an export that fails, or a disk that fills, never leaves half a
+// file or destroys the one that was there.
 #include "ui/charts/chart_export.h"
 
+#include <QBuffer>
 #include <QFileInfo>
 #include <QImage>
 #include <QPageSize>
 #include <QPainter>
 #include <QPdfWriter>
 #include <QSvgGenerator>
+
+#include "engine/core/checked_file.h"
 
 namespace amp::ui {
 
@@ -20,7 +27,7 @@ std::optional<ExportFormat> exportFormatFor(const QString& path, const QString& 
 
 namespace {
 
-bool exportPng(const QString& path, const ExportOptions& o, const PaintFunction& paint) {
+bool exportPng(QBuffer& out, const ExportOptions& o, const PaintFunction& paint) {
   QImage image(o.size, QImage::Format_ARGB32_Premultiplied);
   if (image.isNull()) return false;
   const int dpi = o.dpi > 0 ? o.dpi : 96;
@@ -37,12 +44,12 @@ bool exportPng(const QString& path, const ExportOptions& o, const PaintFunction&
     painter.scale(scale, scale);
     paint(&painter, QRectF(0, 0, o.size.width() / scale, o.size.height() / scale));
   }
-  return image.save(path, "PNG");
+  return image.save(&out, "PNG");
 }
 
-bool exportSvg(const QString& path, const ExportOptions& o, const PaintFunction& paint) {
+bool exportSvg(QBuffer& out, const ExportOptions& o, const PaintFunction& paint) {
   QSvgGenerator generator;
-  generator.setFileName(path);
+  generator.setOutputDevice(&out);
   generator.setSize(o.size);
   generator.setViewBox(QRect(QPoint(0, 0), o.size));
   generator.setResolution(96);
@@ -56,8 +63,8 @@ bool exportSvg(const QString& path, const ExportOptions& o, const PaintFunction&
   return painter.end();
 }
 
-bool exportPdf(const QString& path, const ExportOptions& o, const PaintFunction& paint) {
-  QPdfWriter writer(path);
+bool exportPdf(QBuffer& out, const ExportOptions& o, const PaintFunction& paint) {
+  QPdfWriter writer(&out);
   writer.setResolution(96);  // painter units = logical pixels
   writer.setTitle(o.title);
   writer.setCreator(QStringLiteral("AMP Studio"));
@@ -74,18 +81,46 @@ bool exportPdf(const QString& path, const ExportOptions& o, const PaintFunction&
 
 }  // namespace
 
-bool exportPainting(const QString& path, ExportFormat format, const ExportOptions& options,
-                    const PaintFunction& paint) {
-  if (path.isEmpty() || options.size.isEmpty()) return false;
+std::optional<QByteArray> renderPainting(ExportFormat format, const ExportOptions& options,
+                                         const PaintFunction& paint) {
+  if (options.size.isEmpty()) return std::nullopt;
+  QByteArray bytes;
+  QBuffer out(&bytes);
+  if (!out.open(QIODevice::WriteOnly)) return std::nullopt;
+  bool ok = false;
   switch (format) {
     case ExportFormat::Png:
-      return exportPng(path, options, paint);
+      ok = exportPng(out, options, paint);
+      break;
     case ExportFormat::Svg:
-      return exportSvg(path, options, paint);
+      ok = exportSvg(out, options, paint);
+      break;
     case ExportFormat::Pdf:
-      return exportPdf(path, options, paint);
+      ok = exportPdf(out, options, paint);
+      break;
   }
-  return false;
+  out.close();
+  if (!ok || bytes.isEmpty()) return std::nullopt;
+  return bytes;
+}
+
+bool exportPainting(const QString& path, ExportFormat format, const ExportOptions& options,
+                    const PaintFunction& paint, QString* error) {
+  auto fail = [&](const QString& why) {
+    if (error) *error = why;
+    return false;
+  };
+  if (path.isEmpty()) return fail(QStringLiteral("no file name"));
+  const std::optional<QByteArray> bytes = renderPainting(format, options, paint);
+  if (!bytes) return fail(path + QStringLiteral(": the chart could not be rendered (size %1x%2)")
+                                     .arg(options.size.width())
+                                     .arg(options.size.height()));
+  try {
+    writeFileAtomically(path.toStdString(), std::string_view(bytes->constData(), std::size_t(bytes->size())));
+  } catch (const std::exception& e) {  // OutputError: the path and the system's reason
+    return fail(QString::fromStdString(e.what()));
+  }
+  return true;
 }
 
 }  // namespace amp::ui

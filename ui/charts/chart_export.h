@@ -4,6 +4,7 @@
 // chart, text kept as text in SVG and PDF).
 #pragma once
 
+#include <QByteArray>
 #include <QColor>
 #include <QRectF>
 #include <QSize>
@@ -30,8 +31,15 @@ struct ExportOptions {
   QString title;  // SVG <title>, PDF document title
 };
 
-// Returns false (and writes nothing useful) when the file cannot be written.
+// The painting as a file's bytes in `format`, or nothing when it cannot be rendered.
+std::optional<QByteArray> renderPainting(ExportFormat format, const ExportOptions& options,
+                                         const PaintFunction& paint);
+
+// Renders the painting, then writes it as all our outputs are written (writeFileAtomically):
+// whole or not at all, an earlier file at `path` replaced only by a complete one, a FIFO, device
+// or other special file refused. Returns false on failure, with the reason in `error` (one line
+// naming the file) when given.
 bool exportPainting(const QString& path, ExportFormat format, const ExportOptions& options,
-                    const PaintFunction& paint);
+                    const PaintFunction& paint, QString* error = nullptr);
 
 }  // namespace amp::ui

@@ -2,6 +2,7 @@
 
 #include <QAbstractSeries>
 #include <QFileDialog>
+#include <QMessageBox>
 #include <QPainter>
 #include <QShowEvent>
 #include <QValueAxis>
@@ -95,9 +96,13 @@ void ChartPanel::render(QPainter* painter, const QRectF& target) {
   m_view->renderChart(painter, target);
 }
 
-bool ChartPanel::exportTo(const QString& path, const QString& format, QSize size, int dpi) {
+bool ChartPanel::exportTo(const QString& path, const QString& format, QSize size, int dpi,
+                          QString* error) {
   const auto f = exportFormatFor(path, format);
-  if (!f) return false;
+  if (!f) {
+    if (error) *error = path + tr(": not a PNG, SVG or PDF file name");
+    return false;
+  }
   ExportOptions options;
   if (!size.isEmpty())
     options.size = size;
@@ -106,7 +111,7 @@ bool ChartPanel::exportTo(const QString& path, const QString& format, QSize size
   options.dpi = dpi;
   options.background = m_view->backgroundColor();
   options.title = m_view->title();
-  return exportPainting(path, *f, options, [this](QPainter* p, const QRectF& r) { render(p, r); });
+  return exportPainting(path, *f, options, [this](QPainter* p, const QRectF& r) { render(p, r); }, error);
 }
 
 void ChartPanel::exportInteractively(ExportFormat format) {
@@ -119,7 +124,9 @@ void ChartPanel::exportInteractively(ExportFormat format) {
   // PNG at twice the on-screen size and 192 dpi: sharp on slides and in print.
   const bool png = format == ExportFormat::Png;
   const QSize base = size().isEmpty() ? QSize(1000, 700) : size();
-  exportTo(path, suffix, png ? base * 2 : base, png ? 192 : 96);
+  QString error;
+  if (!exportTo(path, suffix, png ? base * 2 : base, png ? 192 : 96, &error))
+    QMessageBox::warning(this, tr("Export chart"), tr("The chart was not exported: %1").arg(error));
 }
 
 QColor ChartPanel::runColor(const RunData* run, int index) {

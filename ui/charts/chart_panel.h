@@ -55,7 +55,9 @@ class ChartPanel : public QWidget {
 
   // Paints the panel's chart(s) into `target` (logical pixels); used by every export.
   virtual void render(QPainter* painter, const QRectF& target);
-  bool exportTo(const QString& path, const QString& format = {}, QSize size = {}, int dpi = 96);
+  // Writes the chart (exportPainting); false on failure, with the one-line reason in `error`.
+  bool exportTo(const QString& path, const QString& format = {}, QSize size = {}, int dpi = 96,
+                QString* error = nullptr);
 
  public slots:
   void exportInteractively(amp::ui::ExportFormat format);  // asks for a file name

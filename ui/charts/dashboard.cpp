@@ -211,21 +211,30 @@ void Dashboard::renderDashboard(QPainter* painter, const QRectF& target) {
   }
 }
 
-bool Dashboard::exportDashboard(const QString& path, const QString& format, QSize size, int dpi) {
+bool Dashboard::exportDashboard(const QString& path, const QString& format, QSize size, int dpi,
+                                QString* error) {
   const auto f = exportFormatFor(path, format);
-  if (!f) return false;
+  if (!f) {
+    if (error) *error = path + tr(": not a PNG, SVG or PDF file name");
+    return false;
+  }
   ExportOptions options;
   options.size = size.isEmpty() ? QSize(1800, 1050) : size;
   options.dpi = dpi;
   options.background = m_loss->chartView()->backgroundColor();
   options.title = tr("AMP Studio dashboard");
-  return exportPainting(path, *f, options, [this](QPainter* p, const QRectF& r) { renderDashboard(p, r); });
+  return exportPainting(
+      path, *f, options, [this](QPainter* p, const QRectF& r) { renderDashboard(p, r); }, error);
 }
 
 bool Dashboard::exportChart(const QString& name, const QString& path, const QString& format, QSize size,
-                            int dpi) {
+                            int dpi, QString* error) {
   ChartPanel* p = panel(name);
-  return p && p->exportTo(path, format, size, dpi);
+  if (!p) {
+    if (error) *error = tr("no chart named %1").arg(name);
+    return false;
+  }
+  return p->exportTo(path, format, size, dpi, error);
 }
 
 }  // namespace amp::ui

@@ -78,11 +78,12 @@ class Dashboard : public QWidget {
 
   // Whole dashboard as a 3 x 2 grid under a header naming the runs. `format`: "png", "svg",
   // "pdf" or empty for the path's suffix. PNG: `size` in pixels at `dpi`; SVG/PDF: logical size.
+  // Both write through exportPainting; false on failure, with the one-line reason in `error`.
   bool exportDashboard(const QString& path, const QString& format = {}, QSize size = QSize(1800, 1050),
-                       int dpi = 96);
+                       int dpi = 96, QString* error = nullptr);
   // One panel by name (see chartNames()); empty size = its on-screen size.
   bool exportChart(const QString& name, const QString& path, const QString& format = {}, QSize size = {},
-                   int dpi = 96);
+                   int dpi = 96, QString* error = nullptr);
   void renderDashboard(QPainter* painter, const QRectF& target);
 
  signals:
