@@ -106,7 +106,7 @@ TEST(TrainerCudaResNet, TracksTheCpuInEveryMode) {
       RunConfig c;
       for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
                {"model.name", "resnet"}, {"model.depth", "8"}, {"model.base_width", "8"},
-               {"data.name", "fmnist"}, {"data.path", data}, {"data.subset", "2048"},
+               {"data.name", "fmnist"}, {"data.path", data}, {"data.subset", "2048"}, {"data.test_subset", "512"},
                {"data.normalize", "standard"}, {"train.batch_size", "64"}, {"train.steps", "60"},
                {"optimizer.name", "sgd"}, {"optimizer.lr", "0.05"}, {"optimizer.momentum", "0.9"},
                {"train.histogram_every", "0"}, {"train.eval_every", "0"}, {"amp.mode", mode},

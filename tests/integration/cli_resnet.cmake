@@ -22,7 +22,7 @@ if(NOT EXISTS ${FM}/train-images-idx3-ubyte.gz)
   return()
 endif()
 execute_process(COMMAND ${CLI} run --preset resnet --set model.depth=8 --set model.base_width=8
-                        --set data.subset=256 --set train.batch_size=64 --set train.epochs=1
+                        --set data.subset=256 --set data.test_subset=256 --set train.batch_size=64 --set train.epochs=1
                         --set train.histogram_every=0 --quiet --out ${WORK}/rn
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 300)
 if(NOT rc EQUAL 0)

@@ -129,7 +129,7 @@ class TestLessons : public test::SessionFixture {
   // Issue 14: the seeds' table as the lesson's conclusion, with the runs table's columns filled.
   void resnetLessonGivesTheSeedsTable() {
     runShort(QStringLiteral("resnet"), {{"model.depth", "8"}, {"model.base_width", "4"},
-                                        {"data.subset", "64"}, {"train.batch_size", "32"},
+                                        {"data.subset", "64"}, {"data.test_subset", "64"}, {"train.batch_size", "32"},
                                         {"train.epochs", "2"}});
     QCOMPARE(controller()->runs().size(), 3);
     const QString log = window()->eventLog()->plainText();
