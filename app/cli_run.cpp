@@ -154,10 +154,12 @@ int cmdRun(const Args& args) {
       results.push_back({nc.label.empty() ? std::string(precisionModeName(nc.config.mode)) : nc.label,
                          std::move(r)});
     } catch (const std::bad_alloc&) {
-      // The Trainer refuses what its estimate says cannot fit; this is memory that ran out
-      // anyway (taken by others meanwhile, or outside the estimate): never a bare "std::bad_alloc".
-      printError("run", "out of memory running " + modelSettingsText(nc.config.model) + " (batch " +
-                            std::to_string(nc.config.train.batchSize) + "); try a smaller model or batch");
+      // The Trainer names the model, batch and estimate itself when its own memory runs out
+      // (starting or stepping); memory that ran out anywhere else (reading the data, writing
+      // outputs) is not the model's doing, so this says where, not what to shrink, and never a
+      // bare "std::bad_alloc".
+      printError("run", "out of memory preparing or recording the run in " + dirOf(nc) +
+                            " (reading its data or writing its outputs); free memory and try again");
       return giveUp();
     } catch (const std::exception& e) {
       // Bad input (ConfigError, DataError, CheckpointError, UsageError) or output that could not
