@@ -133,22 +133,6 @@ std::string freshOutputFolder(const std::string& base) {
   return dir;
 }
 
-void checkOutputFile(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    throw OutputError(path + ": is a folder; give a file name to write");
-  // A pipe, device or socket would be replaced by a regular file (as root, /dev/null itself):
-  // refused before the work, as writeFileAtomically refuses it after.
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    throw OutputError(path + ": not a regular file (a pipe, device or socket); it would be "
-                             "replaced by a regular file (give the name of a file)");
-  const std::string parent = fs::path(path).parent_path().empty() ? "." : fs::path(path).parent_path().string();
-  if (::stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw OutputError(path + ": cannot write there: its folder " + parent + " does not exist");
-  if (::access(parent.c_str(), W_OK | X_OK) != 0)
-    throw OutputError(path + ": cannot write there: " + systemReason(errno));
-}
-
 void refuseOwnInput(const std::string& output, const std::vector<std::string>& inputs) {
   struct stat out {};
   if (output.empty() || ::stat(output.c_str(), &out) != 0) return;  // a new file is no input

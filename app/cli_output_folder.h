@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/core/checked_file.h"
+
 namespace amp::cli {
 
 // The files and folders of ours that `dir` already holds ("metrics.jsonl", "checkpoints/"):
@@ -58,9 +60,7 @@ class FolderClaim {
 
 inline constexpr const char* kFolderLockName = ".ampstudio.lock";
 
-// Checks, before the work that produces it, that a single output file (--json, --output) can
-// be written: its folder exists and is writable, and the path is not a folder. Throws OutputError.
-void checkOutputFile(const std::string& path);
+// checkOutputFile (engine/core/checked_file.h) checks a single output file before the work.
 
 // Refuses (OutputError) an output file that is one of the command's inputs: a file of one of the
 // `inputs` (files, or folders searched two levels down, a run and its checkpoints/), compared by

@@ -6,6 +6,7 @@
 #include <QFile>
 #include <QDir>
 #include <QApplication>
+#include <QBuffer>
 #include <QPixmap>
 #include <QSet>
 #include <QTimer>
@@ -15,6 +16,7 @@
 #include "app/gui_files.h"
 #include "app/gui_lesson_tracker.h"
 #include "app/gui_run_controller.h"
+#include "engine/core/checked_file.h"
 #include "engine/train/trainer.h"
 #include "ui/event_log_view.h"
 #include "ui/experiment_panel.h"
@@ -216,9 +218,22 @@ void GuiSession::saveScreenshot() {
       std::printf("\n");
     }
   std::fflush(stdout);
+  // Rendered in memory, then written as every output is (writeFileAtomically): whole or not at
+  // all, never through a FIFO or over a device.
   const QPixmap shot = m_window->grab();
-  const bool ok = !shot.isNull() && shot.save(m_screenshotPath, "PNG");
-  emit screenshotSaved(ok, m_screenshotPath);
+  QByteArray png;
+  QBuffer buffer(&png);
+  bool ok = !shot.isNull() && buffer.open(QIODevice::WriteOnly) && shot.save(&buffer, "PNG");
+  QString problem = ok ? QString() : QStringLiteral("%1: the window could not be rendered").arg(m_screenshotPath);
+  if (ok) {
+    try {
+      writeFileAtomically(m_screenshotPath.toStdString(), std::string_view(png.constData(), std::size_t(png.size())));
+    } catch (const std::exception& e) {
+      ok = false;
+      problem = QString::fromStdString(e.what());
+    }
+  }
+  emit screenshotSaved(ok, ok ? m_screenshotPath : problem);
 }
 
 }  // namespace amp::gui

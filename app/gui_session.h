@@ -49,7 +49,8 @@ class GuiSession : public QObject {
   static QString lastSessionPath();
 
  signals:
-  void screenshotSaved(bool ok, const QString& path);
+  // ok: `pathOrProblem` is the file written; otherwise the one-line reason, naming it.
+  void screenshotSaved(bool ok, const QString& pathOrProblem);
 
  private:
   void publishState();

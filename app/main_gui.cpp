@@ -20,6 +20,7 @@
 #include "app/gui_run_controller.h"
 #include "app/gui_session.h"
 #include "engine/config/presets.h"
+#include "engine/core/checked_file.h"
 #include "kernels/cpu/cpu_baseline.h"
 #include "ui/experiment_panel.h"
 #include "ui/main_window.h"
@@ -141,6 +142,16 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  if (shot) {
+    // Checked before the lesson runs (minutes), not after: a missing folder or a FIFO there.
+    try {
+      amp::checkOutputFile(parser.value(screenshot).toStdString());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ampstudio: --screenshot %s\n", e.what());
+      return 2;
+    }
+  }
+
   amp::ui::applyTheme(amp::ui::Theme::Light);
   // Screenshots start from a clean state: no restored layout, palette or last experiment.
   amp::gui::GuiSession session(/*persistSettings=*/!shot);
@@ -152,8 +163,8 @@ int main(int argc, char** argv) {
 
   if (shot) {
     QObject::connect(&session, &amp::gui::GuiSession::screenshotSaved, &app, [](bool saved, const QString& path) {
-      std::fprintf(saved ? stdout : stderr, saved ? "screenshot: %s\n" : "ampstudio: could not write %s\n",
-                   qPrintable(path));
+      // On failure `path` is the one-line reason, naming the file.
+      std::fprintf(saved ? stdout : stderr, saved ? "screenshot: %s\n" : "ampstudio: %s\n", qPrintable(path));
       QApplication::exit(saved ? 0 : 1);
     });
     const int limitS = parser.value(timeout).toInt();

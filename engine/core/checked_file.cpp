@@ -246,4 +246,21 @@ void AppendOnlyFile::sync() {
   if (::fdatasync(m_fd) != 0) failWrite(m_path, "cannot write", errno);
 }
 
+void checkOutputFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw OutputError(path + ": is a folder; give a file name to write");
+  // A pipe, device or socket would be replaced by a regular file (as root, /dev/null itself):
+  // refused before the work, as writeFileAtomically refuses it after.
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw OutputError(path + ": not a regular file (a pipe, device or socket); it would be "
+                             "replaced by a regular file (give the name of a file)");
+  const std::filesystem::path parentPath = std::filesystem::path(path).parent_path();
+  const std::string parent = parentPath.empty() ? "." : parentPath.string();
+  if (::stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw OutputError(path + ": cannot write there: its folder " + parent + " does not exist");
+  if (::access(parent.c_str(), W_OK | X_OK) != 0)
+    throw OutputError(path + ": cannot write there: " + systemReason(errno));
+}
+
 }  // namespace amp

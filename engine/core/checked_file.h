@@ -64,6 +64,12 @@ class AtomicFile {
   int m_fd = -1;
 };
 
+// Checks, before the work that produces it, that a single output file (the CLI's --json and
+// --output, the app's --screenshot) can be written: its folder exists and is writable, and the
+// path is not a folder, pipe, device or socket (writeFileAtomically refuses those too, but only
+// after the work). Throws OutputError naming the path.
+void checkOutputFile(const std::string& path);
+
 // Creates `dir` and its parents; throws OutputError naming the first part that is not a
 // folder or cannot be made ("out/summary.json: exists and is not a folder").
 void makeFolders(const std::string& dir);
