@@ -6,17 +6,20 @@
 #include "app/cli_export_charts.h"
 #include "ui/charts/dashboard.h"
 #include "ui/run_data.h"
-#include "ui/theme.h"
+#include "ui/run_colors.h"
 
 namespace amp::cli {
 
 namespace {
 
-std::unique_ptr<ui::RunData> toRunData(const RunRecord& r, int id) {
+// The app's run colours (a precision's own, a second run of it the next free one), so an
+// export looks like the window.
+std::unique_ptr<ui::RunData> toRunData(const RunRecord& r, int id, std::vector<QColor>& inUse) {
   auto d = std::make_unique<ui::RunData>();
   d->id = id;
-  d->color = ui::runColor(id);  // the app's run colours, so an export looks like the window
   d->loadRecord(r);
+  d->color = ui::colorForNewRun(d->config, inUse);
+  inUse.push_back(d->color);
   return d;
 }
 
@@ -35,8 +38,9 @@ int exportCharts(const std::vector<RunRecord>& runs, const std::string& format,
   }
   std::vector<std::unique_ptr<ui::RunData>> data;
   QVector<const ui::RunData*> pointers;
+  std::vector<QColor> inUse;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    data.push_back(toRunData(runs[i], static_cast<int>(i)));
+    data.push_back(toRunData(runs[i], static_cast<int>(i), inUse));
     pointers.append(data.back().get());
   }
   const QString path = QString::fromStdString(output.empty() ? "dashboard." + format : output);

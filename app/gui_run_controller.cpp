@@ -13,6 +13,7 @@
 #include "engine/io/experiment_file.h"
 #include "engine/io/metrics_json.h"
 #include "engine/train/event_text.h"
+#include "ui/run_colors.h"
 #include "ui/theme.h"
 
 namespace amp::gui {
@@ -49,7 +50,9 @@ ui::RunData* RunController::enqueue(RunConfig config, bool startPaused) {
       break;
     }
   run->name = name;
-  run->color = ui::runColor(run->id - 1);
+  std::vector<QColor> inUse;
+  for (const auto& r : m_runs) inUse.push_back(r->color);
+  run->color = ui::colorForNewRun(config, inUse);  // the precision's own, kept for life
   run->totalSteps = config.train.steps;  // refined when the trainer knows its epochs
   run->config = std::move(config);
   ui::RunData* raw = run.get();
@@ -86,7 +89,12 @@ ui::RunData* RunController::addLoadedRun(const ExperimentRun& loaded) {
   const RunRecord& r = loaded.record;
   run->loadRecord(r);
   QColor c(loaded.color);
-  run->color = c.isValid() ? c : ui::runColor(run->id - 1);
+  if (!c.isValid()) {  // a file without colours (CLI folders): as a new run of its precision
+    std::vector<QColor> inUse;
+    for (const auto& other : m_runs) inUse.push_back(other->color);
+    c = ui::colorForNewRun(run->config, inUse);
+  }
+  run->color = c;
   run->visible = loaded.visible;
   if (!loaded.checkpointZip.isEmpty()) {
     // An embedded checkpoint becomes a file, so the run can be resumed or saved again.

@@ -1,5 +1,7 @@
 #include "ui/theme.h"
 
+#include "ui/run_colors.h"
+
 #include <QApplication>
 #include <QImage>
 #include <QPixmap>
@@ -51,14 +53,10 @@ void applyTheme(Theme theme) {
 Theme currentTheme() { return g_theme; }
 
 QColor runColor(int index) {
-  // Tableau 10 (distinct hues of similar weight, readable on light and dark backgrounds), then
-  // six more hues that none of those is mistaken for: sixteen runs before a colour repeats (the
-  // charts then change the line style as well).
-  static const QColor colors[kRunColorCount] = {
-      QColor(0x4e79a7), QColor(0xf28e2b), QColor(0xe15759), QColor(0x76b7b2), QColor(0x59a14f), QColor(0xedc948),
-      QColor(0xb07aa1), QColor(0xff9da7), QColor(0x9c755f), QColor(0xbab0ac), QColor(0x17becf), QColor(0xbcbd22),
-      QColor(0x8e6bd8), QColor(0xd64fc1), QColor(0xc85200), QColor(0x9e2a2b)};
-  return colors[((index % kRunColorCount) + kRunColorCount) % kRunColorCount];
+  // The five precisions' colours, then the second palette (ui/run_colors.h): sixteen colours
+  // that stand out on both themes before one repeats (the charts then change the line style).
+  const int i = ((index % kRunColorCount) + kRunColorCount) % kRunColorCount;
+  return i < 5 ? precisionColor(PrecisionFamily(i)) : extraRunColor(i - 5);
 }
 
 QIcon themedIcon(QStyle* style, QStyle::StandardPixmap which) {

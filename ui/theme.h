@@ -13,7 +13,9 @@ enum class Theme { Light, Dark };
 void applyTheme(Theme theme);  // sets the application's style and palette
 Theme currentTheme();
 constexpr int kRunColorCount = 16;
-QColor runColor(int index);    // cycles through kRunColorCount distinct colours
+// Cycles through kRunColorCount distinct colours: the precisions' own, then the second palette
+// (ui/run_colors.h). New runs take theirs from colorForNewRun instead.
+QColor runColor(int index);
 QColor errorColor();           // invalid fields, failed runs
 QColor warningColor();         // diverged runs, skipped steps
 

@@ -11,11 +11,13 @@
 #include <QTest>
 
 #include "app/gui_run_controller.h"
+#include "engine/config/config_schema.h"
 #include "app/gui_session.h"
 #include "gui_session_fixture.h"
 #include "gui_test_util.h"
 #include "ui/event_log_view.h"
 #include "ui/main_window.h"
+#include "ui/run_colors.h"
 #include "ui/runs_panel.h"
 #include "ui/speed_control.h"
 
@@ -52,6 +54,27 @@ class TestController : public test::SessionFixture {
   void cleanup() { m_session.reset(); }
 
   // Issue item 4: Ctrl+I with twin runs going put an inf into the fp32 twin as well.
+  // Issue 25: a run's colour is its precision's, whatever order the runs were made in (it used to
+  // be the n-th colour for the n-th run: fp16 orange in one lesson, blue in the next), a second
+  // run of a precision gets a colour no precision owns.
+  void runsTakeTheirPrecisionsColour() {
+    auto config = [](const char* mode) {
+      RunConfig c;
+      for (const auto& [k, v] : test::tinySpirals(5)) setConfigValue(c, k, v);
+      setConfigValue(c, "amp.mode", mode);
+      return c;
+    };
+    const ui::RunData* bf16 = controller()->enqueue(config("bf16"), /*startPaused=*/true);
+    const ui::RunData* fp32 = controller()->enqueue(config("fp32"), true);
+    const ui::RunData* fp16 = controller()->enqueue(config("fp16"), true);
+    const ui::RunData* fp16b = controller()->enqueue(config("fp16"), true);
+    QCOMPARE(bf16->color, ui::precisionColor(ui::PrecisionFamily::Bf16));
+    QCOMPARE(fp32->color, ui::precisionColor(ui::PrecisionFamily::Fp32));
+    QCOMPARE(fp16->color, ui::precisionColor(ui::PrecisionFamily::Fp16));
+    for (int f = 0; f < 5; ++f) QVERIFY(fp16b->color != ui::precisionColor(ui::PrecisionFamily(f)));
+    QVERIFY(fp16b->color != bf16->color && fp16b->color != fp32->color && fp16b->color != fp16->color);
+  }
+
   void injectGoesIntoTheSelectedRunOnly() {
     startTwins();
     ui::RunData* fp32 = runNamed(QStringLiteral(" fp32"));

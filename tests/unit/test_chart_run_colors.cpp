@@ -1,0 +1,88 @@
+// Run colours (ui/run_colors.h): a precision has one colour in every lesson, a second run of a
+// precision already listed takes a colour no precision owns, and every colour stands out from
+// both themes' chart backgrounds. Issue 25: the same precision was orange in one lesson and blue
+// in the next, and pale pink and yellow (contrast 1.6-2.0 on white) vanished.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "engine/config/config_schema.h"
+#include "ui/run_colors.h"
+#include "ui/theme.h"
+
+using namespace amp;
+using namespace amp::ui;
+
+namespace {
+
+RunConfig configFor(const char* mode, const char* scaler = "auto") {
+  RunConfig c;
+  setConfigValue(c, "amp.mode", mode);
+  setConfigValue(c, "scaler.enabled", scaler);
+  return c;
+}
+
+const QColor kLightChart(Qt::white), kDarkChart(0x1f, 0x21, 0x24);  // ChartView::backgroundColor
+
+}  // namespace
+
+TEST(RunColors, EachPrecisionHasItsOwnColourWhateverCameFirst) {
+  EXPECT_EQ(precisionFamily(configFor("fp32")), PrecisionFamily::Fp32);
+  EXPECT_EQ(precisionFamily(configFor("fp16")), PrecisionFamily::Fp16);
+  EXPECT_EQ(precisionFamily(configFor("fp16", "false")), PrecisionFamily::Fp16Unscaled);
+  RunConfig kindNone = configFor("fp16");
+  setConfigValue(kindNone, "scaler.kind", "none");  // the underflow lesson's unscaled run
+  EXPECT_EQ(precisionFamily(kindNone), PrecisionFamily::Fp16Unscaled);
+  EXPECT_EQ(precisionFamily(configFor("bf16")), PrecisionFamily::Bf16);
+  EXPECT_EQ(precisionFamily(configFor("pure_fp16")), PrecisionFamily::PureFp16);
+  std::set<QRgb> own;
+  for (int f = 0; f < 5; ++f) own.insert(precisionColor(PrecisionFamily(f)).rgb());
+  EXPECT_EQ(own.size(), 5u);
+
+  // bf16 first, then fp32, then fp16: each its own, not the first, second and third colour.
+  std::vector<QColor> listed;
+  for (const char* mode : {"bf16", "fp32", "fp16"}) {
+    const RunConfig c = configFor(mode);
+    const QColor colour = colorForNewRun(c, listed);
+    EXPECT_EQ(colour, precisionColor(precisionFamily(c))) << mode;
+    listed.push_back(colour);
+  }
+}
+
+TEST(RunColors, ASecondRunOfAPrecisionTakesAColourNoPrecisionOwns) {
+  std::set<QRgb> own;
+  for (int f = 0; f < 5; ++f) own.insert(precisionColor(PrecisionFamily(f)).rgb());
+  std::vector<QColor> listed{colorForNewRun(configFor("fp16"), {})};
+  const QColor second = colorForNewRun(configFor("fp16"), listed);
+  listed.push_back(second);
+  const QColor third = colorForNewRun(configFor("fp16"), listed);
+  EXPECT_FALSE(own.count(second.rgb()));
+  EXPECT_FALSE(own.count(third.rgb()));
+  EXPECT_NE(second, third);
+  // The first fp16 run deleted: the next fp16 run is orange again.
+  listed.erase(listed.begin());
+  EXPECT_EQ(colorForNewRun(configFor("fp16"), listed), precisionColor(PrecisionFamily::Fp16));
+  // Every colour taken: still a colour, and not the same as the last one given.
+  std::vector<QColor> all;
+  for (int i = 0; i < kRunColorCount; ++i) all.push_back(runColor(i));
+  EXPECT_TRUE(colorForNewRun(configFor("fp32"), all).isValid());
+}
+
+TEST(RunColors, EveryColourStandsOutOnBothThemes) {
+  std::set<QRgb> distinct;
+  for (int i = 0; i < kRunColorCount; ++i) {
+    const QColor c = runColor(i);
+    distinct.insert(c.rgb());
+    EXPECT_GE(contrastRatio(c, kLightChart), 3.0) << c.name().toStdString() << " on white";
+    EXPECT_GE(contrastRatio(c, kDarkChart), 3.0) << c.name().toStdString() << " on the dark chart";
+  }
+  EXPECT_EQ(int(distinct.size()), kRunColorCount);
+  for (int f = 0; f < 5; ++f) {
+    const QColor c = precisionColor(PrecisionFamily(f));
+    EXPECT_GE(contrastRatio(c, kLightChart), 3.0) << c.name().toStdString();
+    EXPECT_GE(contrastRatio(c, kDarkChart), 3.0) << c.name().toStdString();
+  }
+  // The formula, checked at its ends and at a textbook value (#767676 on white: 4.54).
+  EXPECT_NEAR(contrastRatio(Qt::black, Qt::white), 21.0, 1e-9);
+  EXPECT_NEAR(contrastRatio(QColor(0x76, 0x76, 0x76), Qt::white), 4.54, 0.01);
+}

@@ -1,0 +1,78 @@
+#include "ui/run_colors.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace amp::ui {
+
+namespace {
+
+// Tableau 10's blue, orange, red, green and purple, darkened where a hue was too light to stand
+// out on white; all keep at least 3:1 against the light and the dark chart backgrounds.
+const QColor kPrecision[] = {
+    QColor(0x4e79a7),  // fp32
+    QColor(0xe8741a),  // fp16, scaled
+    QColor(0xd62f33),  // fp16 without a scaler: the failing case
+    QColor(0x3f8f3a),  // bf16
+    QColor(0x9b5d9c),  // pure fp16
+};
+
+// Distinct from the five above and from each other (teal, brown, magenta, olive, slate blue,
+// dark gold, cyan, grey-violet), then three that come nearer to the precisions' hues (steel
+// blue, sage, vermilion), needed only when eleven runs already share precisions.
+const QColor kExtra[] = {QColor(0x2a9d8f), QColor(0x9c6b4e), QColor(0xc2439f), QColor(0x7f8c1d),
+                         QColor(0x6b6ecf), QColor(0xb08d1f), QColor(0x1b9ec2), QColor(0x8a7f99),
+                         QColor(0x2e86ab), QColor(0x5e8c6a), QColor(0xd4593a)};
+
+double channel(double c) { return c <= 0.03928 ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4); }
+
+double luminance(const QColor& c) {
+  return 0.2126 * channel(c.redF()) + 0.7152 * channel(c.greenF()) + 0.0722 * channel(c.blueF());
+}
+
+bool taken(const QColor& c, const std::vector<QColor>& inUse) {
+  return std::find(inUse.begin(), inUse.end(), c) != inUse.end();
+}
+
+}  // namespace
+
+PrecisionFamily precisionFamily(const RunConfig& config) {
+  switch (config.mode) {
+    case PrecisionMode::Fp32:
+      return PrecisionFamily::Fp32;
+    case PrecisionMode::AmpBf16:
+      return PrecisionFamily::Bf16;
+    case PrecisionMode::PureFp16:
+      return PrecisionFamily::PureFp16;
+    case PrecisionMode::AmpFp16:
+      break;
+  }
+  // No scaler, or one that never scales (kind none: scale 1, nothing skipped): the failing case.
+  const bool scaled = config.scalerActive() && config.scaler.kind != ScalerKind::None;
+  return scaled ? PrecisionFamily::Fp16 : PrecisionFamily::Fp16Unscaled;
+}
+
+QColor precisionColor(PrecisionFamily family) { return kPrecision[int(family)]; }
+
+int extraRunColorCount() { return int(std::size(kExtra)); }
+
+QColor extraRunColor(int index) {
+  const int n = extraRunColorCount();
+  return kExtra[((index % n) + n) % n];
+}
+
+QColor colorForNewRun(const RunConfig& config, const std::vector<QColor>& inUse) {
+  const QColor own = precisionColor(precisionFamily(config));
+  if (!taken(own, inUse)) return own;
+  for (int i = 0; i < extraRunColorCount(); ++i)
+    if (!taken(extraRunColor(i), inUse)) return extraRunColor(i);
+  // Every colour is on screen: cycle, so neighbours still differ.
+  return extraRunColor(int(inUse.size()));
+}
+
+double contrastRatio(const QColor& a, const QColor& b) {
+  const double la = luminance(a), lb = luminance(b);
+  return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
+}
+
+}  // namespace amp::ui
