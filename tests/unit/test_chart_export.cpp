@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QAreaSeries>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -238,6 +239,40 @@ TEST_F(ChartExport, FilesAreReplacedWholeOrNotAtAll) {
   error.clear();
   EXPECT_FALSE(m_dashboard.exportDashboard(path("no/such/folder/dash.png"), {}, QSize(600, 400), 96, &error));
   EXPECT_TRUE(error.contains(QStringLiteral("no/such/folder"))) << error.toStdString();
+}
+
+// Issue 25: the histogram's background bands (the fp16 ranges, the bf16 strip) were series
+// reaching y = -10..10 and left of the axis, which the screen clips but SVG does not (Qt 6.4's
+// QSvgGenerator writes no clip paths): in an SVG export they covered the title and the charts
+// beside. Every point of every band must now lie within the axes' ranges, also after the y axis
+// changes, and the export must still show them.
+TEST_F(ChartExport, HistogramBandsStayInsideTheAxesForSvg) {
+  ChartPanel* panel = m_dashboard.panel(QStringLiteral("histogram"));
+  ASSERT_NE(panel, nullptr);
+  ChartView* view = panel->chartView();
+  auto checkBands = [&](const char* when) {
+    int bands = 0;
+    for (QAbstractSeries* s : view->chart()->series()) {
+      auto* area = qobject_cast<QAreaSeries*>(s);
+      if (!area || !area->property("ampNoAutoRange").toBool()) continue;
+      ++bands;
+      for (QLineSeries* edge : {area->upperSeries(), area->lowerSeries()})
+        for (const QPointF& p : edge->points()) {
+          EXPECT_GE(p.x(), view->xAxis()->min()) << when << " " << area->name().toStdString();
+          EXPECT_LE(p.x(), view->xAxis()->max()) << when << " " << area->name().toStdString();
+          EXPECT_GE(p.y(), view->yAxis()->min()) << when << " " << area->name().toStdString();
+          EXPECT_LE(p.y(), view->yAxis()->max()) << when << " " << area->name().toStdString();
+        }
+    }
+    EXPECT_EQ(bands, 3) << when << ": fp16 normal, fp16 subnormal, the bf16 strip";
+  };
+  checkBands("as shown");
+  view->yAxis()->setRange(0, 0.25);  // a zoom: the bands follow the axis
+  checkBands("zoomed");
+  ASSERT_TRUE(panel->exportTo(path("bands.svg"), QStringLiteral("svg"), QSize(900, 600)));
+  bool ok = false;
+  EXPECT_TRUE(svgText(path("bands.svg"), &ok).contains(QStringLiteral("fp16 subnormal")));
+  EXPECT_TRUE(ok);
 }
 
 TEST_F(ChartExport, EmptyStatesSayWhy) {

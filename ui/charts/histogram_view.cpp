@@ -10,6 +10,7 @@
 #include <QSignalBlocker>
 #include <QVBoxLayout>
 #include <QValueAxis>
+#include <algorithm>
 #include <cmath>
 
 #include "ui/charts/heat_map_item.h"
@@ -37,6 +38,29 @@ void HistogramView::setBand(QAreaSeries* area, double left, double right, double
   area->lowerSeries()->replace({QPointF(left, bottom), QPointF(right, bottom)});
 }
 
+void HistogramView::setBackgroundBand(QAreaSeries* area, double left, double right, double bottom,
+                                      double top) {
+  auto it = std::find_if(m_backgroundBands.begin(), m_backgroundBands.end(),
+                         [&](const BackgroundBand& b) { return b.area == area; });
+  if (it == m_backgroundBands.end()) it = m_backgroundBands.insert(m_backgroundBands.end(), {area});
+  *it = {area, left, right, bottom, top};
+  clipBackgroundBands();
+}
+
+void HistogramView::clipBackgroundBands() {
+  const QValueAxis* x = m_view->xAxis();
+  const QValueAxis* y = m_view->yAxis();
+  for (const BackgroundBand& b : m_backgroundBands) {
+    if (!b.area) continue;
+    const double left = std::max(b.left, x->min()), right = std::min(b.right, x->max());
+    const double bottom = std::max(b.bottom, y->min()), top = std::min(b.top, y->max());
+    if (left < right && bottom < top)
+      setBand(b.area, left, right, bottom, top);
+    else
+      setBand(b.area, 0, 0, 0, 0);  // outside the axes: nothing to draw
+  }
+}
+
 HistogramView::HistogramView(QWidget* parent)
     : ChartPanel(QStringLiteral("histogram"), parent), m_heatView(new ChartView(this)) {
   m_view->setTitle(tr("Exponent histogram"));
@@ -49,6 +73,8 @@ HistogramView::HistogramView(QWidget* parent)
   m_heatView->setYAxis(makeExponentAxis(m_heatView, true));
   m_heatView->setAxisTitles(tr("step"), tr("exponent"));
   m_heatView->setHoverTextProvider([this](const QPointF& v) { return heatHoverText(v); });
+  connect(m_view->xAxis(), &QValueAxis::rangeChanged, this, [this] { clipBackgroundBands(); });
+  connect(m_view->yAxis(), &QValueAxis::rangeChanged, this, [this] { clipBackgroundBands(); });
   m_heat = new HeatMapItem(m_heatView->chart(), nullptr);
   connectView(m_heatView);
   const auto moved = [this] { m_heat->geometryChanged(); };
@@ -175,6 +201,7 @@ void HistogramView::rebuildSeries() {
   m_tensorListFrames = 0;
   m_heatRun = nullptr;
   m_shown.reset();
+  m_backgroundBands.clear();  // their series went with the view's (ChartPanel::setRuns)
 
   // Bands first, so the bars are drawn over them.
   struct Band {
@@ -193,7 +220,7 @@ void HistogramView::rebuildSeries() {
     m_view->addSeries(area);
     area->setBrush(b.color);
     area->setPen(Qt::NoPen);
-    setBand(area, b.left, b.right, -10, 10);  // clipped to the plot: always full height
+    setBackgroundBand(area, b.left, b.right, -10, 10);  // cut to the axes: always full height
   }
   // Short legend names (a narrow chart truncates long ones); the axis labels give the bounds.
   m_bf16Strip = makeArea(tr("bf16 normal ≥2⁻¹²⁶ ←"));

@@ -7,6 +7,8 @@
 // a time and a tab bar picks which.
 #pragma once
 
+#include <QPointer>
+
 #include <optional>
 #include <vector>
 
@@ -65,6 +67,17 @@ class HistogramView : public ChartPanel {
   QString heatHoverText(const QPointF& value) const;
   static QString tensorKey(const HistogramRecord& r);
   static void setBand(QAreaSeries* area, double left, double right, double bottom, double top);
+  // A background band (the fp16 ranges, the bf16 strip): remembered, and drawn cut to the axes'
+  // ranges, again whenever they change. Why: Qt Charts clips series to the plot when it paints
+  // to the screen or an image, but QSvgGenerator writes no clip paths, so a band drawn past the
+  // axes spilled over the title and the neighbouring charts in SVG exports.
+  void setBackgroundBand(QAreaSeries* area, double left, double right, double bottom, double top);
+  void clipBackgroundBands();
+  struct BackgroundBand {
+    QPointer<QAreaSeries> area;  // null once the view removed it (a new set of runs)
+    double left, right, bottom, top;
+  };
+  std::vector<BackgroundBand> m_backgroundBands;
 
   QComboBox* m_runBox;
   QComboBox* m_tensorBox;

@@ -81,7 +81,7 @@ void HistogramView::showEmpty(const QString& message) {
     a->upperSeries()->clear();
     a->lowerSeries()->clear();
   }
-  if (m_bf16Strip) setBand(m_bf16Strip, 0, 0, 0, 0);
+  if (m_bf16Strip) setBackgroundBand(m_bf16Strip, 0, 0, 0, 0);
   m_view->setCaption({});
   m_view->setTitle(tr("Exponent histogram"));
   m_view->setPlaceholder(message);
@@ -169,7 +169,7 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
   }
   // bf16's normal range spans the whole axis: a strip along the top rather than a full band.
   const double top = m_view->yAxis()->max();
-  setBand(m_bf16Strip, kHistAxisMin, kHistAxisMax, top * 0.965, top * 2);
+  setBackgroundBand(m_bf16Strip, kHistAxisMin, kHistAxisMax, top * 0.965, top * 2);
 }
 
 void HistogramView::updateHeatMap(const RunData* run) {
