@@ -2,7 +2,9 @@
 
 #include <QBrush>
 #include <QFont>
+#include <cmath>
 
+#include "engine/core/memory_tracker.h"
 #include "ui/config_diff.h"
 #include "ui/run_groups.h"
 #include "ui/theme.h"
@@ -107,10 +109,10 @@ QString RunsModel::settingsText(const RunConfig& c) {
 }
 
 QString RunsModel::formatBytes(double bytes) {
-  if (bytes >= 1e9) return QStringLiteral("%1 GB").arg(bytes / 1e9, 0, 'f', 2);
-  if (bytes >= 1e6) return QStringLiteral("%1 MB").arg(bytes / 1e6, 0, 'f', 1);
-  if (bytes >= 1e3) return QStringLiteral("%1 kB").arg(bytes / 1e3, 0, 'f', 0);
-  return QStringLiteral("%1 B").arg(bytes, 0, 'f', 0);
+  // The event log's units (engine formatBytes: KiB, MiB, GiB), so that one size reads the same
+  // in the table and in the lesson's conclusion (the table said "29.4 MB" where the log said
+  // "28.0 MiB").
+  return QString::fromStdString(amp::formatBytes(std::int64_t(std::llround(bytes))));
 }
 
 const RunSummary* RunsModel::summaryOf(int runId) const {
