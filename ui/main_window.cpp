@@ -378,9 +378,9 @@ void MainWindow::showTrace(const RunData* run) {
 
 void MainWindow::showRunStarted(const RunData* run) {
   if (run->computePath.isEmpty()) return;
-  statusBar()->showMessage(tr("%1 started on %2: GEMMs and convolutions in %3")
-                               .arg(run->name, run->backendName, run->computePath),
-                           8000);
+  m_startedMessage = tr("%1 started on %2: GEMMs and convolutions in %3")
+                         .arg(run->name, run->backendName, run->computePath);
+  statusBar()->showMessage(m_startedMessage, 8000);
 }
 
 void MainWindow::showRunError(const RunData* run, const QString& message) {
@@ -391,6 +391,9 @@ void MainWindow::showRunError(const RunData* run, const QString& message) {
 
 void MainWindow::setRunState(const RunState& state) {
   m_state = state;
+  if (state.active == 0 && state.queued == 0 && !m_startedMessage.isEmpty() &&
+      statusBar()->currentMessage() == m_startedMessage)
+    statusBar()->showMessage(tr("No run is training: every run has ended."), 8000);
   m_runsModel->refresh();
   updateControls();
   updateProgress();

@@ -175,6 +175,9 @@ class MainWindow : public QMainWindow {
   QElapsedTimer m_tableRefresh;
   QStringList m_recentFiles;
   QString m_loadedLesson;  // the lesson the experiment panel was last filled from
+  // The status bar's last "X started on ..." text: once no run is active it would be stale, so
+  // setRunState replaces it (issue 25: it outlived the runs it spoke of).
+  QString m_startedMessage;
   double m_presentationScale = 1.0;
   QFont m_baseFont;  // the application font at scale 1
   ChartLayout m_chartLayout = ChartLayout::Automatic;

@@ -5,6 +5,7 @@
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QSlider>
+#include <QStatusBar>
 #include <QRegularExpression>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -170,6 +171,18 @@ class TestController : public test::SessionFixture {
     speed->slider()->setValue(speed->slider()->maximum());  // the user drags it to the end
     QCOMPARE(controller()->stepsPerSecond(), 0.0);
     QTRY_COMPARE_WITH_TIMEOUT(run->status, ui::RunStatus::Finished, 5000);
+  }
+
+  // Issue 25: "X started on cpu: ..." stayed in the status bar after every run had ended.
+  void theStatusBarDoesNotSayARunStartedOnceAllEnded() {
+    test::apply(panel(), test::tinySpirals(20));
+    window()->actions().start->trigger();
+    ui::RunData* run = controller()->run(controller()->runs().last()->id);
+    QTRY_COMPARE_WITH_TIMEOUT(run->status, ui::RunStatus::Finished, 30000);
+    controller()->drainNow();
+    // The start message is shown for 8 s; the run takes well under 1 s, so within 5 s of its end
+    // only the fix can have replaced it.
+    QTRY_VERIFY_WITH_TIMEOUT(!window()->statusBar()->currentMessage().contains(QStringLiteral("started on")), 5000);
   }
 
   // The charts' epoch axis needs it from the first step on.
