@@ -96,6 +96,17 @@ QString modesConclusion(const QVector<const ui::RunData*>& runs) {
     const RunSummary s = r->summary.summary();
     QString part = tr("%1 reached loss %2").arg(variantLabel(*r), lossText(*r));
     if (!r->series.testAcc.isEmpty()) part += tr(", accuracy %1").arg(percent(r->series.testAcc.last()));
+    // Steps the loss scaler skipped (an overflow while it searched for its scale) are part of
+    // what happened: a lesson that hid them argued a cleaner run than the class saw.
+    if (!r->series.skippedStep.isEmpty()) {
+      QStringList steps;
+      for (double st : r->series.skippedStep) steps << QString::number(qint64(st));
+      if (steps.size() > 5) steps = steps.mid(0, 5) << QStringLiteral("…");
+      const qsizetype n = r->series.skippedStep.size();
+      const QString which = steps.join(QStringLiteral(", "));
+      part += n == 1 ? tr(", 1 step skipped by the loss scaler (%1)").arg(which)
+                     : tr(", %1 steps skipped by the loss scaler (%2)").arg(n).arg(which);
+    }
     part += tr(", %1 ms/step").arg(s.medianStepMs, 0, 'f', 2);
     if (base.medianStepMs > 0 && r != fp32 && s.medianStepMs > 0)
       part += tr(" (%1x fp32's speed)").arg(base.medianStepMs / s.medianStepMs, 0, 'f', 2);

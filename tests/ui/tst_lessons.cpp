@@ -120,6 +120,22 @@ class TestLessons : public test::SessionFixture {
     QVERIFY2(log.contains(QLatin1String("x fp32's)")) && log.contains(QLatin1String("peak memory")), qPrintable(log.right(600)));
   }
 
+  // Issue 25: the Fashion-MNIST CNN lesson compares the three modes (it ran fp16 alone), and a
+  // comparison's conclusion names the steps the loss scaler skipped (it said nothing of them).
+  void modeLessonsCompareThreeModesAndNameSkippedSteps() {
+    QCOMPARE(modes(QStringLiteral("fmnist-cnn")),
+             (QVector<PrecisionMode>{PrecisionMode::Fp32, PrecisionMode::AmpFp16, PrecisionMode::AmpBf16}));
+    // A loss scale of 1e9 overflows fp16's gradients: the scaler skips every step while it halves.
+    runShort(QStringLiteral("recipe"), {{"train.steps", "4"}, {"model.width", "64"}, {"scaler.init_scale", "1e9"}});
+    const QString log = window()->eventLog()->plainText();
+    QVERIFY2(log.contains(QLatin1String("fp16 reached loss")) &&
+                 log.contains(QLatin1String("4 steps skipped by the loss scaler (1, 2, 3, 4)")),
+             qPrintable(log.right(700)));
+    // bf16 has no scaler and skipped nothing: its sentence says nothing of skips.
+    QVERIFY2(!QRegularExpression(QStringLiteral("bf16 reached loss [^;]*skipped")).match(log).hasMatch(),
+             qPrintable(log.right(700)));
+  }
+
   void overflowLessonCountsItsSkips() {
     runShort(QStringLiteral("overflow"), {{"train.steps", "35"}, {"model.width", "32"}});
     const QString log = window()->eventLog()->plainText();
