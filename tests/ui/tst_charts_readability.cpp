@@ -5,6 +5,7 @@
 #include <QGraphicsSimpleTextItem>
 #include <QGraphicsTextItem>
 #include <QTest>
+#include <QXYSeries>
 #include <QValueAxis>
 #include <memory>
 
@@ -139,6 +140,38 @@ class TestChartsReadability : public QObject {
       QVERIFY2(r.bottom() <= plot.bottom() + 0.5, qPrintable(t->text()));
     }
     QVERIFY(labels > 0);
+  }
+
+  // Issue 25: a loss scale that stays at 2^16 (or 2^0) was drawn on the frame's edge, where it
+  // reads as the frame. Every point of the scale lines keeps clear of the plot's top and bottom.
+  void scaleLinesClearOfTheFrame() {
+    Dashboard d;
+    d.resize(1280, 800);
+    const QVector<const RunData*> runs = makeRuns(4, 300);
+    // Run 2 (fp16) as the underflow lesson's unscaled run: its scale 2^0 for the whole run, below
+    // the other fp16 run's 2^16 (a 16-power span, where a quarter power of margin was 1.5%).
+    for (double& scale : m_runs[1]->series.scale) scale = 1.0;
+    d.setRuns(runs);
+    d.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&d));
+    d.showChart(QStringLiteral("scale"));
+    d.refresh();
+    QApplication::processEvents();
+    ChartView* v = d.scaleChart()->chartView();
+    const QRectF plot = v->chart()->plotArea();
+    QVERIFY(plot.height() > 50);
+    int points = 0;
+    for (QAbstractSeries* s : v->chart()->series()) {
+      auto* xy = qobject_cast<QXYSeries*>(s);
+      if (!xy || !xy->isVisible() || xy->property("ampNoAutoRange").toBool()) continue;
+      for (const QPointF& p : xy->points()) {
+        const QPointF at = v->chart()->mapToPosition(p, xy);
+        ++points;
+        QVERIFY2(at.y() >= plot.top() + 0.04 * plot.height() && at.y() <= plot.bottom() - 0.04 * plot.height(),
+                 qPrintable(QStringLiteral("%1 at y %2, plot %3..%4").arg(xy->name()).arg(at.y()).arg(plot.top()).arg(plot.bottom())));
+      }
+    }
+    QVERIFY(points > 0);
   }
 
   // TensorBoard's distributions: a "layers" tab with one heat map per tensor of the focused run.

@@ -189,10 +189,15 @@ void ChartView::fitYAxis(QValueAxis* axis, bool log) {
   if (lo > hi) return;  // nothing to fit: keep the range
   if (zeroBaseline) lo = std::min(lo, 0.0);
   if (log) {
-    // A quarter of a power beyond the data: markers at the extremes stay whole.
+    // Beyond the data by a twentieth of the span (at least a quarter of a power): a loss scale
+    // that sits at 2^16 or 2^0 for a whole run is a line clear of the frame, not on it (issue 25),
+    // and markers at the extremes stay whole.
     const double mid = (lo + hi) / 2;
-    lo = std::min(lo, mid - 0.5) - 0.25;
-    hi = std::max(hi, mid + 0.5) + 0.25;
+    lo = std::min(lo, mid - 0.5);
+    hi = std::max(hi, mid + 0.5);
+    const double pad = std::max(0.25, 0.05 * (hi - lo));
+    lo -= pad;
+    hi += pad;
     setAxisRange(axis, lo, hi);
     return;
   }
