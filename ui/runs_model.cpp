@@ -327,7 +327,7 @@ QVariant RunsModel::headerData(int section, Qt::Orientation o, int role) const {
   static const char* names[ColumnCount] = {"Run", "Mode", "Group", "Status", "Step", "Loss", "Test acc",
                                            "Skipped", "Lost upd.", "ms/step", "s/epoch", "Peak mem",
                                            "Activations", "Checkpoint", "Weights file", "Speed-up",
-                                           "Memory", "Tags", "Note", "Settings"};
+                                           "Memory ratio", "Tags", "Note", "Settings"};
   if (role == Qt::DisplayRole) return tr(names[section]);
   if (role == Qt::ToolTipRole) {
     switch (section) {
@@ -337,7 +337,9 @@ QVariant RunsModel::headerData(int section, Qt::Orientation o, int role) const {
       case Skipped: return tr("Optimizer steps the loss scaler skipped (non-finite gradients)");
       case LostUpdates:
         return tr("Lost-update meter: share of weight updates smaller than half an ulp of their "
-                  "weight, so rounding threw them away (mean over the run)");
+                  "weight, so rounding threw them away (mean over the run). fp32 loses some too (an "
+                  "update below about 2^-24 of its weight); AMP runs update fp32 masters, so theirs "
+                  "is fp32's; pure fp16 weights lose far more");
       case MsPerStep: return tr("Median training step time (after 3 warm-up steps)");
       case PeakMemory: return tr("Peak bytes the backend held (weights, gradients, activations, state)");
       case EpochTime: return tr("Median training time of a whole epoch, in seconds (evaluation excluded)");
@@ -353,7 +355,8 @@ QVariant RunsModel::headerData(int section, Qt::Orientation o, int role) const {
       case SpeedUp:
         return tr("Baseline median ms/step ÷ this run's (higher is faster). The baseline is the fp32 run "
                   "of the run's own group unless one is chosen above; ⚠: another model, data set or batch size");
-      case MemoryRatio: return tr("This run's peak memory ÷ the baseline's (lower is leaner)");
+      case MemoryRatio:
+        return tr("This run's peak memory (the Peak mem column) ÷ the baseline's (lower is leaner)");
       case Group: return tr("Runs started together (a lesson, twin runs); right-click to select the group");
       case Tags: return tr("Your labels, separated by commas (double-click to edit); the filter finds them");
       case Note: return tr("Your note on the run (double-click to edit)");

@@ -94,6 +94,16 @@ class TestRunsCompare : public QObject {
     QCOMPARE(cell(3, ui::RunsModel::SpeedUp), QStringLiteral("2.00×"));
   }
 
+  // Issue 25: the two memory columns are told apart by their names, and the lost-update meter
+  // says why an fp32 run shows lost updates too.
+  void memoryColumnsAndLostUpdatesExplainThemselves() {
+    const QString peak = m_model->headerData(ui::RunsModel::PeakMemory, Qt::Horizontal, Qt::DisplayRole).toString();
+    const QString ratio = m_model->headerData(ui::RunsModel::MemoryRatio, Qt::Horizontal, Qt::DisplayRole).toString();
+    QVERIFY2(ratio.contains(QStringLiteral("ratio")) && !peak.contains(QStringLiteral("ratio")), qPrintable(peak + " | " + ratio));
+    const QString lost = m_model->headerData(ui::RunsModel::LostUpdates, Qt::Horizontal, Qt::ToolTipRole).toString();
+    QVERIFY2(lost.contains(QStringLiteral("fp32 loses some too")), qPrintable(lost));
+  }
+
   // The seeds' table in the runs table: time per epoch, activation memory, checkpoint and weights
   // file, each with its ratio to the group's fp32 run (none on the baseline itself), in the event
   // log's binary units (issue 25: "MB" in the table, "MiB" in the log).
