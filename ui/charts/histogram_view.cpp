@@ -40,10 +40,13 @@ void HistogramView::setBand(QAreaSeries* area, double left, double right, double
 
 void HistogramView::setBackgroundBand(QAreaSeries* area, double left, double right, double bottom,
                                       double top) {
+  const BackgroundBand band{area, left, right, bottom, top};
   auto it = std::find_if(m_backgroundBands.begin(), m_backgroundBands.end(),
                          [&](const BackgroundBand& b) { return b.area == area; });
-  if (it == m_backgroundBands.end()) it = m_backgroundBands.insert(m_backgroundBands.end(), {area});
-  *it = {area, left, right, bottom, top};
+  if (it == m_backgroundBands.end())
+    m_backgroundBands.push_back(band);
+  else
+    *it = band;
   clipBackgroundBands();
 }
 
