@@ -5,6 +5,8 @@
 
 #include <QApplication>
 #include <QAreaSeries>
+#include <QLegend>
+#include <QLegendMarker>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -267,6 +269,17 @@ TEST_F(ChartExport, HistogramBandsStayInsideTheAxesForSvg) {
     EXPECT_EQ(bands, 3) << when << ": fp16 normal, fp16 subnormal, the bf16 strip";
   };
   checkBands("as shown");
+  // Their legend swatches are legible: the band's hue, not its faint fill (a near-black square on
+  // the dark theme).
+  int swatches = 0;
+  for (QAbstractSeries* s : view->chart()->series()) {
+    if (!s->property("ampNoAutoRange").toBool()) continue;
+    for (QLegendMarker* marker : view->chart()->legend()->markers(s)) {
+      ++swatches;
+      EXPECT_GE(marker->brush().color().alpha(), 160) << marker->label().toStdString();
+    }
+  }
+  EXPECT_EQ(swatches, 3);
   view->yAxis()->setRange(0, 0.25);  // a zoom: the bands follow the axis
   checkBands("zoomed");
   ASSERT_TRUE(panel->exportTo(path("bands.svg"), QStringLiteral("svg"), QSize(900, 600)));

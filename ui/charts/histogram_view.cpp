@@ -9,6 +9,8 @@
 #include <QLineSeries>
 #include <QSignalBlocker>
 #include <QVBoxLayout>
+#include <QLegend>
+#include <QLegendMarker>
 #include <QValueAxis>
 #include <algorithm>
 #include <cmath>
@@ -36,6 +38,14 @@ QAreaSeries* makeArea(const QString& name) {
 void HistogramView::setBand(QAreaSeries* area, double left, double right, double bottom, double top) {
   area->upperSeries()->replace({QPointF(left, top), QPointF(right, top)});
   area->lowerSeries()->replace({QPointF(left, bottom), QPointF(right, bottom)});
+}
+
+void HistogramView::legibleSwatch(QAreaSeries* area, QColor color) {
+  // The bands are faint on purpose (the bars go over them), but a legend swatch that faint is
+  // a near-black square on the dark theme and nearly white on the light one (issue 25): the
+  // legend shows the band's hue at two-thirds opacity instead.
+  color.setAlpha(std::max(color.alpha(), 170));
+  for (QLegendMarker* marker : m_view->chart()->legend()->markers(area)) marker->setBrush(color);
 }
 
 void HistogramView::setBackgroundBand(QAreaSeries* area, double left, double right, double bottom,
@@ -224,6 +234,7 @@ void HistogramView::rebuildSeries() {
     area->setBrush(b.color);
     area->setPen(Qt::NoPen);
     setBackgroundBand(area, b.left, b.right, -10, 10);  // cut to the axes: always full height
+    legibleSwatch(area, b.color);
   }
   // Short legend names (a narrow chart truncates long ones); the axis labels give the bounds.
   m_bf16Strip = makeArea(tr("bf16 normal ≥2⁻¹²⁶ ←"));
@@ -232,6 +243,7 @@ void HistogramView::rebuildSeries() {
   m_view->addSeries(m_bf16Strip);
   m_bf16Strip->setBrush(QColor(31, 119, 180, 90));
   m_bf16Strip->setPen(Qt::NoPen);
+  legibleSwatch(m_bf16Strip, QColor(31, 119, 180, 90));
 
   m_unscaled = makeArea(tr("unscaled"));
   m_view->addSeries(m_unscaled);

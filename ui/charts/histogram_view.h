@@ -73,6 +73,7 @@ class HistogramView : public ChartPanel {
   // axes spilled over the title and the neighbouring charts in SVG exports.
   void setBackgroundBand(QAreaSeries* area, double left, double right, double bottom, double top);
   void clipBackgroundBands();
+  void legibleSwatch(QAreaSeries* area, QColor color);
   struct BackgroundBand {
     QPointer<QAreaSeries> area;  // null once the view removed it (a new set of runs)
     double left, right, bottom, top;
