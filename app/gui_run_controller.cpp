@@ -197,6 +197,9 @@ void RunController::startRun(ui::RunData* run, bool paused) {
             run->weightsDtype = dtype;  // shown when runEnded, queued next, refreshes the row
           });
   connect(worker, &TrainingWorker::metricsReady, this, &RunController::scheduleDrain);
+  connect(worker, &TrainingWorker::testSetKnown, this, [this, worker](bool has) {
+    if (Active* a = findActive(worker)) a->run->hasTestSet = has;
+  });
   connect(worker, &TrainingWorker::runStarted, this,
           [this, worker](qint64 total, qint64 batchesPerEpoch, const QString& name,
                          const QString& backend, const QString& compute, const QStringList& model) {

@@ -187,6 +187,7 @@ void TrainingWorker::run() {
   // Optimizer steps per epoch (the x axis counts steps): each takes `accumulation` batches.
   const qint64 stepsPerEpoch =
       std::max<qint64>(1, trainer->batchesPerEpoch() / std::max(1, trainer->config().train.accumulation));
+  emit testSetKnown(trainer->hasTestSet());
   emit runStarted(trainer->totalSteps(), stepsPerEpoch, backendName, backendInfo,
                   computePath, summary);
   trainer->requestTrace();  // the first step's trace, so the inspector has something to show

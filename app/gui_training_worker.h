@@ -62,6 +62,9 @@ class TrainingWorker : public QThread {
   // backendName: "cpu", "cuda:0"; computePath: how this run's GEMMs and convolutions compute
   // there ("bf16 emulated (...)").
   // batchesPerEpoch: the data loader's, for the charts' epoch axis (queued before any metrics).
+  // Whether the run's data has a test set to evaluate on (queued before runStarted): the
+  // accuracy chart says "none" instead of "not yet" for runs that will never have one.
+  void testSetKnown(bool hasTestSet);
   void runStarted(qint64 totalSteps, qint64 batchesPerEpoch, const QString& backendName,
                   const QString& backendInfo, const QString& computePath,
                   const QStringList& modelSummary);

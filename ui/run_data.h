@@ -56,6 +56,7 @@ struct RunData {
   QStringList modelSummary; // one line per layer, from Trainer::modelSummary()
   std::int64_t totalSteps = 0;
   std::int64_t batchesPerEpoch = 0;  // known once the run started (0: unknown, loaded runs)
+  std::optional<bool> hasTestSet;    // known once the run started (none: not yet, loaded runs)
   bool visible = true;      // ticked in the run table: overlaid in the charts
   // Runs started together (a lesson's variants, twin runs) share a group: the group's fp32
   // member is their baseline, and the charts and tables can show the group together.

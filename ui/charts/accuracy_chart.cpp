@@ -3,6 +3,7 @@
 #include <QLineSeries>
 #include <QVBoxLayout>
 #include <QValueAxis>
+#include <algorithm>
 
 #include "ui/run_data.h"
 
@@ -74,9 +75,15 @@ void AccuracyChart::updateSeries() {
   }
   const bool any = xMin <= xMax;
   updateRunLegend(m_view, this->runs());
-  m_view->setPlaceholder(runs.isEmpty() ? tr("no runs to show")
-                         : any          ? QString()
-                                        : tr("no test set evaluated yet"));
+  // Runs whose data holds no test set will never be evaluated: say so, not "yet" (issue 25).
+  const bool noneHasATestSet = std::all_of(runs.begin(), runs.end(), [](const RunData* r) {
+    return r->hasTestSet.has_value() && !*r->hasTestSet;
+  });
+  m_view->setPlaceholder(runs.isEmpty()       ? tr("no runs to show")
+                         : any                ? QString()
+                         : noneHasATestSet    ? tr("no test set in these runs' data\n(synthetic data "
+                                                   "has none; elsewhere data.test_fraction is 0)")
+                                              : tr("no test set evaluated yet"));
   m_view->applyAutoRange(any ? xMin : stepMin, any ? xMax : stepMax);
 }
 
