@@ -64,14 +64,14 @@ Tensor Autocast::castParameter(Backend& be, Parameter& param, DType to, bool& hi
                     to == lowDtype();
   if (!keep || m_cache.count(master.id())) return castParameter(be, master, to, hit, cast);
   Parameter::WeightCopy& copy = param.lowCopy;
-  if (copy.current && copy.master == master.id() && copy.tensor.dtype() == to) {
+  if (copy.tensor.defined() && copy.master == master.id() && copy.tensor.dtype() == to) {
     hit = false;
     cast = true;
     m_cache.emplace(master.id(), copy.tensor);
     return copy.tensor;
   }
   Tensor t = castParameter(be, master, to, hit, cast);
-  copy = {t, master.id(), true};
+  copy = {t, master.id()};
   return t;
 }
 

@@ -21,13 +21,13 @@ struct Parameter {
   // The 16-bit copy of an fp32 master that autocast computed with, kept from step to step where
   // the backend asks for it (Backend::keepsWeightCopies): the optimizer's step writes it as it
   // writes the master (the same rounding a cast would do), so the next forward's cast is no
-  // kernel at all. PyTorch re-casts every forward; the values are the same. `current` says the
-  // copy is the rounding of the master now; whatever else writes a master clears it
-  // (forgetWeightCopies), and a master replaced by another buffer never matches `master`.
+  // kernel at all. PyTorch re-casts every forward; the values are the same. A copy, once made,
+  // is the master's rounding: the optimizer rewrites both or neither (a skipped step); whatever
+  // else writes a master drops it (forgetWeightCopies), and a master replaced by another buffer
+  // never matches `master`.
   struct WeightCopy {
-    Tensor tensor;                 // F16 or BF16, the master's shape
+    Tensor tensor;                 // F16 or BF16, the master's shape; undefined: none
     const void* master = nullptr;  // the master buffer it was made from (Tensor::id)
-    bool current = false;
   };
   WeightCopy lowCopy;
 };

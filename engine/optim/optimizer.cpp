@@ -40,7 +40,6 @@ void Optimizer::launchStep(double lr) {
   m_launchedElements = 0;
   m_launchedFirstUse.clear();
   m_launchedAllocated.clear();
-  m_launchedCopies.clear();
   // SGD's first use of a momentum buffer seeds it with the gradient, so parameters on their
   // first step go in a list of their own.
   std::vector<Tensor*> params[2], grads[2], stateA[2], stateB[2];
@@ -65,7 +64,6 @@ void Optimizer::launchStep(double lr) {
     const bool copy = p.lowCopy.tensor.defined() && p.lowCopy.master == p.value.id() &&
                       p.value.dtype() == DType::F32;
     copies[first].push_back(copy ? &p.lowCopy.tensor : nullptr);
-    if (copy) m_launchedCopies.push_back(i);
     stateA[first].push_back(s.a.defined() ? &s.a : nullptr);
     stateB[first].push_back(s.b.defined() ? &s.b : nullptr);
     m_launchedElements += p.value.numel();
@@ -116,8 +114,6 @@ OptimizerStepStats Optimizer::finishStep(const StepStats& stats) {
     // the memory chart does not show it after skipped steps.
     for (std::size_t i : m_launchedAllocated) m_state[i].a = m_state[i].b = Tensor();
   } else {
-    // The step wrote each launched copy beside its master (a skipped one wrote neither).
-    for (std::size_t i : m_launchedCopies) m_params[i]->lowCopy.current = true;
     out.updated = m_launchedElements;
     out.lost = stats.lost;
     out.gradSumOfSquares = stats.stepGradSumOfSquares;
@@ -125,7 +121,6 @@ OptimizerStepStats Optimizer::finishStep(const StepStats& stats) {
   m_launchedElements = 0;
   m_launchedFirstUse.clear();
   m_launchedAllocated.clear();
-  m_launchedCopies.clear();
   return out;
 }
 

@@ -75,7 +75,6 @@ class Optimizer {
   std::int64_t m_launchedElements = 0;
   std::vector<std::size_t> m_launchedFirstUse;
   std::vector<std::size_t> m_launchedAllocated;  // state first allocated by the launch
-  std::vector<std::size_t> m_launchedCopies;     // weight copies the launch writes when it runs
 };
 
 // One-line message naming the key, or nothing when usable.
