@@ -40,6 +40,12 @@ RunController::~RunController() {
   deleteUnreferencedUnpacked();  // a session's saved file embeds them: the copies can go
 }
 
+QColor RunController::colorForNewRun(const RunConfig& config) const {
+  std::vector<QColor> inUse;
+  for (const auto& r : m_runs) inUse.push_back(r->color);
+  return ui::colorForNewRun(config, inUse);
+}
+
 ui::RunData* RunController::enqueue(RunConfig config, bool startPaused) {
   auto run = std::make_unique<ui::RunData>();
   run->id = m_nextId++;
@@ -50,9 +56,7 @@ ui::RunData* RunController::enqueue(RunConfig config, bool startPaused) {
       break;
     }
   run->name = name;
-  std::vector<QColor> inUse;
-  for (const auto& r : m_runs) inUse.push_back(r->color);
-  run->color = ui::colorForNewRun(config, inUse);  // the precision's own, kept for life
+  run->color = colorForNewRun(config);  // the precision's own, kept for life
   run->totalSteps = config.train.steps;  // refined when the trainer knows its epochs
   run->config = std::move(config);
   ui::RunData* raw = run.get();
@@ -90,9 +94,7 @@ ui::RunData* RunController::addLoadedRun(const ExperimentRun& loaded) {
   run->loadRecord(r);
   QColor c(loaded.color);
   if (!c.isValid()) {  // a file without colours (CLI folders): as a new run of its precision
-    std::vector<QColor> inUse;
-    for (const auto& other : m_runs) inUse.push_back(other->color);
-    c = ui::colorForNewRun(run->config, inUse);
+    c = colorForNewRun(run->config);
   }
   run->color = c;
   run->visible = loaded.visible;

@@ -93,6 +93,8 @@ class RunController : public QObject {
                        bool periodic);
 
  private:
+  // A new run's colour: its precision's, or the first free other one (ui/run_colors.h).
+  QColor colorForNewRun(const RunConfig& config) const;
   struct Active {
     ui::RunData* run = nullptr;
     TrainingWorker* worker = nullptr;
