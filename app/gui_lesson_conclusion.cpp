@@ -14,6 +14,8 @@ namespace amp::gui {
 
 namespace {
 
+using Verdict = ui::LessonResult::Verdict;
+
 QString tr(const char* text) { return QCoreApplication::translate("LessonConclusion", text); }
 
 QString percent(double f) {
@@ -23,11 +25,14 @@ QString percent(double f) {
   return QStringLiteral("%1%").arg(p, 0, 'f', p < 1 || p > 99 ? 2 : 1);
 }
 
-QString lossText(const ui::RunData& r) {
-  if (r.series.loss.isEmpty()) return tr("no steps");
-  const double loss = r.summary.summary().finalLoss;  // as the runs table shows it
-  return std::isfinite(loss) ? QString::number(loss, 'g', 4) : tr("non-finite");
+double finalLoss(const ui::RunData& r) {
+  // As the runs table shows it (the mean of the last ten losses); NaN before the first step.
+  return r.series.loss.isEmpty() ? std::nan("") : r.summary.summary().finalLoss;
 }
+
+QString number(double v) { return std::isfinite(v) ? QString::number(v, 'g', 4) : tr("non-finite"); }
+
+QString lossText(const ui::RunData& r) { return r.series.loss.isEmpty() ? tr("no steps") : number(finalLoss(r)); }
 
 double meanOf(const QVector<double>& v) {
   if (v.isEmpty()) return 0;
@@ -38,63 +43,156 @@ double meanOf(const QVector<double>& v) {
 
 QString tensorName(const QString& key) { return key.section(QLatin1Char('|'), 1); }
 
-// "fp32 0.632, fp16_noscale 0.693, ...": every run's final loss.
-QString finalLosses(const QVector<const ui::RunData*>& runs) {
-  QStringList parts;
-  for (const ui::RunData* r : runs) parts << QStringLiteral("%1 %2").arg(variantLabel(*r), lossText(*r));
-  return tr("final loss: %1").arg(parts.join(QStringLiteral(", ")));
+const ui::RunData* variant(const QVector<const ui::RunData*>& runs, const QString& label) {
+  for (const ui::RunData* r : runs)
+    if (variantLabel(*r) == label) return r;
+  return nullptr;
 }
 
-QString underflowConclusion(const Preset& p, const QVector<const ui::RunData*>& runs) {
+const ui::RunData* fp32Run(const QVector<const ui::RunData*>& runs) {
+  for (const ui::RunData* r : runs)
+    if (r->config.mode == PrecisionMode::Fp32) return r;
+  return nullptr;
+}
+
+bool closeTo(double value, double reference, double relative) {
+  return std::isfinite(value) && std::isfinite(reference) &&
+         std::abs(value - reference) <= relative * std::abs(reference) + 1e-3;
+}
+
+void addFinding(ui::LessonResult& out, const ui::RunData& r, const QString& text) {
+  out.findings.append({r.id, variantLabel(r), r.color, text});
+}
+
+Verdict verdictOf(bool confirmed) { return confirmed ? Verdict::Confirmed : Verdict::NotConfirmed; }
+
+// A lesson whose runs are not all there (one deleted, an experiment saved half-way) can state
+// what it measured but not decide its claim.
+void missingRuns(ui::LessonResult& out, const QStringList& labels) {
+  out.verdict = Verdict::Inconclusive;
+  out.criterion = tr("the lesson needs its %1 runs to decide").arg(labels.join(QStringLiteral(", ")));
+}
+
+void underflowResult(const Preset& p, const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
   const QString key = QString::fromStdString(p.focus);
-  QStringList parts;
+  const bool bf16Lesson = p.name == "bf16-no-scaler";
+  out.claim = bf16Lesson
+                  ? tr("bf16 has fp32's exponent range: gradients that round to zero in fp16 survive in bf16 "
+                       "with no loss scaler at all.")
+                  : tr("Gradients this small round to zero in fp16: without loss scaling the run stops "
+                       "learning, while dynamic loss scaling keeps them and trains as fp32 does.");
+  out.chart = QStringLiteral("histogram");
   for (const ui::RunData* r : runs) {
     const double z = zeroFraction(*r, key);
-    if (z >= 0) parts << QStringLiteral("%1 %2").arg(variantLabel(*r), percent(z));
+    addFinding(out, *r,
+               tr("%1 of %2's gradients were zero, final loss %3")
+                   .arg(z >= 0 ? percent(z) : tr("(no histograms)"), tensorName(key), lossText(*r)));
   }
-  return tr("%1's gradients that were zero (flushed): %2; %3")
-      .arg(tensorName(key), parts.join(QStringLiteral(", ")), finalLosses(runs));
+  const ui::RunData* noscale = variant(runs, QStringLiteral("fp16_noscale"));
+  if (bf16Lesson) {
+    const ui::RunData* bf16 = variant(runs, QStringLiteral("bf16_noscale"));
+    if (!noscale || !bf16) return missingRuns(out, {QStringLiteral("fp16_noscale"), QStringLiteral("bf16_noscale")});
+    const double zf = zeroFraction(*noscale, key), zb = zeroFraction(*bf16, key);
+    const double lf = finalLoss(*noscale), lb = finalLoss(*bf16);
+    out.verdict = verdictOf(zf >= 0.5 && zb >= 0 && zb <= 0.05 && lb < lf);
+    out.criterion = tr("fp16 lost %1 of the gradients (50% or more expected), bf16 %2 (5% or less), and "
+                       "bf16's loss %3 ended below fp16's %4")
+                        .arg(percent(std::max(zf, 0.0)), percent(std::max(zb, 0.0)), number(lb), number(lf));
+    return;
+  }
+  const ui::RunData* dynamic = variant(runs, QStringLiteral("fp16_dynamic"));
+  const ui::RunData* fp32 = variant(runs, QStringLiteral("fp32"));
+  if (!noscale || !dynamic || !fp32)
+    return missingRuns(out, {QStringLiteral("fp32"), QStringLiteral("fp16_noscale"), QStringLiteral("fp16_dynamic")});
+  const double zn = zeroFraction(*noscale, key), zd = zeroFraction(*dynamic, key);
+  const double l32 = finalLoss(*fp32), ln = finalLoss(*noscale), ld = finalLoss(*dynamic);
+  out.verdict = verdictOf(zn >= 0.5 && zd >= 0 && zd <= 0.05 && closeTo(ld, l32, 0.1) && ln > 1.1 * l32);
+  out.criterion = tr("without scaling %1 of the gradients were zero (50% or more expected) and the loss "
+                     "stayed at %2 against fp32's %3; with dynamic scaling %4 (5% or less) and a loss of "
+                     "%5, within 10% of fp32's")
+                      .arg(percent(std::max(zn, 0.0)), number(ln), number(l32), percent(std::max(zd, 0.0)), number(ld));
 }
 
-QString overflowConclusion(const QVector<const ui::RunData*>& runs) {
-  QStringList parts;
+void overflowResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
+  out.claim = tr("When a gradient overflows, the dynamic scaler skips that step and halves the scale, "
+                 "then doubles it again after growth_interval clean steps.");
+  out.chart = QStringLiteral("scale");
+  bool all = true;
+  QStringList decided;
   for (const ui::RunData* r : runs) {
     QStringList steps;
     for (double s : r->series.skippedStep) steps << QString::number(qint64(s));
     const auto& scale = r->series.scale;
     const double low = scale.isEmpty() ? 0 : *std::min_element(scale.begin(), scale.end());
     const double last = scale.isEmpty() ? 0 : scale.last();
-    parts << tr("%1: %2 steps skipped (%3), scale down to %4 and back to %5")
-                 .arg(variantLabel(*r))
-                 .arg(steps.size())
-                 .arg(steps.isEmpty() ? tr("none") : steps.join(QStringLiteral(", ")),
-                      QString::fromStdString(formatScale(low)), QString::fromStdString(formatScale(last)));
+    addFinding(out, *r,
+               tr("%1 steps skipped (%2), scale down to %3 and back to %4")
+                   .arg(steps.size())
+                   .arg(steps.isEmpty() ? tr("none") : steps.join(QStringLiteral(", ")),
+                        QString::fromStdString(formatScale(low)), QString::fromStdString(formatScale(last))));
+    // Every injected step the run reached must have been skipped, and the scale must have grown
+    // back above its lowest point once the overflows stopped.
+    QStringList injected, missed;
+    for (std::int64_t s : r->config.train.injectNonFinite)
+      if (s <= r->series.size()) {
+        injected << QString::number(s);
+        if (!r->series.skippedStep.contains(double(s))) missed << QString::number(s);
+      }
+    const bool grewBack = last > low;
+    all = all && !injected.isEmpty() && missed.isEmpty() && grewBack;
+    decided << tr("%1 of %2 injected overflows skipped, and the scale %3")
+                   .arg(injected.size() - missed.size())
+                   .arg(injected.size())
+                   .arg(grewBack ? tr("grew back after the last one") : tr("did not grow back"));
   }
-  return parts.join(QStringLiteral("; "));
+  out.verdict = runs.isEmpty() ? Verdict::Inconclusive : verdictOf(all);
+  out.criterion = decided.join(QStringLiteral("; "));
 }
 
-QString lostUpdatesConclusion(const QVector<const ui::RunData*>& runs) {
-  QStringList parts;
+void lostUpdatesResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
+  out.claim = tr("Without fp32 master weights, updates smaller than half an fp16 spacing are rounded "
+                 "away: pure fp16 loses them and learns slower, AMP keeps every one.");
+  out.chart = QStringLiteral("loss");
   for (const ui::RunData* r : runs) {
     const auto& loss = r->series.loss;
-    parts << tr("%1 lost %2 of its updates, loss %3 → %4")
-                 .arg(variantLabel(*r), percent(meanOf(r->series.lostUpdateFrac)),
-                      loss.isEmpty() ? QString() : QString::number(loss.first(), 'g', 4), lossText(*r));
+    addFinding(out, *r,
+               tr("lost %1 of its updates, loss %2 → %3")
+                   .arg(percent(meanOf(r->series.lostUpdateFrac)),
+                        loss.isEmpty() ? QString() : number(loss.first()), lossText(*r)));
   }
-  return parts.join(QStringLiteral("; "));
+  const ui::RunData* pure = variant(runs, QStringLiteral("pure_fp16"));
+  const ui::RunData* amp = variant(runs, QStringLiteral("amp_fp16"));
+  if (!pure || !amp) return missingRuns(out, {QStringLiteral("pure_fp16"), QStringLiteral("amp_fp16")});
+  const double lp = meanOf(pure->series.lostUpdateFrac), la = meanOf(amp->series.lostUpdateFrac);
+  const double fp = finalLoss(*pure), fa = finalLoss(*amp);
+  out.verdict = verdictOf(lp >= 0.05 && la <= lp / 10 && fa < fp);
+  out.criterion = tr("pure fp16 lost %1 of its updates (5% or more expected), AMP %2 (a tenth of that or "
+                     "less), and AMP's loss %3 ended below pure fp16's %4")
+                      .arg(percent(lp), percent(la), number(fa), number(fp));
+}
+
+// Which runs compute in 16 bits by emulation here ("fp16, bf16"), from how each run reported it.
+QStringList emulatedModes(const QVector<const ui::RunData*>& runs) {
+  QStringList out;
+  for (const ui::RunData* r : runs)
+    if (r->computePath.contains(QLatin1String("emulated")) && r->config.mode != PrecisionMode::Fp32)
+      out << QString::fromLatin1(std::string(dtypeName(r->config.computeDtype())).c_str());
+  out.removeDuplicates();
+  return out;
 }
 
 // fp32 vs fp16 vs bf16: final loss (and accuracy), the median step time and the peak memory
 // against fp32's, the figures the runs table shows (its summary: warm-up steps left out).
-QString modesConclusion(const QVector<const ui::RunData*>& runs) {
-  const ui::RunData* fp32 = nullptr;
-  for (const ui::RunData* r : runs)
-    if (r->config.mode == PrecisionMode::Fp32) fp32 = r;
+void modesResult(const Preset& p, const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
+  const ui::RunData* fp32 = fp32Run(runs);
   const RunSummary base = fp32 ? fp32->summary.summary() : RunSummary{};
-  QStringList parts;
+  const bool accuracy = std::all_of(runs.begin(), runs.end(), [](const ui::RunData* r) { return !r->series.testAcc.isEmpty(); });
+  out.claim = runs.size() > 1 ? tr("AMP (fp16 with loss scaling, and bf16) trains to the same result as fp32.")
+                              : tr("This model trains to a good result under AMP.");
+  out.chart = accuracy ? QStringLiteral("accuracy") : QStringLiteral("loss");
   for (const ui::RunData* r : runs) {
     const RunSummary s = r->summary.summary();
-    QString part = tr("%1 reached loss %2").arg(variantLabel(*r), lossText(*r));
+    QString part = tr("reached loss %1").arg(lossText(*r));
     if (!r->series.testAcc.isEmpty()) part += tr(", accuracy %1").arg(percent(r->series.testAcc.last()));
     // Steps the loss scaler skipped (an overflow while it searched for its scale) are part of
     // what happened: a lesson that hid them argued a cleaner run than the class saw.
@@ -113,45 +211,111 @@ QString modesConclusion(const QVector<const ui::RunData*>& runs) {
     const double peak = double(s.peakMemory.totalPeak), basePeak = double(base.peakMemory.totalPeak);
     part += tr(", peak memory %1").arg(QString::fromStdString(formatBytes(std::int64_t(peak))));
     if (basePeak > 0 && r != fp32 && peak > 0) part += tr(" (%1x fp32's)").arg(peak / basePeak, 0, 'f', 2);
-    parts << part;
+    addFinding(out, *r, part);
   }
-  return parts.join(QStringLiteral("; "));
+
+  if (runs.size() == 1) {  // a single run (the spirals): did it learn?
+    const ui::RunData& r = *runs.first();
+    if (accuracy) {
+      const double acc = r.series.testAcc.last();
+      out.verdict = verdictOf(acc >= 0.9);
+      out.criterion = tr("test accuracy %1 (90% or more expected)").arg(percent(acc));
+    } else {
+      const double first = r.series.loss.isEmpty() ? std::nan("") : r.series.loss.first(), last = finalLoss(r);
+      out.verdict = verdictOf(last < 0.5 * first);
+      out.criterion = tr("the loss fell from %1 to %2 (to half or less expected)").arg(number(first), number(last));
+    }
+  } else if (!fp32) {
+    missingRuns(out, {QStringLiteral("fp32")});
+  } else {
+    bool all = true;
+    QStringList decided;
+    for (const ui::RunData* r : runs) {
+      if (r == fp32) continue;
+      bool ok;
+      if (accuracy) {
+        const double a = r->series.testAcc.last(), a32 = fp32->series.testAcc.last();
+        ok = std::abs(a - a32) <= 0.02;
+        decided << tr("%1's accuracy %2 vs fp32's %3").arg(variantLabel(*r), percent(a), percent(a32));
+      } else {
+        ok = closeTo(finalLoss(*r), finalLoss(*fp32), 0.05);
+        decided << tr("%1's loss %2 vs fp32's %3").arg(variantLabel(*r), lossText(*r), lossText(*fp32));
+      }
+      all = all && ok && r->status != ui::RunStatus::Diverged && r->status != ui::RunStatus::Failed;
+    }
+    out.verdict = verdictOf(all);
+    out.criterion = decided.join(QStringLiteral(", ")) +
+                    (accuracy ? tr(" (within 2 points expected)") : tr(" (within 5% expected)"));
+  }
+
+  // Speed and memory: on a CPU without native 16-bit kernels they argue the opposite of a GPU's.
+  const QStringList emulated = emulatedModes(runs);
+  if (!emulated.isEmpty()) {
+    out.note = tr("This CPU has no native %1 matrix kernels: AMP emulates them exactly in fp32, so here it "
+                  "is slower than fp32, and its extra 16-bit weight copies outweigh the halved "
+                  "activations. Its speed and memory say nothing of a GPU's.")
+                   .arg(emulated.join(tr(" or ")));
+    if (p.name == "recipe" || p.name == "tensor-cores")
+      out.note += tr(" Measured on an NVIDIA H200 (this recipe at 4096/512): fp32 3.32 ms/step, AMP fp16 1.82, "
+                     "AMP bf16 1.13.");
+    if (p.name == "recipe" || p.name == "tensor-cores") out.chart = QStringLiteral("throughput");
+  } else if (p.name == "recipe" || p.name == "tensor-cores") {
+    out.chart = QStringLiteral("throughput");
+  }
 }
 
 // The seeds' table in a sentence per run: test accuracy, time per epoch, activation memory,
 // the checkpoint and the weights file, each against fp32's (the runs table's figures).
-QString resnetConclusion(const QVector<const ui::RunData*>& runs) {
-  const ui::RunData* fp32 = nullptr;
-  for (const ui::RunData* r : runs)
-    if (r->config.mode == PrecisionMode::Fp32) fp32 = r;
+void resnetResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
+  out.claim = tr("AMP reaches fp32's accuracy while it keeps the activations in 16 bits (about half "
+                 "the memory) and exports a weights file half the size.");
+  out.chart = QStringLiteral("accuracy");
+  const ui::RunData* fp32 = fp32Run(runs);
   const RunSummary base = fp32 ? fp32->summary.summary() : RunSummary{};
-  auto against = [&](const ui::RunData* r, double value, double baseValue) {
-    return r != fp32 && value > 0 && baseValue > 0 ? tr(" (%1x)").arg(value / baseValue, 0, 'f', 2) : QString();
+  auto ratio = [&](const ui::RunData* r, double value, double baseValue) {
+    return r != fp32 && value > 0 && baseValue > 0 ? value / baseValue : 0.0;
   };
+  auto against = [](double q) { return q > 0 ? tr(" (%1x)").arg(q, 0, 'f', 2) : QString(); };
   const int act = int(MemCategory::Activations);
-  QStringList parts;
+  bool all = fp32 && !fp32->series.testAcc.isEmpty();
+  QStringList decided;
   for (const ui::RunData* r : runs) {
     const RunSummary s = r->summary.summary();
-    QString part = variantLabel(*r) + QLatin1Char(':');
-    part += r->series.testAcc.isEmpty() ? tr(" no test accuracy yet")
-                                        : tr(" accuracy %1").arg(percent(r->series.testAcc.last()));
+    QString part = r->series.testAcc.isEmpty() ? tr("no test accuracy yet")
+                                               : tr("accuracy %1").arg(percent(r->series.testAcc.last()));
     if (!s.epochSeconds.empty()) {
       const double e = median(s.epochSeconds), be = base.epochSeconds.empty() ? 0 : median(base.epochSeconds);
-      part += tr(", %1 s/epoch%2").arg(e, 0, 'f', 1).arg(against(r, e, be));
+      part += tr(", %1 s/epoch%2").arg(e, 0, 'f', 1).arg(against(ratio(r, e, be)));
     }
-    const double a = double(s.peakMemory.peak[act]), ba = double(base.peakMemory.peak[act]);
-    part += tr(", activations %1%2").arg(QString::fromStdString(formatBytes(std::int64_t(a))), against(r, a, ba));
+    const double a = double(s.peakMemory.peak[act]), qa = ratio(r, a, double(base.peakMemory.peak[act]));
+    part += tr(", activations %1%2").arg(QString::fromStdString(formatBytes(std::int64_t(a))), against(qa));
     if (r->checkpointBytes > 0)
       part += tr(", checkpoint %1%2")
                   .arg(QString::fromStdString(formatBytes(r->checkpointBytes)),
-                       against(r, double(r->checkpointBytes), fp32 ? double(fp32->checkpointBytes) : 0));
+                       against(ratio(r, double(r->checkpointBytes), fp32 ? double(fp32->checkpointBytes) : 0)));
+    const double qw = ratio(r, double(r->weightsBytes), fp32 ? double(fp32->weightsBytes) : 0);
     if (r->weightsBytes > 0)
-      part += tr(", %1 weights %2%3")
-                  .arg(r->weightsDtype, QString::fromStdString(formatBytes(r->weightsBytes)),
-                       against(r, double(r->weightsBytes), fp32 ? double(fp32->weightsBytes) : 0));
-    parts << part;
+      part += tr(", %1 weights %2%3").arg(r->weightsDtype, QString::fromStdString(formatBytes(r->weightsBytes)), against(qw));
+    addFinding(out, *r, part);
+    if (r == fp32 || !fp32 || fp32->series.testAcc.isEmpty()) continue;
+    const bool accOk = !r->series.testAcc.isEmpty() &&
+                       std::abs(r->series.testAcc.last() - fp32->series.testAcc.last()) <= 0.03;
+    all = all && accOk && qa > 0 && qa <= 0.75 && (qw == 0 || qw <= 0.6);
+    decided << tr("%1: accuracy %2 vs fp32's %3, activations %4x, weights %5")
+                   .arg(variantLabel(*r),
+                        r->series.testAcc.isEmpty() ? tr("none") : percent(r->series.testAcc.last()),
+                        percent(fp32->series.testAcc.last()))
+                   .arg(qa, 0, 'f', 2)
+                   .arg(qw > 0 ? QStringLiteral("%1x").arg(qw, 0, 'f', 2) : tr("not exported"));
   }
-  return parts.join(QStringLiteral("; "));
+  if (!fp32) return missingRuns(out, {QStringLiteral("fp32")});
+  out.verdict = verdictOf(all);
+  out.criterion = decided.join(QStringLiteral("; ")) +
+                  tr(" (expected: within 3 points, activations 0.75x or less, weights 0.6x or less)");
+  const QStringList emulated = emulatedModes(runs);
+  if (!emulated.isEmpty())
+    out.note = tr("This CPU emulates %1 exactly in fp32: the time per epoch says nothing of a GPU's.")
+                   .arg(emulated.join(tr(" and ")));
 }
 
 }  // namespace
@@ -179,21 +343,29 @@ double zeroFraction(const ui::RunData& run, const QString& tensorKey) {
   return double(std::max(zero, flushed)) / double(total);
 }
 
-QStringList lessonConclusion(const Preset& p, const QVector<const ui::RunData*>& runs) {
+ui::LessonResult lessonResult(const Preset& p, const QVector<const ui::RunData*>& runs) {
+  ui::LessonResult out;
+  out.lesson = QString::fromStdString(p.name);
+  out.title = QString::fromStdString(p.title);
   const bool anySteps = std::any_of(runs.begin(), runs.end(), [](const ui::RunData* r) { return r->series.size() > 0; });
-  if (!anySteps) return {};
-  QString text;
+  if (!anySteps) return out;
   if (p.name == "underflow" || p.name == "bf16-no-scaler")
-    text = underflowConclusion(p, runs);
+    underflowResult(p, runs, out);
   else if (p.name == "overflow")
-    text = overflowConclusion(runs);
+    overflowResult(runs, out);
   else if (p.name == "pure-fp16")
-    text = lostUpdatesConclusion(runs);
+    lostUpdatesResult(runs, out);
   else if (p.name == "resnet")
-    text = resnetConclusion(runs);
+    resnetResult(runs, out);
   else
-    text = modesConclusion(runs);
-  return {tr("Lesson '%1' measured: %2").arg(QString::fromStdString(p.title), text)};
+    modesResult(p, runs, out);
+  return out;
+}
+
+QStringList lessonConclusion(const Preset& p, const QVector<const ui::RunData*>& runs) {
+  const ui::LessonResult result = lessonResult(p, runs);
+  if (result.isEmpty()) return {};
+  return {result.logLine()};
 }
 
 }  // namespace amp::gui

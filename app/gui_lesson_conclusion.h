@@ -1,12 +1,14 @@
-// The sentence a lesson ends with, measured from its runs' data: what its explanation promised,
-// in numbers this machine produced ("fp16 without scaling: 100% of 0.weight's gradients were
-// zero; fp16 with dynamic scaling: 0.3%"). One function per kind of lesson; presets without
-// their own get the final losses side by side.
+// What a lesson ends with, measured from its runs' data: the claim its explanation makes, each
+// run's finding in numbers this machine produced ("fp16_noscale: 100% of 0.weight's gradients
+// were zero, final loss 0.7047") and a verdict against a stated criterion. One function per kind
+// of lesson; presets without their own compare the precisions' final losses and accuracy.
 #pragma once
 
 #include <QString>
 #include <QStringList>
 #include <QVector>
+
+#include "ui/lesson_result.h"
 
 namespace amp {
 struct Preset;
@@ -17,8 +19,11 @@ struct RunData;
 
 namespace amp::gui {
 
-// runs: the lesson's runs, in the order of its variants. Empty when there is nothing to say
-// (no run has a step).
+// runs: the lesson's runs, in the order of its variants. Empty (no findings) when there is
+// nothing to say yet (no run has a step).
+ui::LessonResult lessonResult(const Preset& preset, const QVector<const ui::RunData*>& runs);
+
+// The event log's form of it: one line, or none when the result is empty.
 QStringList lessonConclusion(const Preset& preset, const QVector<const ui::RunData*>& runs);
 
 // The variant label of a lesson run ("fp16_noscale" for "underflow/fp16_noscale").

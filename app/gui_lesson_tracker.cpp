@@ -1,10 +1,13 @@
 #include "app/gui_lesson_tracker.h"
 
 #include "app/gui_lesson_conclusion.h"
+
+#include <algorithm>
 #include "app/gui_run_controller.h"
 #include "engine/config/presets.h"
 #include "ui/charts/dashboard.h"
 #include "ui/charts/histogram_view.h"
+#include "ui/lesson_result_view.h"
 #include "ui/main_window.h"
 
 namespace amp::gui {
@@ -23,6 +26,12 @@ void LessonTracker::lessonStarted(const QString& name, int runCount) {
 }
 
 void LessonTracker::runAdded(ui::RunData* run) {
+  if (run->status != ui::RunStatus::Queued) {
+    if (!m_loadedCheckPending)
+      QMetaObject::invokeMethod(this, [this] { showLoadedResult(); }, Qt::QueuedConnection);
+    m_loadedCheckPending = true;
+    return;
+  }
   // The window emits lessonStarted right before it asks for the runs, which are added at once:
   // the next runs added belong to the newest lesson still short of its runs.
   if (m_lessons.isEmpty() || m_lessons.last().runIds.size() >= m_lessons.last().expected) return;
@@ -79,6 +88,39 @@ void LessonTracker::runRemoved(int runId) {
   for (Lesson& l : m_lessons) {
     if (l.runIds.removeOne(runId)) --l.expected;
   }
+  // A result whose runs are gone no longer has its evidence on screen.
+  ui::LessonResultView* view = m_window->lessonResultView();
+  for (const ui::LessonResult::Finding& f : view->result().findings)
+    if (f.runId == runId) return view->clearResult();
+}
+
+void LessonTracker::showLoadedResult() {
+  m_loadedCheckPending = false;
+  // The newest lesson whose every variant is among the listed, ended runs (the last of each
+  // name: a lesson run twice shows its latest outcome).
+  const QVector<const ui::RunData*> all = m_controller->runs();
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    const QString lessonName = QString::fromStdString((*it)->config.name).section(QLatin1Char('/'), 0, 0);
+    const Preset* p = findPreset(lessonName.toStdString());
+    if (!p) continue;
+    QVector<const ui::RunData*> runs;
+    const std::size_t wanted = std::max<std::size_t>(1, p->variants.size());
+    for (std::size_t v = 0; v < wanted; ++v) {
+      const std::string name = p->variants.empty() ? p->name : p->name + "/" + p->variants[v].label;
+      for (auto jt = all.rbegin(); jt != all.rend(); ++jt)
+        if ((*jt)->config.name == name) {
+          runs.append(*jt);
+          break;
+        }
+    }
+    const bool ended = std::all_of(runs.begin(), runs.end(), [](const ui::RunData* r) {
+      return r->status != ui::RunStatus::Queued && r->status != ui::RunStatus::Running &&
+             r->status != ui::RunStatus::Paused;
+    });
+    if (std::size_t(runs.size()) != wanted || !ended) continue;
+    m_window->showLessonResult(lessonResult(*p, runs));
+    return;
+  }
 }
 
 void LessonTracker::conclude(const Lesson& lesson) {
@@ -87,13 +129,15 @@ void LessonTracker::conclude(const Lesson& lesson) {
   for (int id : lesson.runIds)
     if (const ui::RunData* r = m_controller->run(id)) runs.append(r);
   if (!p || runs.isEmpty()) return;
-  const QStringList lines = lessonConclusion(*p, runs);
-  if (lines.isEmpty()) return;
+  const ui::LessonResult result = lessonResult(*p, runs);
+  if (result.isEmpty()) return;
   const ui::RunData* keyData = keyRun(lesson);
   ui::RunData* key = keyData ? m_controller->run(keyData->id) : nullptr;
   if (!key) return;
+  const QStringList lines{result.logLine()};
   key->events << lines;
   m_window->logEvents(key, lines);
+  m_window->showLessonResult(result);
 }
 
 }  // namespace amp::gui

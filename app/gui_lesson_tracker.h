@@ -36,6 +36,9 @@ class LessonTracker : public QObject {
     QVector<int> runIds;
   };
   void focusHistogram(const Lesson& lesson);
+  // Runs read from a file (an experiment reopened) arrive ended: once they are all in, the
+  // newest complete lesson among them shows its result again (its log line is in its events).
+  void showLoadedResult();
   bool ended(const Lesson& lesson) const;
   void conclude(const Lesson& lesson);
   const ui::RunData* keyRun(const Lesson& lesson) const;
@@ -43,6 +46,7 @@ class LessonTracker : public QObject {
   ui::MainWindow* m_window;
   RunController* m_controller;
   QVector<Lesson> m_lessons;  // started and not concluded
+  bool m_loadedCheckPending = false;
 };
 
 }  // namespace amp::gui

@@ -12,6 +12,7 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QToolBar>
+#include <QVBoxLayout>
 
 #include "engine/backend/backend_registry.h"
 #include "engine/config/config_schema.h"
@@ -21,6 +22,7 @@
 #include "ui/experiment_panel.h"
 #include "ui/format_inspector_view.h"
 #include "ui/lesson_panel.h"
+#include "ui/lesson_result_view.h"
 #include "ui/memory_check.h"
 #include "ui/runs_model.h"
 #include "ui/runs_panel.h"
@@ -51,8 +53,18 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent)
   m_actions = MainActions::create(this);
   m_actions.populateMenus(menuBar());
 
-  m_dashboard = new Dashboard(this);
-  setCentralWidget(m_dashboard);
+  // The centre: a lesson's result panel (hidden until a lesson ends) over the charts.
+  auto* centre = new QWidget(this);
+  m_result = new LessonResultView(centre);
+  m_dashboard = new Dashboard(centre);
+  auto* centreLayout = new QVBoxLayout(centre);
+  centreLayout->setContentsMargins(0, 0, 0, 0);
+  centreLayout->setSpacing(4);
+  centreLayout->addWidget(m_result);
+  centreLayout->addWidget(m_dashboard, 1);
+  setCentralWidget(centre);
+  centre->installEventFilter(this);  // its resizes refit the result panel
+  connect(m_result, &LessonResultView::chartRequested, m_dashboard, &Dashboard::showChart);
 
   buildDocks();
   buildToolBar();
@@ -268,6 +280,7 @@ bool MainWindow::runLesson(const QString& name) {
     return false;
   }
   if (!requestRuns(lessonConfigs(name), false, name)) return false;
+  m_result->clearResult();  // the previous lesson's outcome is not this one's
   // A lesson that would be over in a second runs at a pace a class can follow; the slider shows
   // it and takes the runs back to full speed at any time.
   // Every lesson sets the pace, full speed included: one lesson's pace must not slow the next.
@@ -383,6 +396,13 @@ void MainWindow::showRunStarted(const RunData* run) {
   statusBar()->showMessage(m_startedMessage, 8000);
 }
 
+void MainWindow::showLessonResult(const LessonResult& result) {
+  if (result.isEmpty()) return;
+  fitResultPanel();  // its cap first: a panel sized without one would grow the window
+  m_result->showResult(result);
+  if (!result.chart.isEmpty()) m_dashboard->showChart(result.chart);
+}
+
 void MainWindow::showRunError(const RunData* run, const QString& message) {
   m_experiment->showRunError(QStringLiteral("%1: %2").arg(run->name, message));
   statusBar()->showMessage(tr("%1 failed: %2").arg(run->name, message));
@@ -453,6 +473,7 @@ void MainWindow::setTheme(bool dark) {
   m_actions.retintIcons(this);
   updateControls();  // the pause/resume icon
   m_dashboard->setTheme(dark ? ChartView::Theme::Dark : ChartView::Theme::Light);
+  m_result->themeChanged();
   if (m_trace->run()) m_trace->showRun(m_trace->run());  // dtype tints follow the palette
 }
 

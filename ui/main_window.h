@@ -19,6 +19,7 @@
 class QDockWidget;
 class QLabel;
 class QProgressBar;
+class QScrollArea;
 class QTabWidget;
 
 namespace amp::ui {
@@ -28,6 +29,8 @@ class EventLogView;
 class ExperimentPanel;
 class FormatInspectorView;
 class LessonPanel;
+class LessonResultView;
+struct LessonResult;
 class RunsModel;
 class RunsPanel;
 class SpeedControl;
@@ -59,6 +62,7 @@ class MainWindow : public QMainWindow {
   TraceView* traceView() const { return m_trace; }
   FormatInspectorView* formatInspector() const { return m_format; }
   Dashboard* dashboard() const { return m_dashboard; }
+  LessonResultView* lessonResultView() const { return m_result; }
   SpeedControl* speedControl() const { return m_speed; }
   const MainActions& actions() const { return m_actions; }
 
@@ -103,6 +107,9 @@ class MainWindow : public QMainWindow {
   void showRunError(const amp::ui::RunData* run, const QString& message);
   // The status bar says how the run computes on this machine (natively or emulated).
   void showRunStarted(const amp::ui::RunData* run);
+  // A lesson's measured outcome in the result panel above the charts, which open on the chart
+  // that shows it.
+  void showLessonResult(const amp::ui::LessonResult& result);
   void setRunState(const amp::ui::RunState& state);
   void startExperiment();
   void startTwinRuns();
@@ -126,6 +133,7 @@ class MainWindow : public QMainWindow {
  protected:
   void closeEvent(QCloseEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   void buildDocks();
@@ -137,7 +145,11 @@ class MainWindow : public QMainWindow {
   // Asks for runs once the host can hold them (memory_check.h); false: refused, with the reason
   // in the experiment panel.
   bool requestRuns(const QVector<RunConfig>& configs, bool paused, const QString& lesson = {});
-  void fitDocksToWindow();   // the bottom row grows with the window (more trace rows)
+  void fitDocksToWindow();
+  // The result panel's height: all of its text, up to kResultShare of the centre (it scrolls
+  // beyond), so a small window keeps a chart on screen under it.
+  void fitResultPanel();
+  static constexpr double kResultShare = 0.45;   // the bottom row grows with the window (more trace rows)
   CloseChoice confirmClose();
   void chartsChanged();  // runs added/removed/ticked
   // What inject and trace act on: the selected run if it is training, else the current run.
@@ -162,6 +174,7 @@ class MainWindow : public QMainWindow {
   FormatInspectorView* m_format = nullptr;
   QTabWidget* m_inspectorTabs = nullptr;
   Dashboard* m_dashboard = nullptr;
+  LessonResultView* m_result = nullptr;
   QDockWidget* m_experimentDock = nullptr;
   QDockWidget* m_lessonDock = nullptr;
   QDockWidget* m_runsDock = nullptr;

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "ui/charts/dashboard.h"
+#include "ui/lesson_result_view.h"
 #include "ui/main_window.h"
 
 namespace amp::ui {
@@ -55,6 +56,20 @@ void MainWindow::fitDocksToWindow() {
 void MainWindow::resizeEvent(QResizeEvent* event) {
   QMainWindow::resizeEvent(event);
   fitDocksToWindow();  // the dashboard then picks grid or tabs for the size it is left with
+  fitResultPanel();
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == centralWidget() && event->type() == QEvent::Resize) fitResultPanel();
+  return QMainWindow::eventFilter(watched, event);
+}
+
+void MainWindow::fitResultPanel() {
+  // A share of the centre, and never so much that the charts drop below their own minimum (the
+  // window would grow past the screen instead).
+  const int centre = centralWidget()->height();
+  const int room = centre - m_dashboard->minimumSizeHint().height() - 8;
+  m_result->setHeightCap(std::max(0, std::min(int(centre * kResultShare), room)));
 }
 
 MainWindow::CloseChoice MainWindow::confirmClose() {

@@ -12,6 +12,10 @@
 #include "ui/charts/dashboard.h"
 #include "ui/charts/histogram_view.h"
 #include "ui/event_log_view.h"
+#include "ui/lesson_result_view.h"
+#include <QLabel>
+#include <QTemporaryDir>
+#include "app/gui_files.h"
 #include "ui/main_window.h"
 #include "ui/runs_model.h"
 
@@ -80,11 +84,65 @@ class TestLessons : public test::SessionFixture {
     QCOMPARE(hist->selectedRun(), noscale->id);
     QCOMPARE(hist->selectedTensor(), QStringLiteral("weight_grad|0.weight"));
     const QString log = window()->eventLog()->plainText();
-    QVERIFY2(log.contains(QStringLiteral("fp16_noscale 100%")), qPrintable(log.right(600)));
-    QVERIFY2(log.contains(QStringLiteral("fp32 0%")), qPrintable(log.right(600)));
+    QVERIFY2(log.contains(QStringLiteral("fp16_noscale: 100% of 0.weight's gradients were zero")), qPrintable(log.right(600)));
+    QVERIFY2(log.contains(QStringLiteral("fp32: 0% of")), qPrintable(log.right(600)));
     QVERIFY(noscale->events.last().startsWith(QStringLiteral("Lesson 'Underflow without loss scaling' measured")));
     // The lesson's last word: after every run's "finished" line.
     QVERIFY(log.trimmed().split(QLatin1Char('\n')).last().contains(QStringLiteral(" measured: ")));
+  }
+
+  // Issue 25 item 2: the conclusion was the event log's last line in small monospace, and no
+  // longer last after a saved experiment was reopened. Now a result panel above the charts says
+  // the claim, each run's numbers and the verdict in large type, on the chart that shows it.
+  void aLessonEndsWithItsResultInLargeTypeOnItsChart() {
+    window()->setChartLayout(ui::MainWindow::ChartLayout::Tabs);
+    window()->dashboard()->showChart(QStringLiteral("loss"));
+    ui::LessonResultView* view = window()->lessonResultView();
+    QVERIFY(!view->isVisible());
+    runShort(QStringLiteral("underflow"), {{"train.threads", "1"}});
+    QTRY_VERIFY(view->isVisible());
+    const ui::LessonResult& result = view->result();
+    QCOMPARE(result.verdict, ui::LessonResult::Verdict::Confirmed);
+    QCOMPARE(result.findings.size(), 3);
+    QCOMPARE(result.findings[1].label, QStringLiteral("fp16_noscale"));
+    QCOMPARE(result.findings[1].color, runNamed(QStringLiteral("/fp16_noscale"))->color);
+    QVERIFY2(view->headlineLabel()->text().contains(QStringLiteral("Confirmed")), qPrintable(view->headlineLabel()->text()));
+    QVERIFY(view->criterionLabel()->text().contains(QStringLiteral("100%")));
+    // The chart that proves it is the one on screen.
+    QVERIFY(window()->dashboard()->panel(QStringLiteral("histogram"))->isVisible());
+    // Large type, and larger still at presentation scale 1.5.
+    const double base = QApplication::font().pointSizeF();
+    QVERIFY(view->headlineLabel()->font().pointSizeF() >= 1.45 * base);
+    QVERIFY(view->claimLabel()->font().pointSizeF() >= 1.15 * base);
+    window()->setPresentationScale(1.5);
+    QTRY_VERIFY(view->headlineLabel()->font().pointSizeF() >= 1.45 * 1.5 * base);
+    QVERIFY(view->findingsLabel()->font().pointSizeF() >= 1.5 * base);
+    window()->setPresentationScale(1.0);
+    QTRY_VERIFY(view->headlineLabel()->font().pointSizeF() < 1.6 * base);
+
+    // Reopened from an experiment file, the lesson shows its result again.
+    QTemporaryDir tmp;
+    const QString ampx = tmp.filePath(QStringLiteral("lesson.ampx"));
+    m_session->files()->saveExperimentFile(ampx);
+    m_session = std::make_unique<gui::GuiSession>(false);
+    QVERIFY(!window()->lessonResultView()->isVisible());
+    QCOMPARE(m_session->files()->openRuns(ampx), 3);
+    window()->show();
+    QTRY_VERIFY(window()->lessonResultView()->isVisible());
+    QCOMPARE(window()->lessonResultView()->result().verdict, ui::LessonResult::Verdict::Confirmed);
+    QCOMPARE(window()->lessonResultView()->result().lesson, QStringLiteral("underflow"));
+    window()->setChartLayout(ui::MainWindow::ChartLayout::Automatic);
+  }
+
+  // The verdict is measured, not decreed: with an ordinary loss weight nothing underflows, and
+  // the underflow lesson's claim is then not confirmed.
+  void aLessonWhoseNumbersDoNotBearItOutSaysSo() {
+    runShort(QStringLiteral("underflow"), {{"train.steps", "60"}, {"train.loss_weight", "1"}, {"train.threads", "1"}});
+    ui::LessonResultView* view = window()->lessonResultView();
+    QTRY_VERIFY(view->isVisible());
+    QCOMPARE(view->result().verdict, ui::LessonResult::Verdict::NotConfirmed);
+    QVERIFY(view->headlineLabel()->text().contains(QStringLiteral("Not confirmed")));
+    QVERIFY(window()->eventLog()->plainText().contains(QStringLiteral("— not confirmed: ")));
   }
 
   void pureFp16LessonMeasuresLostUpdates() {
@@ -92,7 +150,7 @@ class TestLessons : public test::SessionFixture {
     ui::RunData* pure = runNamed(QStringLiteral("/pure_fp16"));
     QVERIFY(pure);
     const QString log = window()->eventLog()->plainText();
-    static const QRegularExpression lost(QStringLiteral("pure_fp16 lost (\\d+(\\.\\d+)?)% of its updates.*amp_fp16 lost (\\d+(\\.\\d+)?)%"));
+    static const QRegularExpression lost(QStringLiteral("pure_fp16: lost (\\d+(\\.\\d+)?)% of its updates.*amp_fp16: lost (\\d+(\\.\\d+)?)%"));
     const auto m = lost.match(log);
     QVERIFY2(m.hasMatch(), qPrintable(log.right(600)));
     QVERIFY(m.captured(1).toDouble() > 10 * m.captured(3).toDouble());
@@ -102,7 +160,7 @@ class TestLessons : public test::SessionFixture {
     runShort(QStringLiteral("recipe"), {{"train.steps", "4"}, {"model.width", "64"}});
     QCOMPARE(controller()->runs().size(), 3);
     const QString log = window()->eventLog()->plainText();
-    for (const char* label : {"fp32 reached loss", "fp16 reached loss", "bf16 reached loss", "x fp32's speed"})
+    for (const char* label : {"fp32: reached loss", "fp16: reached loss", "bf16: reached loss", "x fp32's speed"})
       QVERIFY2(log.contains(QLatin1String(label)), qPrintable(log.right(600)));
     QCOMPARE(window()->dashboard()->histogramView()->selectedTensor(), QStringLiteral("activation|0"));
     // The conclusion's figures are the runs table's: its step time (warm-up left out) and the
@@ -113,7 +171,7 @@ class TestLessons : public test::SessionFixture {
       QVERIFY(r);
       const int row = model->rowOf(r->id);
       const QString ms = model->data(model->index(row, ui::RunsModel::MsPerStep), Qt::DisplayRole).toString();
-      QVERIFY2(log.contains(QStringLiteral("%1 reached loss").arg(v)) &&
+      QVERIFY2(log.contains(QStringLiteral("%1: reached loss").arg(v)) &&
                    log.contains(QStringLiteral(", %1 ms/step").arg(ms)),
                qPrintable(ms + QLatin1String(" | ") + log.right(600)));
     }
@@ -128,11 +186,11 @@ class TestLessons : public test::SessionFixture {
     // A loss scale of 1e9 overflows fp16's gradients: the scaler skips every step while it halves.
     runShort(QStringLiteral("recipe"), {{"train.steps", "4"}, {"model.width", "64"}, {"scaler.init_scale", "1e9"}});
     const QString log = window()->eventLog()->plainText();
-    QVERIFY2(log.contains(QLatin1String("fp16 reached loss")) &&
+    QVERIFY2(log.contains(QLatin1String("fp16: reached loss")) &&
                  log.contains(QLatin1String("4 steps skipped by the loss scaler (1, 2, 3, 4)")),
              qPrintable(log.right(700)));
     // bf16 has no scaler and skipped nothing: its sentence says nothing of skips.
-    QVERIFY2(!QRegularExpression(QStringLiteral("bf16 reached loss [^;]*skipped")).match(log).hasMatch(),
+    QVERIFY2(!QRegularExpression(QStringLiteral("bf16: reached loss [^;]*skipped")).match(log).hasMatch(),
              qPrintable(log.right(700)));
   }
 

@@ -110,6 +110,7 @@ class Dashboard : public QWidget {
   int m_focusRun = -1;
   XAxisMode m_xMode = XAxisMode::Step;
   QComboBox* m_xModeBox;
+  QWidget* m_header;  // "x axis [step]": the corner widget of whichever tab widget shows
   double m_presentationScale = 1.0;
 
   QStackedLayout* m_stack;

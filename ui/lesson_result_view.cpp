@@ -1,0 +1,201 @@
+#include "ui/lesson_result_view.h"
+
+#include <QEvent>
+#include <QResizeEvent>
+#include <QGridLayout>
+#include <QLabel>
+#include <QScrollArea>
+#include <QVBoxLayout>
+#include <QStyle>
+#include <QToolButton>
+
+#include "ui/theme.h"
+
+namespace amp::ui {
+
+namespace {
+
+QLabel* wrappedLabel(QWidget* parent, const QString& name) {
+  auto* l = new QLabel(parent);
+  l->setObjectName(name);
+  l->setWordWrap(true);
+  l->setTextInteractionFlags(Qt::TextSelectableByMouse);  // the numbers are worth copying
+  return l;
+}
+
+QString chartTitle(const QString& chart) {
+  if (chart == QLatin1String("histogram")) return LessonResultView::tr("Show the exponent histogram");
+  if (chart == QLatin1String("scale")) return LessonResultView::tr("Show the loss scale");
+  if (chart == QLatin1String("accuracy")) return LessonResultView::tr("Show the accuracy");
+  if (chart == QLatin1String("throughput")) return LessonResultView::tr("Show the throughput");
+  if (chart == QLatin1String("memory")) return LessonResultView::tr("Show the memory");
+  return LessonResultView::tr("Show the loss");
+}
+
+}  // namespace
+
+LessonResultView::LessonResultView(QWidget* parent) : QWidget(parent) {
+  setObjectName(QStringLiteral("lessonResultView"));
+  m_scroll = new QScrollArea(this);
+  m_scroll->setWidgetResizable(true);
+  m_scroll->setFrameShape(QFrame::NoFrame);
+  m_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  m_card = new QFrame(m_scroll);
+  m_card->setObjectName(QStringLiteral("lessonResult"));
+  m_scroll->setWidget(m_card);
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->addWidget(m_scroll);
+  QWidget* card = m_card;
+  m_headline = wrappedLabel(card, QStringLiteral("lessonResultHeadline"));
+  m_claim = wrappedLabel(card, QStringLiteral("lessonResultClaim"));
+  m_findings = wrappedLabel(card, QStringLiteral("lessonResultFindings"));
+  m_findings->setTextFormat(Qt::RichText);
+  m_criterion = wrappedLabel(card, QStringLiteral("lessonResultCriterion"));
+  m_note = wrappedLabel(card, QStringLiteral("lessonResultNote"));
+  m_showChart = new QToolButton(card);
+  m_showChart->setObjectName(QStringLiteral("lessonResultShowChart"));
+  m_showChart->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  m_close = new QToolButton(card);
+  m_close->setObjectName(QStringLiteral("lessonResultClose"));
+  m_close->setAutoRaise(true);
+  m_close->setText(QStringLiteral("✕"));
+  m_close->setToolTip(tr("Hide the result (it stays in the event log)"));
+  connect(m_showChart, &QToolButton::clicked, this, [this] { emit chartRequested(m_result.chart); });
+  connect(m_close, &QToolButton::clicked, this, [this] {
+    clearResult();
+    emit dismissed();
+  });
+
+  // A grid, so the word-wrapped labels get their height for the width they are given (a nested
+  // box row cut the headline's second line).
+  auto* layout = new QGridLayout(card);
+  layout->setContentsMargins(12, 6, 6, 8);
+  layout->setVerticalSpacing(3);
+  layout->addWidget(m_headline, 0, 0);
+  layout->addWidget(m_showChart, 0, 1, Qt::AlignTop);
+  layout->addWidget(m_close, 0, 2, Qt::AlignTop);
+  layout->addWidget(m_claim, 1, 0, 1, 3);
+  layout->addWidget(m_findings, 2, 0, 1, 3);
+  layout->addWidget(m_criterion, 3, 0, 1, 3);
+  layout->addWidget(m_note, 4, 0, 1, 3);
+  layout->setColumnStretch(0, 1);
+  applyFonts();
+  hide();
+}
+
+void LessonResultView::showResult(const LessonResult& result) {
+  m_result = result;
+  render();
+  show();
+}
+
+void LessonResultView::clearResult() {
+  m_result = {};
+  setMinimumHeight(0);
+  hide();
+}
+
+QColor LessonResultView::verdictColor() const {
+  const bool dark = currentTheme() == Theme::Dark;
+  switch (m_result.verdict) {
+    case LessonResult::Verdict::Confirmed: return dark ? QColor(0x7b, 0xc8, 0x7f) : QColor(0x2e, 0x7d, 0x32);
+    case LessonResult::Verdict::NotConfirmed: return dark ? QColor(0xef, 0x7a, 0x72) : QColor(0xc6, 0x28, 0x28);
+    case LessonResult::Verdict::Inconclusive: break;
+  }
+  return dark ? QColor(0xf0, 0xb4, 0x4c) : QColor(0xa1, 0x5c, 0x00);
+}
+
+void LessonResultView::render() {
+  const QColor c = verdictColor();
+  const QString mark = m_result.verdict == LessonResult::Verdict::Confirmed      ? QStringLiteral("✔")
+                       : m_result.verdict == LessonResult::Verdict::NotConfirmed ? QStringLiteral("✘")
+                                                                                 : QStringLiteral("?");
+  m_headline->setText(QStringLiteral("<span style='color:%1'>%2 %3</span> — %4")
+                          .arg(c.name(), mark, verdictName(m_result.verdict).toHtmlEscaped(),
+                               m_result.title.toHtmlEscaped()));
+  m_claim->setText(m_result.claim);
+  QStringList rows;
+  for (const LessonResult::Finding& f : m_result.findings)
+    rows << QStringLiteral("<span style='color:%1'>■</span>&nbsp;<b>%2</b>: %3")
+                .arg(f.color.name(), f.label.toHtmlEscaped(), f.text.toHtmlEscaped());
+  m_findings->setText(rows.join(QStringLiteral("<br>")));
+  m_criterion->setText(m_result.criterion.isEmpty() ? QString()
+                                                    : tr("Measured against: %1.").arg(m_result.criterion));
+  m_criterion->setVisible(!m_result.criterion.isEmpty());
+  m_note->setText(m_result.note);
+  m_note->setVisible(!m_result.note.isEmpty());
+  m_showChart->setText(chartTitle(m_result.chart));
+  m_showChart->setVisible(!m_result.chart.isEmpty());
+  fitHeight();
+  // The verdict's colour down the left edge: the outcome reads before a word of it does.
+  m_card->setStyleSheet(QStringLiteral("QFrame#lessonResult { border: 1px solid palette(mid); border-left: 6px solid %1; "
+                               "background: palette(base); }")
+                    .arg(c.name()));
+}
+
+void LessonResultView::applyFonts() {
+  // Children get explicit fonts derived from this widget's own, which follows the application
+  // font (presentation scale): re-derived whenever it changes.
+  m_applyingFonts = true;
+  const QFont base = font();
+  auto scaled = [&base](double f, bool bold) {
+    QFont out = base;
+    if (base.pointSizeF() > 0) out.setPointSizeF(base.pointSizeF() * f);
+    else out.setPixelSize(std::max(1, int(base.pixelSize() * f + 0.5)));
+    out.setBold(bold);
+    return out;
+  };
+  m_headline->setFont(scaled(kHeadlineScale, true));
+  m_claim->setFont(scaled(kClaimScale, false));
+  m_findings->setFont(scaled(kFindingScale, false));
+  m_criterion->setFont(scaled(1.0, false));
+  m_note->setFont(scaled(1.0, false));
+  m_showChart->setFont(scaled(1.0, false));
+  m_close->setFont(scaled(kClaimScale, false));
+  m_applyingFonts = false;
+}
+
+void LessonResultView::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  // The text's height depends on the width it wraps at.
+  if (event->size().width() != event->oldSize().width()) fitHeight();
+}
+
+void LessonResultView::setHeightCap(int pixels) {
+  m_heightCap = pixels;
+  fitHeight();
+}
+
+void LessonResultView::fitHeight() {
+  // A minimum, not a hint: beside the charts' expanding panels a hint alone left the card a
+  // third of the height it asked for. The cap keeps that minimum within the window's room.
+  if (m_result.isEmpty()) return;
+  const int h = sizeHint().height();
+  if (minimumHeight() != h) setMinimumHeight(h);
+}
+
+QSize LessonResultView::sizeHint() const {
+  // All of the card's text at the width it has now, up to the cap.
+  const int width = std::max(200, m_scroll->viewport()->width());
+  const int wanted = m_card->heightForWidth(width);
+  return {width, std::min(wanted > 0 ? wanted : m_card->sizeHint().height(), std::max(m_heightCap, minimumSizeHint().height()))};
+}
+
+QSize LessonResultView::minimumSizeHint() const {
+  return {200, m_headline->fontMetrics().height() + 16};
+}
+
+void LessonResultView::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::FontChange && !m_applyingFonts) {
+    applyFonts();
+    fitHeight();
+  }
+}
+
+void LessonResultView::themeChanged() {
+  if (!m_result.isEmpty()) render();
+}
+
+}  // namespace amp::ui

@@ -1,0 +1,71 @@
+// A lesson's result in large type above the charts: the verdict and the lesson's name, the claim
+// in plain words, one finding per run (marked in the run's colour, as in the charts), the
+// criterion the verdict was measured against, and a note where this machine's numbers need one.
+// It replaces the last event-log line in small monospace as the place a class reads the outcome;
+// the fonts follow the application's (so presentation scale enlarges them too).
+#pragma once
+
+#include <QWidget>
+
+#include "ui/lesson_result.h"
+
+class QFrame;
+class QLabel;
+class QScrollArea;
+class QToolButton;
+
+namespace amp::ui {
+
+class LessonResultView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit LessonResultView(QWidget* parent = nullptr);
+
+  void showResult(const LessonResult& result);  // shows the panel
+  void clearResult();                           // hides it
+  const LessonResult& result() const { return m_result; }
+  void themeChanged();  // the verdict's colours are the palette's
+  // The most height it asks for (the window sets a share of the centre): beyond it the text
+  // scrolls, so a small window keeps a chart on screen under it. It can shrink to its headline.
+  void setHeightCap(int pixels);
+  QSize sizeHint() const override;
+  QSize minimumSizeHint() const override;
+
+  // Sizes against the application font: the headline is what the back row must read.
+  static constexpr double kHeadlineScale = 1.5, kClaimScale = 1.2, kFindingScale = 1.1;
+  QLabel* headlineLabel() const { return m_headline; }
+  QLabel* claimLabel() const { return m_claim; }
+  QLabel* findingsLabel() const { return m_findings; }
+  QLabel* criterionLabel() const { return m_criterion; }
+  QLabel* noteLabel() const { return m_note; }
+
+ signals:
+  void chartRequested(const QString& chart);  // "Show the chart": the one that proves the claim
+  void dismissed();
+
+ protected:
+  void changeEvent(QEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+
+ private:
+  void applyFonts();
+  void fitHeight();
+  void render();
+  QColor verdictColor() const;
+
+  LessonResult m_result;
+  QScrollArea* m_scroll;
+  QFrame* m_card;
+  int m_heightCap = 0;  // set by the window before the first result shows
+  QLabel* m_headline;
+  QLabel* m_claim;
+  QLabel* m_findings;
+  QLabel* m_criterion;
+  QLabel* m_note;
+  QToolButton* m_showChart;
+  QToolButton* m_close;
+  bool m_applyingFonts = false;
+};
+
+}  // namespace amp::ui
