@@ -70,8 +70,8 @@ LessonResultView::LessonResultView(QWidget* parent) : QWidget(parent) {
   // A grid, so the word-wrapped labels get their height for the width they are given (a nested
   // box row cut the headline's second line).
   auto* layout = new QGridLayout(card);
-  layout->setContentsMargins(12, 6, 6, 8);
-  layout->setVerticalSpacing(3);
+  layout->setContentsMargins(12, 4, 6, 6);
+  layout->setVerticalSpacing(2);
   layout->addWidget(m_headline, 0, 0);
   layout->addWidget(m_showChart, 0, 1, Qt::AlignTop);
   layout->addWidget(m_close, 0, 2, Qt::AlignTop);
@@ -177,7 +177,9 @@ void LessonResultView::fitHeight() {
 
 QSize LessonResultView::sizeHint() const {
   // All of the card's text at the width it has now, up to the cap.
-  const int width = std::max(200, m_scroll->viewport()->width());
+  // The view's own width (the scroll area's viewport lags behind it while a resize is laid out):
+  // a height for a narrower width left gaps between the lines.
+  const int width = std::max(200, this->width() - 2);
   const int wanted = m_card->heightForWidth(width);
   return {width, std::min(wanted > 0 ? wanted : m_card->sizeHint().height(), std::max(m_heightCap, minimumSizeHint().height()))};
 }

@@ -149,7 +149,7 @@ class MainWindow : public QMainWindow {
   // The result panel's height: all of its text, up to kResultShare of the centre (it scrolls
   // beyond), so a small window keeps a chart on screen under it.
   void fitResultPanel();
-  static constexpr double kResultShare = 0.45;   // the bottom row grows with the window (more trace rows)
+  static constexpr double kResultShare = 0.4;   // the bottom row grows with the window (more trace rows)
   CloseChoice confirmClose();
   void chartsChanged();  // runs added/removed/ticked
   // What inject and trace act on: the selected run if it is training, else the current run.

@@ -2,6 +2,8 @@
 // underflowed to zero reads "zero 100%" and "flushed to 0: 100%", never "underflow 0%" alone,
 // and its "fraction of values" axis stops at 1.
 #include <QTest>
+#include <QApplication>
+#include <QChart>
 #include <QValueAxis>
 
 #include "ui/charts/histogram_view.h"
@@ -52,8 +54,31 @@ class TestChartsHistogram : public QObject {
     QVERIFY(y);
     QVERIFY2(y->max() <= 1.0, qPrintable(QString::number(y->max())));
     QVERIFY(y->max() >= 1.0);  // the full bar is shown
-    // The bar is on the right (zero bin): the caption moved left, off the bar.
-    QVERIFY(view.chartView()->captionCorner() & Qt::AlignLeft);
+  }
+
+  // Issue 25 item 9: the caption covered 20-40% of the plot at every size (all of it in a small
+  // window). It sits below the plot now, at any size, with every line still in it.
+  void captionCoversNoPartOfThePlot() {
+    RunData run = zeroGradientRun(1000);
+    for (const QSize size : {QSize(700, 600), QSize(480, 300), QSize(1200, 420)}) {
+      HistogramView view;
+      view.resize(size);
+      view.setRuns({&run});
+      view.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&view));
+      view.refreshNow();
+      QApplication::processEvents();
+      QChart* chart = view.chartView()->chart();
+      const QRectF plot = chart->mapRectToScene(chart->plotArea());
+      const QRectF caption = view.chartView()->captionSceneRect();
+      QVERIFY(!caption.isEmpty());
+      QVERIFY2(!caption.intersects(plot), qPrintable(QStringLiteral("%1x%2: caption (%3,%4 %5x%6) over plot (%7,%8 %9x%10)")
+                                                         .arg(size.width()).arg(size.height())
+                                                         .arg(caption.x()).arg(caption.y()).arg(caption.width()).arg(caption.height())
+                                                         .arg(plot.x()).arg(plot.y()).arg(plot.width()).arg(plot.height())));
+      QVERIFY(plot.height() > 40);
+      QCOMPARE(view.captionText().count(QLatin1Char('\n')), 2);  // three lines: rounding, scaled, unscaled
+    }
   }
 
   void notMeasuredSaysSo() {

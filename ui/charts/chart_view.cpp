@@ -220,6 +220,14 @@ void ChartView::layoutRunLegend() {
     height = m_runLegend->layoutFor(size.width() - 12, std::max(20.0, size.height() * 0.3));
     m_runLegend->setPos(6, size.height() - height - 3);
   }
+  if (m_captionBelow && m_captionBox->isVisible()) {
+    // Over the legend, left-aligned with it: the plot keeps all of its area.
+    const QRectF r = m_caption->boundingRect();
+    m_captionBox->setRect(0, 0, r.width() + 8, r.height() + 4);
+    m_caption->setPos(4, 2);
+    height += r.height() + 6;
+    m_captionBox->setPos(2, size.height() - height - 3);
+  }
   const QMargins margins(4, 4, 4, 4 + int(std::ceil(height)) + (height > 0 ? 2 : 0));
   if (m_chart->margins() != margins) m_chart->setMargins(margins);
 }
@@ -275,7 +283,19 @@ void ChartView::setCaption(const QString& text, Qt::Alignment corner) {
   m_captionCorner = corner;
   m_caption->setText(text);
   m_captionBox->setVisible(!text.isEmpty());
+  if (m_captionBelow) layoutRunLegend();  // its height is the bottom margin's
   placeOverlays(m_chart->plotArea());
+}
+
+void ChartView::setCaptionBelowPlot(bool below) {
+  if (below == m_captionBelow) return;
+  m_captionBelow = below;
+  layoutRunLegend();
+  placeOverlays(m_chart->plotArea());
+}
+
+QRectF ChartView::captionSceneRect() const {
+  return m_captionBox->isVisible() ? m_captionBox->sceneBoundingRect() : QRectF();
 }
 
 QString ChartView::caption() const { return m_captionBox->isVisible() ? m_caption->text() : QString(); }

@@ -73,6 +73,11 @@ class ChartView : public QChartView {
   QString placeholder() const { return m_placeholderText; }
   // Small boxed text in a corner of the plot (figures the chart explains). Exported too.
   void setCaption(const QString& text, Qt::Alignment corner = Qt::AlignTop | Qt::AlignLeft);
+  // Below the plot (above the run legend) instead of in a corner of it: a caption of several
+  // lines covered 20-40% of the histogram's plot, all of it in a small window.
+  void setCaptionBelowPlot(bool below);
+  bool captionBelowPlot() const { return m_captionBelow; }
+  QRectF captionSceneRect() const;  // where it is drawn (empty when hidden)
   double captionHeight() const;  // 0 when hidden
   QString caption() const;       // "" when hidden
   Qt::Alignment captionCorner() const { return m_captionCorner; }
@@ -191,6 +196,7 @@ class ChartView : public QChartView {
   QGraphicsRectItem* m_captionBox;
   QGraphicsSimpleTextItem* m_caption;
   Qt::Alignment m_captionCorner = Qt::AlignTop | Qt::AlignLeft;
+  bool m_captionBelow = false;
   std::function<QString(const QPointF&)> m_hoverProvider;
   ChartLegend* m_runLegend;
   int m_hoveredLegendRun = -1;

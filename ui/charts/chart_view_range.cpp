@@ -230,7 +230,7 @@ void ChartView::placeOverlays(const QRectF& plotArea) {
     const QRectF r = m_placeholder->boundingRect();
     m_placeholder->setPos(plotArea.left() + 8, plotArea.center().y() - r.height() / 2);
   }
-  if (m_captionBox->isVisible()) {
+  if (m_captionBox->isVisible() && !m_captionBelow) {
     const QRectF r = m_caption->boundingRect();
     m_captionBox->setRect(0, 0, r.width() + 8, r.height() + 4);
     m_caption->setPos(4, 2);

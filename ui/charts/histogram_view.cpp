@@ -77,6 +77,7 @@ void HistogramView::clipBackgroundBands() {
 HistogramView::HistogramView(QWidget* parent)
     : ChartPanel(QStringLiteral("histogram"), parent), m_heatView(new ChartView(this)) {
   m_view->setTitle(tr("Exponent histogram"));
+  m_view->setCaptionBelowPlot(true);
   m_view->setXAxis(makeExponentAxis(m_view));
   m_view->setAxisTitles(tr("|value| by binary exponent"), tr("fraction of values"));
   m_view->setIncludeZero(m_view->yAxis(), true);

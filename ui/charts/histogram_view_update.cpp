@@ -139,33 +139,25 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
     m_unscaled->setName(tr("unscaled"));
     tagSeries(m_unscaled, run->name, tr("fraction, unscaled"));
   }
+  // Below the plot (it covered 20-40% of it): three lines, the run and what rounding did first.
   QStringList caption;
-  caption << tr("%1 · %2 values · loss scale %3 · as fp16:")
-                 .arg(run->name, QString::fromLatin1(dtypeName(rec->dtype).data()), scaleText(frame.scale));
-  if (m_domain != Domain::Unscaled) caption << fractionsLine(tr("scaled"), rec->scaled);
-  if (m_domain != Domain::Scaled) caption << fractionsLine(tr("unscaled"), rec->unscaled);
-  caption << roundingLine(*rec);
-  // The caption goes in the corner away from the tallest bar (the zero bin sits on the right).
-  int tallest = 0;
-  for (int b = 0; b < kHistBins; ++b)
-    if (rec->scaled.counts[std::size_t(b)] > rec->scaled.counts[std::size_t(tallest)]) tallest = b;
-  const bool tallOnRight = binCenter(tallest) > (kHistAxisMin + kHistAxisMax) / 2;
-  m_view->setCaption(caption.join(QLatin1Char('\n')),
-                     Qt::AlignTop | (tallOnRight ? Qt::AlignLeft : Qt::AlignRight));
+  caption << tr("%1 · %2 values · loss scale %3 · %4")
+                 .arg(run->name, QString::fromLatin1(dtypeName(rec->dtype).data()), scaleText(frame.scale),
+                      roundingLine(*rec));
+  if (m_domain != Domain::Unscaled) caption << fractionsLine(tr("scaled, as fp16"), rec->scaled);
+  if (m_domain != Domain::Scaled) caption << fractionsLine(tr("unscaled, as fp16"), rec->unscaled);
+  m_view->setCaption(caption.join(QLatin1Char('\n')));
   m_view->setTitle(tr("%1 %2, step %3")
                        .arg(QString::fromStdString(rec->tensor), histogramKindLabel(rec->kind))
                        .arg(frame.step));
   m_view->applyAutoRange(kHistAxisMin, kHistAxisMax);
   if (m_view->isAutoY()) {
-    // Headroom for the caption, so that it covers no bar.
     double highest = 0;
     for (const HistogramRecord* r = rec; const ExponentHistogram* h : {&r->scaled, &r->unscaled})
       for (std::int64_t n : h->counts) highest = std::max(highest, h->fraction(n));
-    const double plot = m_view->chart()->plotArea().height();
-    const double free = plot > 0 ? std::clamp(1 - (m_view->captionHeight() + 14) / plot, 0.3, 1.0) : 0.7;
-    // A fraction never exceeds 1: headroom for the caption stops there (it then sits in the
-    // other corner, away from the tall bar), or an all-zero gradient's axis read "2".
-    m_view->setNiceRange(m_view->yAxis(), 0, std::min(1.0, std::max(highest, 1e-3) / free));
+    // A fraction never exceeds 1 (an all-zero gradient's axis read "2"); 4% headroom keeps the
+    // tallest bar off the frame.
+    m_view->setNiceRange(m_view->yAxis(), 0, std::min(1.0, std::max(highest, 1e-3) * 1.04));
   }
   // bf16's normal range spans the whole axis: a strip along the top rather than a full band.
   const double top = m_view->yAxis()->max();
