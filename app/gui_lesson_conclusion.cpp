@@ -138,12 +138,17 @@ void overflowResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& o
         injected << QString::number(s);
         if (!r->series.skippedStep.contains(double(s))) missed << QString::number(s);
       }
-    const bool grewBack = last > low;
+    // Grown back: the scale rose again after the first skip (it doubles after growth_interval
+    // clean steps; a run that ends sooner than that after its last skip has still shown it).
+    bool grewBack = false;
+    const double firstSkip = r->series.skippedStep.isEmpty() ? -1 : r->series.skippedStep.first();
+    for (int i = 1; i < scale.size() && firstSkip >= 0; ++i)
+      if (r->series.step[i] > firstSkip && scale[i] > scale[i - 1]) grewBack = true;
     all = all && !injected.isEmpty() && missed.isEmpty() && grewBack;
     decided << tr("%1 of %2 injected overflows skipped, and the scale %3")
                    .arg(injected.size() - missed.size())
                    .arg(injected.size())
-                   .arg(grewBack ? tr("grew back after the last one") : tr("did not grow back"));
+                   .arg(grewBack ? tr("grew again after clean steps") : tr("never grew again"));
   }
   out.verdict = runs.isEmpty() ? Verdict::Inconclusive : verdictOf(all);
   out.criterion = decided.join(QStringLiteral("; "));

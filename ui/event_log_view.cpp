@@ -1,5 +1,6 @@
 #include "ui/event_log_view.h"
 
+#include <QEvent>
 #include <QFontDatabase>
 #include <QPlainTextEdit>
 #include <QScrollBar>
@@ -18,7 +19,7 @@ EventLogView::EventLogView(QWidget* parent) : QWidget(parent) {
   m_text->setReadOnly(true);
   m_text->setMaximumBlockCount(kMaxLines);
   m_text->setLineWrapMode(QPlainTextEdit::WidgetWidth);
-  m_text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  applyFont();
   m_text->setPlaceholderText(tr("Skipped steps, scale changes, divergence and run ends appear here."));
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
@@ -39,6 +40,21 @@ void EventLogView::appendLines(const RunData* run, const QStringList& lines) {
   }
   m_text->appendHtml(html);
   if (atEnd) bar->setValue(bar->maximum());
+}
+
+void EventLogView::applyFont() {
+  // Fixed width so the columns of numbers line up, at the application font's size: the system's
+  // fixed font has a size of its own, which kept the log small at presentation scale 1.5.
+  QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
+  const QFont base = font();
+  if (base.pointSizeF() > 0) mono.setPointSizeF(base.pointSizeF());
+  else mono.setPixelSize(base.pixelSize());
+  m_text->setFont(mono);
+}
+
+void EventLogView::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::FontChange) applyFont();
 }
 
 void EventLogView::appendMessage(const QString& text) { m_text->appendHtml(QStringLiteral("<i>%1</i>").arg(text.toHtmlEscaped())); }

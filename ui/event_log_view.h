@@ -21,7 +21,11 @@ class EventLogView : public QWidget {
   QString plainText() const;
   void clear();
 
+ protected:
+  void changeEvent(QEvent* event) override;
+
  private:
+  void applyFont();  // the fixed-width font at the size of this widget's (presentation scale)
   QPlainTextEdit* m_text = nullptr;
 };
 

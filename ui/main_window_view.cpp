@@ -24,6 +24,12 @@ void MainWindow::setPresentationScale(double f) {
   if (font.pointSizeF() > 0) font.setPointSizeF(m_baseFont.pointSizeF() * f);
   else font.setPixelSize(std::max(1, int(m_baseFont.pixelSize() * f + 0.5)));
   QApplication::setFont(font);
+  // A dock whose font equals the application's draws its title in the title font Qt read when
+  // the dock was made, which no later setFont reaches: the titles stayed small at 1.5. A font
+  // that differs from it in a property nobody sees makes the dock draw its title in its own.
+  QFont dockFont = font;
+  dockFont.setStyleStrategy(QFont::PreferQuality);
+  for (QDockWidget* d : findChildren<QDockWidget*>()) d->setFont(dockFont);
   m_dashboard->setPresentationScale(f);
   m_actions.zoomIn->setEnabled(f < kMaxPresentationScale);
   m_actions.zoomOut->setEnabled(f > kMinPresentationScale);

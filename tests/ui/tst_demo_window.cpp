@@ -5,6 +5,8 @@
 #include <QAction>
 #include <QApplication>
 #include <QDir>
+#include <QDockWidget>
+#include <QFontInfo>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
@@ -111,6 +113,59 @@ class TestDemoWindow : public test::SessionFixture {
     QCOMPARE(window()->presentationScale(), ui::MainWindow::kMaxPresentationScale);
     QVERIFY(!window()->actions().zoomIn->isEnabled());
     window()->setPresentationScale(1.0);
+  }
+
+  // Issue 25 item 1: at presentation scale 1.5 the event log (where conclusions appeared), the
+  // dock titles and other text kept their size. Every widget's font scales with it now.
+  void presentationScaleScalesEveryFont() {
+    auto sizes = [this] {
+      QMap<QString, double> out;
+      for (QWidget* w : window()->findChildren<QWidget*>()) {
+        const QFontInfo info(w->font());
+        const QString key = QStringLiteral("%1 '%2'").arg(QString::fromLatin1(w->metaObject()->className()), w->objectName());
+        out[key] = std::max(out.value(key), info.pointSizeF());
+      }
+      return out;
+    };
+    const QMap<QString, double> before = sizes();
+    window()->setPresentationScale(1.5);
+    QApplication::processEvents();
+    const QMap<QString, double> after = sizes();
+    window()->setPresentationScale(1.0);
+    QStringList unscaled;
+    for (auto it = before.begin(); it != before.end(); ++it)
+      if (after.contains(it.key()) && after[it.key()] < 1.4 * it.value())
+        unscaled << QStringLiteral("%1 %2→%3").arg(it.key()).arg(it.value()).arg(after[it.key()]);
+    QVERIFY2(unscaled.isEmpty(), qPrintable(unscaled.join(QStringLiteral("; "))));
+  }
+
+  // The dock titles kept their size at 1.5 although the docks' fonts scaled (Qt draws them in a
+  // title font of its own): measured as a person sees it, the height of the title's ink.
+  void dockTitlesScaleWithPresentation() {
+    auto titleInk = [this](const char* name) {
+      QDockWidget* dock = window()->findChild<QDockWidget*>(QLatin1String(name));
+      if (!dock || !dock->widget()) return -1;
+      QApplication::processEvents();
+      const QImage strip = dock->grab(QRect(0, 0, dock->width() * 6 / 10, dock->widget()->y())).toImage();
+      const int bg = qGray(strip.pixel(strip.width() - 1, 0));
+      int first = -1, last = -1;
+      for (int y = 0; y < strip.height(); ++y)
+        for (int x = 0; x < strip.width(); ++x)
+          if (std::abs(qGray(strip.pixel(x, y)) - bg) > 90) {
+            if (first < 0) first = y;
+            last = y;
+            break;
+          }
+      return first < 0 ? -1 : last - first + 1;
+    };
+    window()->resize(1920, 1080);
+    for (const char* dock : {"runsDock", "logDock"}) {
+      const int normal = titleInk(dock);
+      window()->setPresentationScale(1.5);
+      const int large = titleInk(dock);
+      window()->setPresentationScale(1.0);
+      QVERIFY2(normal > 3 && large >= 1.3 * normal, qPrintable(QStringLiteral("%1: %2 px -> %3 px").arg(QLatin1String(dock)).arg(normal).arg(large)));
+    }
   }
 
   // At 1024x640 a 3 x 2 grid left cells of about 230 x 190 px with elided ticks: tabs instead.

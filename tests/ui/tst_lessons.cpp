@@ -198,6 +198,12 @@ class TestLessons : public test::SessionFixture {
     runShort(QStringLiteral("overflow"), {{"train.steps", "35"}, {"model.width", "32"}});
     const QString log = window()->eventLog()->plainText();
     QVERIFY2(log.contains(QStringLiteral("2 steps skipped (30, 31)")), qPrintable(log.right(600)));
+    // 35 steps end before growth_interval (40) clean steps: the regrowth is not shown yet.
+    QCOMPARE(window()->lessonResultView()->result().verdict, ui::LessonResult::Verdict::NotConfirmed);
+    // 120 steps: skipped at 30, 31, 90, grown again at 72, the claim confirmed (the last skip
+    // need not be followed by growth within the run).
+    runShort(QStringLiteral("overflow"), {{"train.steps", "120"}, {"model.width", "32"}});
+    QCOMPARE(window()->lessonResultView()->result().verdict, ui::LessonResult::Verdict::Confirmed);
   }
 
   // Issue 14: the seeds' table as the lesson's conclusion, with the runs table's columns filled.
