@@ -367,10 +367,4 @@ ui::LessonResult lessonResult(const Preset& p, const QVector<const ui::RunData*>
   return out;
 }
 
-QStringList lessonConclusion(const Preset& p, const QVector<const ui::RunData*>& runs) {
-  const ui::LessonResult result = lessonResult(p, runs);
-  if (result.isEmpty()) return {};
-  return {result.logLine()};
-}
-
 }  // namespace amp::gui

@@ -23,9 +23,6 @@ namespace amp::gui {
 // nothing to say yet (no run has a step).
 ui::LessonResult lessonResult(const Preset& preset, const QVector<const ui::RunData*>& runs);
 
-// The event log's form of it: one line, or none when the result is empty.
-QStringList lessonConclusion(const Preset& preset, const QVector<const ui::RunData*>& runs);
-
 // The variant label of a lesson run ("fp16_noscale" for "underflow/fp16_noscale").
 QString variantLabel(const ui::RunData& run);
 

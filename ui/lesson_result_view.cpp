@@ -36,16 +36,17 @@ QString chartTitle(const QString& chart) {
 
 LessonResultView::LessonResultView(QWidget* parent) : QWidget(parent) {
   setObjectName(QStringLiteral("lessonResultView"));
-  m_scroll = new QScrollArea(this);
-  m_scroll->setWidgetResizable(true);
-  m_scroll->setFrameShape(QFrame::NoFrame);
-  m_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  m_card = new QFrame(m_scroll);
+  // The card scrolls where the window caps its height (setHeightCap).
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  m_card = new QFrame(scroll);
   m_card->setObjectName(QStringLiteral("lessonResult"));
-  m_scroll->setWidget(m_card);
+  scroll->setWidget(m_card);
   auto* outer = new QVBoxLayout(this);
   outer->setContentsMargins(0, 0, 0, 0);
-  outer->addWidget(m_scroll);
+  outer->addWidget(scroll);
   QWidget* card = m_card;
   m_headline = wrappedLabel(card, QStringLiteral("lessonResultHeadline"));
   m_claim = wrappedLabel(card, QStringLiteral("lessonResultClaim"));

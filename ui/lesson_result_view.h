@@ -55,7 +55,6 @@ class LessonResultView : public QWidget {
   QColor verdictColor() const;
 
   LessonResult m_result;
-  QScrollArea* m_scroll;
   QFrame* m_card;
   int m_heightCap = 0;  // set by the window before the first result shows
   QLabel* m_headline;

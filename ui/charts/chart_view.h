@@ -80,7 +80,6 @@ class ChartView : public QChartView {
   QRectF captionSceneRect() const;  // where it is drawn (empty when hidden)
   double captionHeight() const;  // 0 when hidden
   QString caption() const;       // "" when hidden
-  Qt::Alignment captionCorner() const { return m_captionCorner; }
   // Replaces the primary (linear) y axis, e.g. by an exponent axis; turns log y off.
   void setYAxis(QValueAxis* axis);
   // Keeps 0 inside the automatic range of this y axis (bytes, samples/s).
