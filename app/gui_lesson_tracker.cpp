@@ -66,9 +66,7 @@ bool LessonTracker::ended(const Lesson& lesson) const {
   if (lesson.runIds.size() < lesson.expected) return false;
   for (int id : lesson.runIds) {
     const ui::RunData* r = m_controller->run(id);
-    if (r && (r->status == ui::RunStatus::Queued || r->status == ui::RunStatus::Running ||
-              r->status == ui::RunStatus::Paused))
-      return false;
+    if (r && ui::isActive(r->status)) return false;
   }
   return true;
 }
@@ -113,10 +111,7 @@ void LessonTracker::showLoadedResult() {
           break;
         }
     }
-    const bool ended = std::all_of(runs.begin(), runs.end(), [](const ui::RunData* r) {
-      return r->status != ui::RunStatus::Queued && r->status != ui::RunStatus::Running &&
-             r->status != ui::RunStatus::Paused;
-    });
+    const bool ended = std::none_of(runs.begin(), runs.end(), [](const ui::RunData* r) { return ui::isActive(r->status); });
     if (std::size_t(runs.size()) != wanted || !ended) continue;
     m_window->showLessonResult(lessonResult(*p, runs));
     return;

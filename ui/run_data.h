@@ -21,6 +21,8 @@ namespace amp::ui {
 
 enum class RunStatus { Queued, Running, Paused, Finished, Stopped, Diverged, Failed };
 QString runStatusName(RunStatus s);
+// Queued, running or paused: the run has not ended (its figures can still change).
+inline bool isActive(RunStatus s) { return s == RunStatus::Running || s == RunStatus::Paused || s == RunStatus::Queued; }
 
 struct RunSeries {
   QVector<double> step, loss, scale, growthTracker, gradNorm, lr, stepMs, samplesPerS,

@@ -21,12 +21,6 @@
 
 namespace amp::ui {
 
-namespace {
-
-bool isActive(RunStatus s) { return s == RunStatus::Running || s == RunStatus::Paused || s == RunStatus::Queued; }
-
-}  // namespace
-
 RunsPanel::RunsPanel(RunsModel* model, QAction* twinRuns, QWidget* parent)
     : QWidget(parent), m_model(model), m_proxy(new RunsFilterProxy(model, this)) {
   auto* bar = new QHBoxLayout;

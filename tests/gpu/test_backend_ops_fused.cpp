@@ -6,6 +6,8 @@
 // values past fp16's range (65520 and up round to inf there, so the unscale must find them),
 // tiny values that flush, and a NaN. Also the 16-bit weight copies the optimizer kernels write
 // beside the masters (Parameter::lowCopy). Skips without a GPU.
+#include <span>
+
 #include "tests/gpu/gpu_test_support.h"
 
 using namespace amp;
@@ -23,6 +25,26 @@ std::vector<float> unroundedGrads(std::size_t n, std::uint32_t seed, bool overfl
   }
   v[n / 5] = 1e-9f;          // fp16: flushes to 0
   return v;
+}
+
+
+// A first optimizer step over the lists: SGD (variant 0), SGD with momentum (1) or Adam (2),
+// with the deferred roundings and weight copies the test passes.
+void firstOptimizerStep(Backend& be, int variant, const std::vector<Tensor*>& ws, const std::vector<Tensor*>& gs,
+                        const std::vector<Tensor*>& as, const std::vector<Tensor*>& bs,
+                        std::span<const DType> rounds, std::span<Tensor* const> copies) {
+  if (variant < 2) {
+    SgdParams p;
+    p.lr = 0.01f;
+    p.momentum = variant ? 0.9f : 0.f;
+    p.firstStep = true;
+    const std::vector<Tensor*> mom = variant ? as : std::vector<Tensor*>(ws.size(), nullptr);
+    be.foreachSgdStep(ws, gs, mom, p, rounds, copies);
+  } else {
+    AdamParams p;
+    p.step = 1;
+    be.foreachAdamStep(ws, gs, as, bs, p, rounds, copies);
+  }
 }
 
 }  // namespace
@@ -106,18 +128,7 @@ TEST_F(CpuAndCuda, DeferredRoundingFoldsIntoTheOptimizerRead) {
         }
         be.beginStep();
         be.gateStep({});
-        if (variant < 2) {
-          SgdParams p;
-          p.lr = 0.01f;
-          p.momentum = variant ? 0.9f : 0.f;
-          p.firstStep = true;
-          std::vector<Tensor*> mom = variant ? as : std::vector<Tensor*>(2, nullptr);
-          be.foreachSgdStep(ws, gs, mom, p, rounds);
-        } else {
-          AdamParams p;
-          p.step = 1;
-          be.foreachAdamStep(ws, gs, as, bs, p, rounds);
-        }
+        firstOptimizerStep(be, variant, ws, gs, as, bs, rounds, {});
         s[side] = be.readStepStats();
       }
       const std::string what = std::string(dtypeName(through)) + " variant " + std::to_string(variant);
@@ -183,18 +194,7 @@ TEST_F(CpuAndCuda, OptimizerStepsWriteTheWeightCopiesAsACastWould) {
           be.beginStep();
           be.foreachUnscaleAndCheck(gs, 1.f);
           be.gateStep({.skipIfFoundInf = true});
-          if (variant < 2) {
-            SgdParams p;
-            p.lr = 0.01f;
-            p.momentum = variant ? 0.9f : 0.f;
-            p.firstStep = true;
-            std::vector<Tensor*> mom = variant ? as : std::vector<Tensor*>(2, nullptr);
-            be.foreachSgdStep(ws, gs, mom, p, {}, cs);
-          } else {
-            AdamParams p;
-            p.step = 1;
-            be.foreachAdamStep(ws, gs, as, bs, p, {}, cs);
-          }
+          firstOptimizerStep(be, variant, ws, gs, as, bs, {}, cs);
           EXPECT_EQ(be.readStepStats().stepped, !skip);
         }
         const std::string what = std::string(dtypeName(low)) + " variant " + std::to_string(variant) +
@@ -207,6 +207,8 @@ TEST_F(CpuAndCuda, OptimizerStepsWriteTheWeightCopiesAsACastWould) {
           const Tensor cast = cuda->cast(w[i].g, low, MemCategory::Weights);
           EXPECT_EQ(cuda->toHostBytes(cast), cuda->toHostBytes(copy[i].g)) << what << " copy " << i;
         }
-        if (skip) EXPECT_EQ(cuda->toHostFloat(copy[0].g), staleCopy) << what << ": a skipped step wrote the copy";
+        if (skip) {
+          EXPECT_EQ(cuda->toHostFloat(copy[0].g), staleCopy) << what << ": a skipped step wrote the copy";
+        }
       }
 }

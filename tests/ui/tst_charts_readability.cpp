@@ -50,6 +50,16 @@ class TestChartsReadability : public QObject {
     return out;
   }
 
+  // Shows the dashboard on its loss-scale chart, laid out; nullptr if the window never showed.
+  static ChartView* showScaleChart(Dashboard& d) {
+    d.show();
+    if (!QTest::qWaitForWindowExposed(&d)) return nullptr;
+    d.showChart(QStringLiteral("scale"));
+    d.refresh();
+    QApplication::processEvents();
+    return d.scaleChart()->chartView();
+  }
+
   // Every text Qt Charts drew for the axes (tick labels, titles) in the panel's views.
   static QStringList axisTexts(ChartView* view) {
     QStringList out;
@@ -123,12 +133,8 @@ class TestChartsReadability : public QObject {
     Dashboard d;
     d.resize(1024, 560);
     d.setRuns(makeRuns(8));  // four runs with a scaler: their labels have to make way
-    d.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&d));
-    d.showChart(QStringLiteral("scale"));
-    d.refresh();
-    QApplication::processEvents();
-    ChartView* v = d.scaleChart()->chartView();
+    ChartView* v = showScaleChart(d);
+    QVERIFY(v);
     const QRectF plot = v->chart()->plotArea();
     int labels = 0;
     for (QGraphicsItem* item : v->scene()->items()) {
@@ -152,12 +158,8 @@ class TestChartsReadability : public QObject {
     // the other fp16 run's 2^16 (a 16-power span, where a quarter power of margin was 1.5%).
     for (double& scale : m_runs[1]->series.scale) scale = 1.0;
     d.setRuns(runs);
-    d.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&d));
-    d.showChart(QStringLiteral("scale"));
-    d.refresh();
-    QApplication::processEvents();
-    ChartView* v = d.scaleChart()->chartView();
+    ChartView* v = showScaleChart(d);
+    QVERIFY(v);
     const QRectF plot = v->chart()->plotArea();
     QVERIFY(plot.height() > 50);
     int points = 0;
