@@ -1,8 +1,8 @@
 #include "app/gui_lesson_tracker.h"
 
-#include "app/gui_lesson_conclusion.h"
-
 #include <algorithm>
+
+#include "app/gui_lesson_conclusion.h"
 #include "app/gui_run_controller.h"
 #include "engine/config/presets.h"
 #include "ui/charts/dashboard.h"

@@ -141,9 +141,7 @@ void LessonResultView::applyFonts() {
   m_applyingFonts = true;
   const QFont base = font();
   auto scaled = [&base](double f, bool bold) {
-    QFont out = base;
-    if (base.pointSizeF() > 0) out.setPointSizeF(base.pointSizeF() * f);
-    else out.setPixelSize(std::max(1, int(base.pixelSize() * f + 0.5)));
+    QFont out = scaledFont(base, f);
     out.setBold(bold);
     return out;
   };

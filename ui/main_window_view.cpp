@@ -13,6 +13,7 @@
 #include "ui/charts/dashboard.h"
 #include "ui/lesson_result_view.h"
 #include "ui/main_window.h"
+#include "ui/theme.h"
 
 namespace amp::ui {
 
@@ -20,9 +21,7 @@ namespace amp::ui {
 void MainWindow::setPresentationScale(double f) {
   f = std::clamp(f, kMinPresentationScale, kMaxPresentationScale);
   m_presentationScale = f;
-  QFont font = m_baseFont;
-  if (font.pointSizeF() > 0) font.setPointSizeF(m_baseFont.pointSizeF() * f);
-  else font.setPixelSize(std::max(1, int(m_baseFont.pixelSize() * f + 0.5)));
+  const QFont font = scaledFont(m_baseFont, f);
   QApplication::setFont(font);
   // A dock whose font equals the application's draws its title in the title font Qt read when
   // the dock was made, which no later setFont reaches: the titles stayed small at 1.5. A font
@@ -62,7 +61,6 @@ void MainWindow::fitDocksToWindow() {
 void MainWindow::resizeEvent(QResizeEvent* event) {
   QMainWindow::resizeEvent(event);
   fitDocksToWindow();  // the dashboard then picks grid or tabs for the size it is left with
-  fitResultPanel();
 }
 
 bool MainWindow::eventFilter(QObject* watched, QEvent* event) {

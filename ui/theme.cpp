@@ -3,6 +3,7 @@
 #include "ui/run_colors.h"
 
 #include <QApplication>
+#include <algorithm>
 #include <QImage>
 #include <QPixmap>
 #include <QPalette>
@@ -87,5 +88,12 @@ QIcon themedIcon(QStyle* style, QStyle::StandardPixmap which) {
 
 QColor errorColor() { return g_theme == Theme::Dark ? QColor(255, 110, 100) : QColor(200, 30, 30); }
 QColor warningColor() { return g_theme == Theme::Dark ? QColor(255, 190, 80) : QColor(190, 110, 0); }
+
+QFont scaledFont(const QFont& base, double factor) {
+  QFont out = base;
+  if (base.pointSizeF() > 0) out.setPointSizeF(base.pointSizeF() * factor);
+  else out.setPixelSize(std::max(1, int(base.pixelSize() * factor + 0.5)));
+  return out;
+}
 
 }  // namespace amp::ui

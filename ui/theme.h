@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QColor>
+#include <QFont>
 #include <QIcon>
 #include <QStyle>
 
@@ -21,6 +22,9 @@ QColor warningColor();         // diverged runs, skipped steps
 
 // A standard icon drawn for the current palette: Fusion's glyphs are dark grey, invisible on the
 // dark palette's tool bar, so there their dark pixels are lightened (hue and alpha kept).
+// `base` times `factor`, in points where the font has a point size, else in pixels (never 0).
+QFont scaledFont(const QFont& base, double factor);
+
 QIcon themedIcon(QStyle* style, QStyle::StandardPixmap which);
 
 }  // namespace amp::ui
