@@ -101,6 +101,7 @@ void GuiFiles::saveExperimentFile(const QString& path) const {
     e.record = runRecordFromRunData(*r);
     e.color = r->color.name();
     e.visible = r->visible;
+    e.archived = r->archived;
     e.checkpointZip = readCheckpointBytes(*r);
     out.push_back(std::move(e));
   }
@@ -117,7 +118,7 @@ int GuiFiles::openRuns(const QString& path) {
 void GuiFiles::exportMetrics(const QString& path) const {
   std::vector<RunRecord> records;
   for (const ui::RunData* r : m_controller->runs())
-    if (r->visible) records.push_back(runRecordFromRunData(*r));
+    if (r->visible && !r->archived) records.push_back(runRecordFromRunData(*r));  // what the charts show
   std::vector<const RunRecord*> ptrs;
   for (const RunRecord& r : records) ptrs.push_back(&r);
   const double smoothing = m_window->dashboard()->lossChart()->smoothing();

@@ -7,7 +7,6 @@
 #include "engine/config/presets.h"
 #include "ui/charts/dashboard.h"
 #include "ui/charts/histogram_view.h"
-#include "ui/lesson_result_view.h"
 #include "ui/main_window.h"
 
 namespace amp::gui {
@@ -86,10 +85,6 @@ void LessonTracker::runRemoved(int runId) {
   for (Lesson& l : m_lessons) {
     if (l.runIds.removeOne(runId)) --l.expected;
   }
-  // A result whose runs are gone no longer has its evidence on screen.
-  ui::LessonResultView* view = m_window->lessonResultView();
-  for (const ui::LessonResult::Finding& f : view->result().findings)
-    if (f.runId == runId) return view->clearResult();
 }
 
 void LessonTracker::showLoadedResult() {
@@ -98,6 +93,7 @@ void LessonTracker::showLoadedResult() {
   // name: a lesson run twice shows its latest outcome).
   const QVector<const ui::RunData*> all = m_controller->runs();
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    if ((*it)->archived) continue;  // set aside: its result is not the one on screen
     const QString lessonName = QString::fromStdString((*it)->config.name).section(QLatin1Char('/'), 0, 0);
     const Preset* p = findPreset(lessonName.toStdString());
     if (!p) continue;
@@ -106,7 +102,7 @@ void LessonTracker::showLoadedResult() {
     for (std::size_t v = 0; v < wanted; ++v) {
       const std::string name = p->variants.empty() ? p->name : p->name + "/" + p->variants[v].label;
       for (auto jt = all.rbegin(); jt != all.rend(); ++jt)
-        if ((*jt)->config.name == name) {
+        if (!(*jt)->archived && (*jt)->config.name == name) {
           runs.append(*jt);
           break;
         }

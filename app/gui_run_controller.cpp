@@ -98,6 +98,7 @@ ui::RunData* RunController::addLoadedRun(const ExperimentRun& loaded) {
   }
   run->color = c;
   run->visible = loaded.visible;
+  run->archived = loaded.archived;
   if (!loaded.checkpointZip.isEmpty()) {
     // An embedded checkpoint becomes a file, so the run can be resumed or saved again.
     const QString dir = checkpointDir(*run);

@@ -219,6 +219,17 @@ void MainWindow::connectActions() {
     m_experimentDock->raise();
   });
   connect(m_runsModel, &RunsModel::visibilityChanged, this, &MainWindow::chartsChanged);
+  connect(m_runsModel, &RunsModel::archivedChanged, this, [this](int id, bool archived) {
+    if (archived) dropResultOf(id);
+    chartsChanged();
+    updateProgress();
+  });
+  connect(m_runsPanel, &RunsPanel::runsArchived, this, [this](const QList<int>& ids) {
+    statusBar()->showMessage((ids.size() == 1 ? tr("1 run archived") : tr("%1 runs archived").arg(ids.size())) +
+                                 tr(": out of the charts, kept. “Archived” in the runs table lists them; "
+                                    "“Restore selected” brings them back."),
+                             10000);
+  });
   // Charts: the histogram and memory panels follow the selected run; a click on a legend entry
   // ticks that run off (or on) in the runs table, which hides (shows) it in every chart.
   connect(m_runsPanel, &RunsPanel::selectedRunChanged, m_dashboard, &Dashboard::setFocusRun);
@@ -279,18 +290,26 @@ bool MainWindow::runLesson(const QString& name) {
     m_experimentDock->raise();
     return false;
   }
-  if (!requestRuns(lessonConfigs(name), false, name)) return false;
+  const QVector<RunConfig> configs = lessonConfigs(name);
+  // A lesson starts on a clean slate: the runs that have ended are archived (restorable), so the
+  // charts hold this lesson's runs alone and their axes fit them.
+  const int archived = archiveEndedRuns();
+  if (!requestRuns(configs, false, name)) return false;
   m_result->clearResult();  // the previous lesson's outcome is not this one's
+  m_dashboard->resetViews();
   // A lesson that would be over in a second runs at a pace a class can follow; the slider shows
   // it and takes the runs back to full speed at any time.
   // Every lesson sets the pace, full speed included: one lesson's pace must not slow the next.
   const Preset* p = findPreset(name.toStdString());
   m_speed->setStepsPerSecond(p ? p->demoPace : 0);
-  if (p && p->demoPace > 0) {
-    statusBar()->showMessage(tr("'%1' runs at %2 for the class to follow; the Speed slider changes it live.")
-                                 .arg(QString::fromStdString(p->title), SpeedControl::paceText(m_speed->stepsPerSecond())),
-                             8000);
-  }
+  QStringList message;
+  if (p && p->demoPace > 0)
+    message << tr("'%1' runs at %2 for the class to follow; the Speed slider changes it live.")
+                   .arg(QString::fromStdString(p->title), SpeedControl::paceText(m_speed->stepsPerSecond()));
+  if (archived > 0)
+    message << (archived == 1 ? tr("1 earlier run archived") : tr("%1 earlier runs archived").arg(archived)) +
+                   tr(": “Archived” in the runs table restores them.");
+  if (!message.isEmpty()) statusBar()->showMessage(message.join(QLatin1Char(' ')), 10000);
   return true;
 }
 
@@ -347,13 +366,29 @@ void MainWindow::addRun(RunData* run) {
   chartsChanged();
 }
 
+int MainWindow::archiveEndedRuns() {
+  QList<int> ended;
+  for (const RunData* r : m_runs)
+    if (!r->archived && !isActive(r->status)) ended << r->id;
+  for (int id : ended) m_runsModel->setRunArchived(id, true);
+  return int(ended.size());
+}
+
+void MainWindow::dropResultOf(int runId) {
+  // A result whose runs left the charts no longer has its evidence on screen.
+  for (const LessonResult::Finding& f : m_result->result().findings)
+    if (f.runId == runId) return m_result->clearResult();
+}
+
 void MainWindow::removeRun(int runId) {
   m_runs.erase(std::remove_if(m_runs.begin(), m_runs.end(), [runId](const RunData* r) { return r->id == runId; }),
                m_runs.end());
   m_unsaved.remove(runId);
   if (m_trace->run() && m_trace->run()->id == runId) m_trace->showRun(nullptr);
   m_runsModel->removeRun(runId);
+  dropResultOf(runId);
   chartsChanged();
+  updateProgress();  // it may have shown how the removed run ended
 }
 
 void MainWindow::updateRunStatus(RunData* run) {
@@ -362,7 +397,10 @@ void MainWindow::updateRunStatus(RunData* run) {
 }
 
 void MainWindow::chartsChanged() {
-  m_dashboard->setRuns(m_runs);  // each panel refreshes itself (or on show, when hidden)
+  QVector<const RunData*> shown;
+  for (const RunData* r : m_runs)
+    if (!r->archived) shown.append(r);
+  m_dashboard->setRuns(shown);  // each panel refreshes itself (or on show, when hidden)
 }
 
 const RunData* MainWindow::targetRun() const {
@@ -440,7 +478,10 @@ void MainWindow::updateProgress() {
   const RunData* r = m_state.current;
   if (!r) {
     // Nothing training: show how the newest run ended, so a finished session does not look idle.
-    const RunData* last = m_runs.isEmpty() ? nullptr : m_runs.last();
+    // (Not an archived or removed one: after "Archive finished" there is nothing to show.)
+    const RunData* last = nullptr;
+    for (const RunData* run : m_runs)
+      if (!run->archived) last = run;
     if (!last || m_state.queued) {
       m_progress->setValue(0);
       m_progressLabel->setText(m_state.queued ? tr("%1 queued").arg(m_state.queued) : tr("idle"));

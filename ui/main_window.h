@@ -145,6 +145,8 @@ class MainWindow : public QMainWindow {
   // Asks for runs once the host can hold them (memory_check.h); false: refused, with the reason
   // in the experiment panel.
   bool requestRuns(const QVector<RunConfig>& configs, bool paused, const QString& lesson = {});
+  int archiveEndedRuns();  // how many were archived
+  void dropResultOf(int runId);  // clears the result panel when it speaks of that run
   void fitDocksToWindow();
   // The result panel's height: all of its text, up to kResultShare of the centre (it scrolls
   // beyond), so a small window keeps a chart on screen under it.

@@ -60,6 +60,9 @@ struct RunData {
   std::int64_t batchesPerEpoch = 0;  // known once the run started (0: unknown, loaded runs)
   std::optional<bool> hasTestSet;    // known once the run started (none: not yet, loaded runs)
   bool visible = true;      // ticked in the run table: overlaid in the charts
+  // Set aside (a new lesson's clean slate, "Archive finished"): in no chart, listed in the runs
+  // table only while it shows archived runs, and restored from there. Unlike removal, undoable.
+  bool archived = false;
   // Runs started together (a lesson's variants, twin runs) share a group: the group's fp32
   // member is their baseline, and the charts and tables can show the group together.
   QString group;

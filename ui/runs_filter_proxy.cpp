@@ -18,6 +18,12 @@ void RunsFilterProxy::setSearchText(const QString& text) {
   invalidateFilter();
 }
 
+void RunsFilterProxy::setShowArchived(bool show) {
+  if (show == m_showArchived) return;
+  m_showArchived = show;
+  invalidateFilter();
+}
+
 QString RunsFilterProxy::searchableText(int sourceRow) const {
   QStringList parts;
   for (int column : {RunsModel::Name, RunsModel::Mode, RunsModel::Group, RunsModel::Status, RunsModel::Tags})
@@ -27,7 +33,10 @@ QString RunsFilterProxy::searchableText(int sourceRow) const {
 }
 
 bool RunsFilterProxy::filterAcceptsRow(int sourceRow, const QModelIndex& sourceParent) const {
-  if (sourceParent.isValid() || m_words.isEmpty()) return true;
+  if (sourceParent.isValid()) return true;
+  if (!m_showArchived)
+    if (const RunData* r = m_runs->runAt(sourceRow); r && r->archived) return false;
+  if (m_words.isEmpty()) return true;
   const QString text = searchableText(sourceRow);
   for (const QString& w : m_words)
     if (!text.contains(w, Qt::CaseInsensitive)) return false;

@@ -2,6 +2,7 @@
 
 #include <QBrush>
 #include <QFont>
+#include <algorithm>
 #include <cmath>
 
 #include "engine/core/memory_tracker.h"
@@ -60,6 +61,18 @@ void RunsModel::setRunVisible(int id, bool visible) {
   m_runs[row]->visible = visible;
   emit dataChanged(index(row, Name), index(row, Name), {Qt::CheckStateRole});
   emit visibilityChanged(id, visible);
+}
+
+void RunsModel::setRunArchived(int id, bool archived) {
+  const int row = rowOf(id);
+  if (row < 0 || m_runs[row]->archived == archived) return;
+  m_runs[row]->archived = archived;
+  emit dataChanged(index(row, 0), index(row, ColumnCount - 1));  // the filter and the row's style
+  emit archivedChanged(id, archived);
+}
+
+int RunsModel::archivedCount() const {
+  return int(std::count_if(m_runs.begin(), m_runs.end(), [](const RunData* r) { return r->archived; }));
 }
 
 void RunsModel::refresh() {
@@ -190,7 +203,7 @@ QVariant RunsModel::display(const RunData& r, const RunSummary& s, int column) c
       return text;
     }
     case Settings: return settingsText(r.config);
-    case Status: return runStatusName(r.status);
+    case Status: return r.archived ? tr("%1 · archived").arg(runStatusName(r.status)) : runStatusName(r.status);
     case Progress: return r.totalSteps > 0 ? QStringLiteral("%1/%2").arg(s.steps).arg(r.totalSteps)
                                            : QString::number(s.steps);
     case FinalLoss: return hasSteps ? QString::number(s.finalLoss, 'g', 4) : QString();
@@ -265,6 +278,11 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
       if (index.column() == Skipped && s.skippedSteps > 0) return QBrush(warningColor());
       break;
     case Qt::FontRole:
+      if (r->archived) {  // set aside: shown (while archived runs are listed) but set apart
+        QFont f;
+        f.setItalic(true);
+        return f;
+      }
       if (r->id == baselineOf(*r).id && (index.column() == SpeedUp || index.column() == MemoryRatio)) {
         QFont f;
         f.setItalic(true);
@@ -276,6 +294,8 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
         return int(Qt::AlignRight | Qt::AlignVCenter);
       break;
     case Qt::ToolTipRole:
+      if (index.column() == Status && r->archived)
+        return tr("Archived: in no chart. “Restore” puts it back in the charts.");
       if (index.column() == Status && !r->statusDetail.isEmpty()) return r->statusDetail;
       if (index.column() == Settings) return settingsText(r->config);
       if (index.column() == Mode && !r->computePath.isEmpty())

@@ -43,6 +43,9 @@ class RunsModel : public QAbstractTableModel {
   QStringList baselineWarningFor(const RunData& run) const { return baselineOf(run).workloadKeys; }
   // Ticks or unticks a run (overlaid in the charts or not); visibilityChanged when it changed.
   void setRunVisible(int id, bool visible);
+  // Archives or restores a run (RunData::archived); archivedChanged when it changed.
+  void setRunArchived(int id, bool archived);
+  int archivedCount() const;
   // Re-reads every run's figures (call after new steps; cheap for tens of runs).
   void refresh();
   void refreshRun(const RunData* run);
@@ -60,6 +63,7 @@ class RunsModel : public QAbstractTableModel {
 
  signals:
   void visibilityChanged(int runId, bool visible);
+  void archivedChanged(int runId, bool archived);
   void baselineChanged(int runId);
 
  private:

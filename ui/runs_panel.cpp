@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
+#include <QPushButton>
 #include <QMessageBox>
 #include <QSpinBox>
 #include <QTableView>
@@ -69,9 +70,13 @@ RunsPanel::RunsPanel(RunsModel* model, QAction* twinRuns, QWidget* parent)
 
   buildActions();
   auto* clear = new QToolButton(this);
-  clear->setObjectName(QStringLiteral("clearFinishedButton"));
-  clear->setDefaultAction(m_clearEnded);
+  clear->setObjectName(QStringLiteral("archiveFinishedButton"));
+  clear->setDefaultAction(m_archiveEnded);
   bar->addWidget(clear);
+  auto* archived = new QToolButton(this);
+  archived->setObjectName(QStringLiteral("showArchivedButton"));
+  archived->setDefaultAction(m_showArchived);
+  bar->addWidget(archived);
 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
@@ -92,12 +97,16 @@ RunsPanel::RunsPanel(RunsModel* model, QAction* twinRuns, QWidget* parent)
   connect(model, &RunsModel::rowsInserted, this, &RunsPanel::updateBaselineChoices);
   connect(model, &RunsModel::rowsRemoved, this, &RunsPanel::updateBaselineChoices);
   connect(model, &RunsModel::baselineChanged, this, &RunsPanel::updateBaselineChoices);
+  connect(model, &RunsModel::archivedChanged, this, &RunsPanel::updateArchivedButton);
+  connect(model, &RunsModel::rowsInserted, this, &RunsPanel::updateArchivedButton);
+  connect(model, &RunsModel::rowsRemoved, this, &RunsPanel::updateArchivedButton);
   connect(model, &RunsModel::dataChanged, this, [this] {
     updateActions();
     // Removing rows from within dataChanged would pull them from under the views still handling it.
     if (!m_removeWhenEnded.isEmpty()) QTimer::singleShot(0, this, &RunsPanel::removeStoppedPendingRuns);
   });
   updateBaselineChoices();
+  updateArchivedButton();
   updateActions();
 }
 
@@ -112,8 +121,16 @@ void RunsPanel::buildActions() {
   m_delete->setShortcut(QKeySequence::Delete);
   m_delete->setShortcutContext(Qt::WidgetWithChildrenShortcut);
   m_view->addAction(m_delete);  // Delete works while the table has the focus
-  m_clearEnded = make(tr("Clear finished"), "clearFinishedAction", &RunsPanel::clearEndedRuns);
-  m_clearEnded->setToolTip(tr("Remove every run that has ended (finished, stopped, diverged or failed)"));
+  m_archiveEnded = make(tr("Archive finished"), "archiveFinishedAction", &RunsPanel::archiveEndedRuns);
+  m_archiveEnded->setToolTip(tr("Set every run that has ended aside: out of the charts and the table, "
+                              "kept and restorable (“Archived”)"));
+  m_archive = make(tr("Archive selected"), "archiveSelectedAction", &RunsPanel::archiveSelectedRuns);
+  m_restore = make(tr("Restore selected"), "restoreSelectedAction", &RunsPanel::restoreSelectedRuns);
+  m_showArchived = new QAction(this);
+  m_showArchived->setObjectName(QStringLiteral("showArchivedAction"));
+  m_showArchived->setCheckable(true);
+  m_showArchived->setToolTip(tr("List the archived runs (in italics) to restore or delete them"));
+  connect(m_showArchived, &QAction::toggled, this, &RunsPanel::setShowArchived);
   m_hide = make(tr("Hide selected from the charts"), "hideSelectedAction", &RunsPanel::hideSelectedRuns);
   m_showOnly = make(tr("Show only selected in the charts"), "showOnlySelectedAction", &RunsPanel::showOnlySelectedRuns);
   m_showAll = make(tr("Show all in the charts"), "showAllAction", &RunsPanel::showAllRuns);
@@ -133,6 +150,14 @@ void RunsPanel::buildActions() {
 void RunsPanel::updateActions() {
   const QList<int> ids = selectedRunIds();
   m_delete->setEnabled(!ids.isEmpty());
+  bool anyArchived = false, anyArchivable = false;
+  for (int id : ids)
+    if (const RunData* r = runWithId(id)) {
+      anyArchived |= r->archived;
+      anyArchivable |= !r->archived && !isActive(r->status);
+    }
+  m_archive->setEnabled(anyArchivable);
+  m_restore->setEnabled(anyArchived);
   m_hide->setEnabled(!ids.isEmpty());
   m_showOnly->setEnabled(!ids.isEmpty());
   m_compare->setEnabled(ids.size() == 2);
@@ -143,8 +168,8 @@ void RunsPanel::updateActions() {
   m_selectGroup->setEnabled(grouped);
   m_selectGroup->setText(grouped ? tr("Select group “%1”").arg(current->group) : tr("Select group"));
   bool anyEnded = false;
-  for (const RunData* r : m_model->runs()) anyEnded |= !isActive(r->status);
-  m_clearEnded->setEnabled(anyEnded);
+  for (const RunData* r : m_model->runs()) anyEnded |= !r->archived && !isActive(r->status);
+  m_archiveEnded->setEnabled(anyEnded);
 }
 
 int RunsPanel::sourceRow(int viewRow) const {
@@ -215,17 +240,34 @@ void RunsPanel::removeSelectedRuns() {
       ended << id;
     }
   }
-  if (!active.isEmpty()) {
-    const auto answer = QMessageBox::question(
-        this, tr("Remove runs"),
-        tr("%n of the selected runs still train(s): %1.\nStop and remove them?", nullptr, int(active.size()))
-            .arg(activeNames.join(QStringLiteral(", "))),
-        QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
-    if (answer != QMessageBox::Yes) return;
-    for (int id : active) {
-      m_removeWhenEnded.insert(id);  // removed once its status says it has stopped
-      emit stopRunRequested(id);
-    }
+  const int n = int(ended.size() + active.size());
+  if (n == 0) return;
+  // Deleting frees the run's data for good (a run not saved in an experiment file is lost):
+  // always asked, with archiving (undoable) offered beside it for runs that have ended.
+  QMessageBox box(QMessageBox::Question, tr("Delete runs"),
+                  n == 1 ? tr("Delete 1 run? Its steps, histograms and events go for good.")
+                         : tr("Delete %1 runs? Their steps, histograms and events go for good.").arg(n),
+                  QMessageBox::NoButton, this);
+  QString detail;
+  if (!active.isEmpty())
+    detail = (active.size() == 1 ? tr("One still trains and will be stopped first: %1.")
+                                 : tr("%1 still train and will be stopped first: %2.").arg(active.size()))
+                 .arg(activeNames.join(QStringLiteral(", ")));
+  QPushButton* archiveButton = nullptr;
+  if (active.isEmpty()) {
+    detail = tr("“Archive” sets them aside instead: out of the charts, restorable.");
+    archiveButton = box.addButton(tr("Archive"), QMessageBox::AcceptRole);
+  }
+  box.setInformativeText(detail);
+  box.addButton(QMessageBox::Yes)->setText(tr("Delete"));
+  box.addButton(QMessageBox::Cancel);
+  box.setDefaultButton(QMessageBox::Cancel);
+  box.exec();
+  if (archiveButton && box.clickedButton() == archiveButton) return archive(ended);
+  if (box.clickedButton() != box.button(QMessageBox::Yes)) return;
+  for (int id : active) {
+    m_removeWhenEnded.insert(id);  // removed once its status says it has stopped
+    emit stopRunRequested(id);
   }
   for (int id : ended) emit removeRunRequested(id);
 }
@@ -239,11 +281,39 @@ void RunsPanel::removeStoppedPendingRuns() {
   }
 }
 
-void RunsPanel::clearEndedRuns() {
-  QList<int> ended;
-  for (const RunData* r : m_model->runs())
-    if (!isActive(r->status)) ended << r->id;
-  for (int id : ended) emit removeRunRequested(id);
+void RunsPanel::archiveEndedRuns() {
+  QList<int> ids;
+  for (const RunData* r : m_model->runs()) ids << r->id;
+  archive(ids);
+}
+
+void RunsPanel::archiveSelectedRuns() { archive(selectedRunIds()); }
+
+void RunsPanel::archive(const QList<int>& ids) {
+  QList<int> done;
+  for (int id : ids)
+    if (const RunData* r = runWithId(id); r && !r->archived && !isActive(r->status)) {
+      m_model->setRunArchived(id, true);
+      done << id;
+    }
+  if (!done.isEmpty()) emit runsArchived(done);
+}
+
+void RunsPanel::restoreSelectedRuns() {
+  for (int id : selectedRunIds()) m_model->setRunArchived(id, false);
+}
+
+void RunsPanel::setShowArchived(bool show) {
+  m_proxy->setShowArchived(show);
+  if (m_showArchived->isChecked() != show) m_showArchived->setChecked(show);
+}
+
+void RunsPanel::updateArchivedButton() {
+  const int n = m_model->archivedCount();
+  // Nothing left to list: the table goes back to the live runs.
+  if (n == 0 && m_showArchived->isChecked()) setShowArchived(false);
+  m_showArchived->setText(tr("Archived (%1)").arg(n));
+  m_showArchived->setEnabled(n > 0 || m_showArchived->isChecked());
 }
 
 void RunsPanel::hideSelectedRuns() {
@@ -308,8 +378,10 @@ void RunsPanel::showContextMenu(const QPoint& pos) {
   menu.addAction(m_showAll);
   menu.addSeparator();
   menu.addAction(tr("Stop this run"), this, [this, id] { emit stopRunRequested(id); })->setEnabled(isActive(r->status));
+  menu.addAction(m_archive);
+  menu.addAction(m_restore);
+  menu.addAction(m_archiveEnded);
   menu.addAction(m_delete);
-  menu.addAction(m_clearEnded);
   if (!m_fileActions.isEmpty()) {
     menu.addSeparator();
     menu.addActions(m_fileActions);  // they act on selectedRunId(): the row clicked is current

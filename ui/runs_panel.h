@@ -1,8 +1,10 @@
 // The runs table with its controls: which run is the baseline for speed-up and memory ratios
 // (by default each run's own group's fp32 run), how many runs may train at once, "twin runs",
 // a search box, and the housekeeping a session of many runs needs: several rows selected at
-// once, Delete, "Clear finished", hiding runs from the charts without removing them, selecting
-// a whole group, tags and a note per run, and comparing two runs' settings. The actions live
+// once, Delete (after asking: it cannot be undone), archiving runs (set aside from the charts and
+// the table, restorable: "Archive finished" and a new lesson's clean slate), hiding runs from the
+// charts without removing them, selecting a whole group, tags and a note per run, and comparing
+// two runs' settings. The actions live
 // on the panel (findChild by object name) and in the table's context menu.
 #pragma once
 
@@ -41,8 +43,13 @@ class RunsPanel : public QWidget {
   QTableView* view() const { return m_view; }
 
  public slots:
-  void removeSelectedRuns();  // ended ones at once; asks before stopping the active ones
-  void clearEndedRuns();      // every ended run, selected or not
+  // Asks first (deleting cannot be undone; archiving is offered instead), and before stopping
+  // the active ones, which go once they have stopped.
+  void removeSelectedRuns();
+  void archiveEndedRuns();      // archives every ended run, selected or not
+  void archiveSelectedRuns();  // the ended ones
+  void restoreSelectedRuns();
+  void setShowArchived(bool show);
   void hideSelectedRuns();
   void showOnlySelectedRuns();
   void showAllRuns();
@@ -54,6 +61,7 @@ class RunsPanel : public QWidget {
   void maxConcurrentChanged(int n);
   void stopRunRequested(int runId);
   void removeRunRequested(int runId);
+  void runsArchived(const QList<int>& runIds);  // by the user, from this panel
   void loadSettingsRequested(const amp::RunConfig& config);
 
  private:
@@ -62,6 +70,8 @@ class RunsPanel : public QWidget {
   void updateBaselineChoices();
   void showContextMenu(const QPoint& pos);
   void removeStoppedPendingRuns();
+  void archive(const QList<int>& ids);  // the ended ones among them
+  void updateArchivedButton();
   RunData* runWithId(int id) const;
   int sourceRow(int viewRow) const;
 
@@ -73,7 +83,10 @@ class RunsPanel : public QWidget {
   QSpinBox* m_maxConcurrent = nullptr;
   QList<QAction*> m_fileActions;
   QAction* m_delete = nullptr;
-  QAction* m_clearEnded = nullptr;
+  QAction* m_archiveEnded = nullptr;
+  QAction* m_archive = nullptr;
+  QAction* m_restore = nullptr;
+  QAction* m_showArchived = nullptr;
   QAction* m_hide = nullptr;
   QAction* m_showOnly = nullptr;
   QAction* m_showAll = nullptr;

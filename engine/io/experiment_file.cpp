@@ -78,6 +78,8 @@ std::vector<ExperimentRun> experimentFromEntries(const QString& path, const std:
       fail(where + ": \"color\" must be \"#rrggbb\"");
     if (o.contains("visible") && !o["visible"].isBool()) fail(where + ": \"visible\" must be true or false");
     run.visible = o["visible"].toBool(true);
+    if (o.contains("archived") && !o["archived"].isBool()) fail(where + ": \"archived\" must be true or false");
+    run.archived = o["archived"].toBool(false);
 
     std::map<QString, QByteArray> files;
     for (const char* name : kRunFiles) {
@@ -136,12 +138,14 @@ void saveExperiment(const QString& path, const std::vector<ExperimentRun>& runs)
     // A checkpoint is mostly raw tensor bytes, already stored uncompressed: deflating it again
     // would cost time for next to nothing.
     if (!checkpoint.isEmpty()) entries.push_back(ZipEntry{folder + "/" + kEmbeddedCheckpoint, checkpoint, false});
-    list.append(QJsonObject{{"name", name},
-                            {"color", run.color},
-                            {"visible", run.visible},
-                            {"folder", folder},
-                            {"status", record.status},
-                            {"checkpoint", !checkpoint.isEmpty()}});
+    QJsonObject entry{{"name", name},
+                      {"color", run.color},
+                      {"visible", run.visible},
+                      {"folder", folder},
+                      {"status", record.status},
+                      {"checkpoint", !checkpoint.isEmpty()}};
+    if (run.archived) entry["archived"] = true;  // written only when set: older readers ignore it
+    list.append(entry);
   }
   const QJsonObject manifest{{"format", kExperimentFormat},
                              {"version", kExperimentVersion},

@@ -3,7 +3,8 @@
 //   manifest.json                 {"format": "ampstudio-experiment", "version": 1,
 //                                  "app_version": "0.1.0", "created": "<ISO 8601 UTC>",
 //                                  "runs": [{"name", "color": "#rrggbb", "visible", "folder":
-//                                  "runs/0-fp32", "status", "checkpoint": true|false}, ...]}
+//                                  "runs/0-fp32", "status", "checkpoint": true|false,
+//                                  "archived": true (only when set aside)}, ...]}
 //   runs/<i>-<safe name>/config.json, metrics.jsonl, histograms.jsonl, events.log, summary.json
 //                                 (summary.json also holds the run's "group", "tags", "note")
 //   runs/<i>-<safe name>/checkpoint.zip   the run's latest checkpoint, when "checkpoint" is true
@@ -37,6 +38,7 @@ struct ExperimentRun {
   QString color;             // "#rrggbb" (or "#rrggbbaa"); "" = let the app pick one
   bool visible = true;       // overlaid in the charts
   QByteArray checkpointZip;  // the checkpoint's bytes; empty = none
+  bool archived = false;     // set aside (the app's clean slate): in no chart, restorable
 };
 
 // Writes every run. A run without checkpointZip but with a record.checkpointPath (a run loaded

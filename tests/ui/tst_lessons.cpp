@@ -1,6 +1,9 @@
 // Lessons that teach: each runs every variant its text promises, opens the histogram on the
 // tensor its text talks about, and ends with a measured conclusion in the event log.
+#include <QAbstractSeries>
 #include <QRegularExpression>
+#include <QSet>
+#include <QValueAxis>
 #include <QStandardPaths>
 #include <QTest>
 
@@ -11,6 +14,11 @@
 #include "gui_test_util.h"
 #include "ui/charts/dashboard.h"
 #include "ui/charts/histogram_view.h"
+#include "ui/charts/loss_chart.h"
+#include "ui/charts/chart_view.h"
+#include "ui/runs_panel.h"
+#include <QTableView>
+#include <QAction>
 #include "ui/event_log_view.h"
 #include "ui/lesson_result_view.h"
 #include <QLabel>
@@ -143,6 +151,51 @@ class TestLessons : public test::SessionFixture {
     QCOMPARE(view->result().verdict, ui::LessonResult::Verdict::NotConfirmed);
     QVERIFY(view->headlineLabel()->text().contains(QStringLiteral("Not confirmed")));
     QVERIFY(window()->eventLog()->plainText().contains(QStringLiteral("— not confirmed: ")));
+  }
+
+  // Issue 25 item 3: a new lesson inherited the previous lesson's runs in every chart (axes at
+  // 0-600 steps and 2^0-2^16), and "Clear finished" deleted them with no way back. Now the runs
+  // that had ended are archived: out of every chart, kept, and restorable.
+  void aNewLessonStartsOnACleanSlate() {
+    runShort(QStringLiteral("underflow"), {{"train.steps", "60"}, {"train.threads", "1"}});
+    QList<int> first;
+    for (const ui::RunData* r : controller()->runs()) first << r->id;
+    QCOMPARE(first.size(), 3);
+    ui::ChartView* loss = window()->dashboard()->lossChart()->chartView();
+    auto plottedRuns = [loss] {
+      QSet<int> ids;
+      for (QAbstractSeries* s : loss->chart()->series())
+        if (s->property("ampRunId").isValid()) ids.insert(s->property("ampRunId").toInt());
+      return ids;
+    };
+    window()->dashboard()->showChart(QStringLiteral("loss"));
+    QTRY_COMPARE(plottedRuns().size(), 3);
+    loss->setFocus();
+    QTest::keyClick(loss, Qt::Key_Plus);  // the user zoomed in
+    QVERIFY(!loss->isAutoRange());
+
+    runShort(QStringLiteral("bf16-no-scaler"), {{"train.steps", "20"}, {"train.threads", "1"}});
+    QCOMPARE(controller()->runs().size(), 5);  // nothing deleted
+    QSet<int> second;
+    for (const ui::RunData* r : controller()->runs()) {
+      QCOMPARE(r->archived, first.contains(r->id));
+      if (!r->archived) second.insert(r->id);
+    }
+    window()->dashboard()->showChart(QStringLiteral("loss"));
+    QTRY_COMPARE(plottedRuns(), second);
+    // The axes fit the new lesson's 20 steps, not the 60 of the one before or the user's zoom.
+    QVERIFY(loss->isAutoRange());
+    QTRY_VERIFY2(loss->xAxis()->max() < 40, qPrintable(QString::number(loss->xAxis()->max())));
+    // The runs table lists the new runs; the archived ones come back on demand.
+    QCOMPARE(window()->runsPanel()->view()->model()->rowCount(), 2);
+    QAction* listArchived = window()->runsPanel()->findChild<QAction*>(QStringLiteral("showArchivedAction"));
+    QAction* restore = window()->runsPanel()->findChild<QAction*>(QStringLiteral("restoreSelectedAction"));
+    QVERIFY(listArchived && restore);
+    listArchived->trigger();
+    QCOMPARE(window()->runsPanel()->view()->model()->rowCount(), 5);
+    window()->runsPanel()->selectRuns(first);
+    restore->trigger();
+    QTRY_COMPARE(plottedRuns().size(), 5);
   }
 
   void pureFp16LessonMeasuresLostUpdates() {

@@ -1,5 +1,5 @@
 // Lifecycle: a long session must not leak. 100 runs started and stopped through the window (each
-// then cleared away as "Clear finished" does), and 100 open / clear cycles of a saved experiment,
+// then deleted as the user deletes runs), and 100 open / clear cycles of a saved experiment,
 // must leave resident memory within 5 MB of where it was after a warm-up, and no thread, file
 // descriptor or QObject (widget, worker, chart item) behind. The warm-up fills what is allocated once and kept (fonts, chart caches,
 // oneDNN's primitive cache, libgomp's and Qt's thread pools), so what the cycles add is a leak.
@@ -147,11 +147,14 @@ class TestLifecycle : public test::SessionFixture {
 
   Resources measureSession() const { return measure({m_session.get(), window(), controller()}); }
 
-  // "Clear finished" in the runs panel: every ended run goes, as the user removes them.
+  // Every run selected in the runs panel and deleted (the question answered), as the user
+  // removes them ("Archive finished" would keep them).
   void clearFinished() {
-    auto* clear = window()->runsPanel()->findChild<QAction*>(QStringLiteral("clearFinishedAction"));
-    QVERIFY(clear);
-    clear->trigger();
+    QList<int> ids;
+    for (const ui::RunData* r : controller()->runs()) ids << r->id;
+    window()->runsPanel()->selectRuns(ids);
+    test::answerNextMessageBox(QStringLiteral("Delete"));
+    window()->runsPanel()->removeSelectedRuns();
     QCOMPARE(controller()->runs().size(), 0);
   }
 

@@ -1,6 +1,7 @@
-// The runs table as a person manages it: select several rows, Delete removes the ended ones
-// (and asks before stopping an active one), "Clear finished", hide and show runs in the charts
-// without removing them, select a whole group, edit tags and a note, and filter the table.
+// The runs table as a person manages it: select several rows, Delete removes them after asking
+// (deleting cannot be undone: archiving is offered beside it; active runs are stopped first),
+// "Archive finished" sets ended runs aside and "Restore" brings them back, hide and show runs in
+// the charts without removing them, select a whole group, edit tags and a note, and filter.
 // Runs are made by hand: no training, so every figure is the one the test set.
 #include <QApplication>
 #include <QLineEdit>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "gui_test_util.h"
 #include "runs_fakes.h"
 #include "ui/runs_model.h"
 #include "ui/runs_panel.h"
@@ -70,15 +72,33 @@ class TestRunsPanel : public QObject {
     QCOMPARE(test::selectedNames(view()), (QStringList{"spirals fp32", "spirals bf16"}));
   }
 
-  void deleteKeyRemovesTheSelectedEndedRuns() {
+  void deleteKeyAsksThenRemovesTheSelectedEndedRuns() {
     QSignalSpy stop(m_panel.get(), &ui::RunsPanel::stopRunRequested);
     test::selectViewRows(view(), {0, 1});
     view()->setFocus();
+    // Cancelled: nothing goes.
+    QString question;
+    test::answerNextMessageBox(QStringLiteral("Cancel"), &question);
+    QTest::keyClick(view(), Qt::Key_Delete);
+    QVERIFY2(question.contains(QStringLiteral("Delete 2 runs")), qPrintable(question));
+    QCOMPARE(m_model->rowCount(), 4);
+    m_panel->activateWindow();  // the box had the focus
+    view()->setFocus();
+    QTRY_VERIFY(view()->hasFocus());
+    test::answerNextMessageBox(QStringLiteral("Delete"));
     QTest::keyClick(view(), Qt::Key_Delete);
     QCOMPARE(m_model->rowCount(), 2);
     QCOMPARE(m_model->runAt(0)->name, QStringLiteral("spirals bf16"));
     QCOMPARE(m_model->runAt(1)->name, QStringLiteral("recipe fp16"));
     QCOMPARE(stop.count(), 0);
+  }
+
+  void deleteOffersArchivingInstead() {
+    test::selectViewRows(view(), {0});
+    test::answerNextMessageBox(QStringLiteral("Archive"));
+    m_panel->removeSelectedRuns();
+    QCOMPARE(m_model->rowCount(), 4);  // kept...
+    QVERIFY(byId(1)->archived);        // ... set aside
   }
 
   void deleteAsksBeforeStoppingAnActiveRun() {
@@ -88,7 +108,7 @@ class TestRunsPanel : public QObject {
     QTimer::singleShot(0, this, [&question] {
       auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
       QVERIFY(box);
-      question = box->text();
+      question = box->text() + QLatin1Char('\n') + box->informativeText();
       box->button(QMessageBox::Yes)->click();
     });
     view()->setFocus();
@@ -103,16 +123,43 @@ class TestRunsPanel : public QObject {
     QTRY_COMPARE(m_model->rowOf(4), -1);  // ... then goes too
   }
 
-  void clearFinishedRemovesEveryEndedRun() {
+  void archiveFinishedSetsEveryEndedRunAsideAndRestoreBringsThemBack() {
     byId(2)->status = ui::RunStatus::Diverged;
-    QAction* clear = test::panelAction(m_panel.get(), "clearFinishedAction");
-    QVERIFY(clear);
-    auto* button = m_panel->findChild<QToolButton*>(QStringLiteral("clearFinishedButton"));
+    QAction* clear = test::panelAction(m_panel.get(), "archiveFinishedAction");
+    QAction* listArchived = test::panelAction(m_panel.get(), "showArchivedAction");
+    QAction* restore = test::panelAction(m_panel.get(), "restoreSelectedAction");
+    QVERIFY(clear && listArchived && restore);
+    auto* button = m_panel->findChild<QToolButton*>(QStringLiteral("archiveFinishedButton"));
     QVERIFY(button);
     QCOMPARE(button->defaultAction(), clear);
+    QVERIFY(!listArchived->isEnabled());
+    QSignalSpy archivedSpy(m_panel.get(), &ui::RunsPanel::runsArchived);
     button->click();
-    QCOMPARE(m_model->rowCount(), 1);
-    QCOMPARE(m_model->runAt(0)->name, QStringLiteral("recipe fp16"));
+    // Nothing removed: the three ended runs are archived, out of the table's view...
+    QCOMPARE(m_model->rowCount(), 4);
+    QVERIFY(byId(1)->archived && byId(2)->archived && byId(3)->archived);
+    QVERIFY(!byId(4)->archived);  // the running one stays
+    QCOMPARE(view()->model()->rowCount(), 1);
+    QCOMPARE(archivedSpy.count(), 1);
+    QCOMPARE(archivedSpy.first().first().value<QList<int>>(), (QList<int>{1, 2, 3}));
+    QVERIFY(listArchived->isEnabled());
+    QVERIFY2(listArchived->text().contains(QStringLiteral("3")), qPrintable(listArchived->text()));
+    // ... listed on demand, marked as archived, and restored from there.
+    listArchived->trigger();
+    QCOMPARE(view()->model()->rowCount(), 4);
+    const int status = test::columnNamed(m_model.get(), QStringLiteral("Status"));
+    QVERIFY(m_model->index(0, status).data().toString().contains(QStringLiteral("archived")));
+    QVERIFY(m_model->index(0, 0).data(Qt::FontRole).value<QFont>().italic());
+    m_panel->selectRuns({1, 3});
+    QVERIFY(restore->isEnabled());
+    restore->trigger();
+    QVERIFY(!byId(1)->archived && !byId(3)->archived && byId(2)->archived);
+    m_panel->selectRuns({2});
+    restore->trigger();
+    // None left: the list goes back to the live runs, and the button says so.
+    QVERIFY(!listArchived->isChecked());
+    QVERIFY(!listArchived->isEnabled());
+    QCOMPARE(view()->model()->rowCount(), 4);
   }
 
   void hideAndShowRunsWithoutRemovingThem() {

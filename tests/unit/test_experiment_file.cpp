@@ -201,7 +201,7 @@ TEST_F(ExperimentFileTest, ExperimentRoundTripWithColoursVisibilityAndCheckpoint
   second.histograms.resize(3);
   second.events << "a note with ünïcödé";
   second.summary["name"] = second.name;  // what the saved summary.json will say
-  const std::vector<ExperimentRun> runs = {{folder, "#1f77b4", true, {}}, {second, "#ff7f0e80", false, {}}};
+  const std::vector<ExperimentRun> runs = {{folder, "#1f77b4", true, {}}, {second, "#ff7f0e80", false, {}, true}};
   saveExperiment(path("x.ampx"), runs);
   const auto loaded = loadExperiment(path("x.ampx"));
   ASSERT_EQ(loaded.size(), 2u);
@@ -210,6 +210,7 @@ TEST_F(ExperimentFileTest, ExperimentRoundTripWithColoursVisibilityAndCheckpoint
     expectSameRecord(loaded[i].record, runs[i].record);
     EXPECT_EQ(loaded[i].color, runs[i].color);
     EXPECT_EQ(loaded[i].visible, runs[i].visible);
+    EXPECT_EQ(loaded[i].archived, runs[i].archived);
     EXPECT_TRUE(loaded[i].record.checkpointPath.isEmpty());
   }
   EXPECT_EQ(loaded[0].checkpointZip, readAll(folder.checkpointPath));  // embedded from the path

@@ -43,6 +43,10 @@ void ChartPanel::setRuns(const QVector<const RunData*>& runs) {
   refresh();
 }
 
+void ChartPanel::resetViews() {
+  for (ChartView* v : views()) v->resetView();
+}
+
 QVector<const RunData*> ChartPanel::visibleRuns() const {
   QVector<const RunData*> out;
   for (const RunData* r : m_runs)

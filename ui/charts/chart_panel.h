@@ -49,6 +49,8 @@ class ChartPanel : public QWidget {
   void setTheme(ChartView::Theme theme);
   // Presentation mode: larger fonts in every view of the panel and thicker lines.
   void setPresentationScale(double factor);
+  // Back to automatic ranges in every view (a new lesson's axes fit its runs, not a zoom).
+  void resetViews();
   // Thickens the hovered run's lines and dims the others; -1 restores them all.
   void highlightRun(int runId);
   int highlightedRun() const { return m_highlighted; }

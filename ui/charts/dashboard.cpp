@@ -112,6 +112,10 @@ QStringList Dashboard::chartNames() const {
   return names;
 }
 
+void Dashboard::resetViews() {
+  for (ChartPanel* p : allPanels()) p->resetViews();
+}
+
 ChartPanel* Dashboard::panel(const QString& name) const {
   for (ChartPanel* p : allPanels())
     if (p->name() == name) return p;

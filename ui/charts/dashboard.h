@@ -44,6 +44,8 @@ class Dashboard : public QWidget {
   void setLayoutMode(Layout layout);
   void setAutomaticLayout();
   bool isAutomaticLayout() const { return m_autoLayout; }
+  // Every panel back to automatic ranges (ChartPanel::resetViews).
+  void resetViews();
   // Brings a panel into view (its tab in the tabbed layout).
   void showChart(const QString& name);
   Layout layoutMode() const { return m_layout; }
