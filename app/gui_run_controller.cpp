@@ -68,6 +68,18 @@ ui::RunData* RunController::enqueue(RunConfig config, bool startPaused) {
   return raw;
 }
 
+QVector<ui::RunData*> RunController::enqueueSideBySide(const QVector<RunConfig>& configs, bool startPaused) {
+  const int savedMax = std::exchange(m_maxConcurrent, 0);  // none starts before all are queued
+  QVector<ui::RunData*> runs;
+  for (const RunConfig& c : configs) runs << enqueue(c, startPaused);
+  m_maxConcurrent = savedMax;
+  for (ui::RunData* r : runs) {
+    m_queue.removeOne(r->id);
+    startRun(r, m_queuePaused.removeOne(r->id));
+  }
+  return runs;
+}
+
 ui::RunData* RunController::enqueueResume(const QString& checkpointPath, bool startPaused) {
   // Read everything first: a bad file must not leave a half-made run behind.
   const CheckpointInfo info = readCheckpointInfo(checkpointPath);

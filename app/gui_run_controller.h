@@ -36,6 +36,9 @@ class RunController : public QObject {
   ui::RunData* enqueue(RunConfig config, bool startPaused = false);
   // A run that resumes from a checkpoint: its series starts with the checkpoint's metrics and
   // its worker loads the checkpoint before the first step. Throws CheckpointError.
+  // Queues every config and starts them all now, together, whatever maxConcurrent() says and
+  // ahead of runs already queued (a paced lesson's variants). Later runs wait for free slots.
+  QVector<ui::RunData*> enqueueSideBySide(const QVector<RunConfig>& configs, bool startPaused = false);
   ui::RunData* enqueueResume(const QString& checkpointPath, bool startPaused = false);
   // A run read from a file, added as an ended run (overlaid like any other).
   ui::RunData* addLoadedRun(const ExperimentRun& loaded);

@@ -53,14 +53,18 @@ GuiSession::GuiSession(bool persistSettings, QObject* parent)
   RunController* c = m_controller.get();
   w->setBackendInfo(probeBackendDescription(), cudaUnavailableReason());
 
-  connect(w, &ui::MainWindow::startRequested, c, [c, w](const QVector<RunConfig>& configs, bool paused) {
+  connect(w, &ui::MainWindow::startRequested, c, [c, w](const QVector<RunConfig>& configs, bool paused, bool sideBySide) {
     // Runs started together (a lesson's variants, twin runs) form one group: the group's fp32
     // run is their baseline, and the runs table selects, hides or clears them as one.
     QSet<QString> groups;
     for (const ui::RunData* r : c->runs()) groups.insert(r->group);
     const QString group = ui::groupNameFor(configs, groups);
-    for (const RunConfig& cfg : configs) {
-      ui::RunData* run = c->enqueue(cfg, paused);
+    const QVector<ui::RunData*> runs = sideBySide ? c->enqueueSideBySide(configs, paused) : [&] {
+      QVector<ui::RunData*> out;
+      for (const RunConfig& cfg : configs) out << c->enqueue(cfg, paused);
+      return out;
+    }();
+    for (ui::RunData* run : runs) {
       run->group = group;
       if (!group.isEmpty()) w->updateRunStatus(run);  // the table shows the group set after runAdded
     }

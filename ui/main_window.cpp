@@ -314,7 +314,13 @@ bool MainWindow::runLesson(const QString& name) {
 }
 
 bool MainWindow::requestRuns(const QVector<RunConfig>& configs, bool paused, const QString& lesson) {
-  const MemoryCheck memory = checkHostMemory(configs, m_runsPanel->maxConcurrent());
+  // A paced lesson's variants train side by side, so a class sees them part as they happen (one
+  // after another, the first was over before the one the lesson is about had begun). At its
+  // pace each run takes a small share of the CPU; lessons that measure speed stay queued.
+  const Preset* preset = lesson.isEmpty() ? nullptr : findPreset(lesson.toStdString());
+  const bool sideBySide = preset && preset->demoPace > 0 && configs.size() > 1;
+  const MemoryCheck memory =
+      checkHostMemory(configs, sideBySide ? int(configs.size()) : m_runsPanel->maxConcurrent());
   if (!memory.refusal.isEmpty()) {
     m_experiment->showRunError(memory.refusal);
     statusBar()->showMessage(tr("Not started: %1").arg(memory.refusal));
@@ -323,7 +329,7 @@ bool MainWindow::requestRuns(const QVector<RunConfig>& configs, bool paused, con
   }
   if (!memory.summary.isEmpty()) statusBar()->showMessage(tr("Starting: %1").arg(memory.summary), 5000);
   if (!lesson.isEmpty()) emit lessonStarted(lesson, int(configs.size()));  // before its runs appear
-  emit startRequested(configs, paused);
+  emit startRequested(configs, paused, sideBySide);
   return true;
 }
 

@@ -116,7 +116,9 @@ class MainWindow : public QMainWindow {
   void stepOnce();
 
  signals:
-  void startRequested(const QVector<amp::RunConfig>& configs, bool paused);
+  // sideBySide: the runs train at once, whatever "Max concurrent" says (a paced lesson's
+  // variants, compared as they happen); otherwise they queue.
+  void startRequested(const QVector<amp::RunConfig>& configs, bool paused, bool sideBySide = false);
   void pauseToggled();
   void stepRequested();
   void stopRequested();

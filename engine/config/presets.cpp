@@ -70,7 +70,7 @@ std::vector<Preset> build() {
                {{"fp32", {{"amp.mode", "fp32"}}},
                 {"fp16_noscale", {{"amp.mode", "fp16"}, {"scaler.kind", "none"}}},
                 {"fp16_dynamic", {{"amp.mode", "fp16"}, {"scaler.kind", "dynamic"}}}},
-               false, {}, "weight_grad|0.weight", "fp16_noscale", 0, "histogram"});
+               false, {}, "weight_grad|0.weight", "fp16_noscale", /*demoPace=*/30, "histogram"});
   v.push_back({"overflow", "Overflow and backoff",
                "Non-finite gradients are injected at steps 30, 31 and 90. Each time the dynamic "
                "scaler skips the optimizer step and halves the scale; after growth_interval (40) "
@@ -90,7 +90,7 @@ std::vector<Preset> build() {
                kUnderflow,
                {{"fp16_noscale", {{"amp.mode", "fp16"}, {"scaler.kind", "none"}}},
                 {"bf16_noscale", {{"amp.mode", "bf16"}, {"scaler.enabled", "false"}}}},
-               false, {}, "weight_grad|0.weight", "fp16_noscale", 0, "histogram"});
+               false, {}, "weight_grad|0.weight", "fp16_noscale", /*demoPace=*/30, "histogram"});
   // A small data set the MLP can fit, and an lr where AMP's updates (kept in fp32 masters) move
   // the loss while most of pure fp16's round away: the loss curves part, not only the meter.
   v.push_back({"pure-fp16", "Pure fp16 loses updates",

@@ -34,7 +34,9 @@ struct Preset {
   std::string focusVariant{};
   // Steps per second the app starts the lesson at, so a class can follow it as it happens (the
   // overflow lesson's skipped steps, the spirals being learned); 0: full speed. The Speed slider
-  // shows it and changes it live; the CLI and screenshots ignore it.
+  // shows it and changes it live; the CLI and screenshots ignore it. A paced lesson's variants
+  // train side by side (each takes a small share of the CPU at its pace); the others queue,
+  // so that the step times they compare are each run's alone.
   double demoPace = 0;
   // The chart the lesson is about ("histogram", "scale", "loss"; "" = leave the charts as they
   // are): where the charts are in tabs, the app brings it to the front when the lesson starts.

@@ -281,9 +281,10 @@ class TestDemoWindow : public test::SessionFixture {
     // 40 steps at 50 per second: 0.8 s (at full speed about 0.15 s here).
     QVERIFY2(t.elapsed() >= 700, qPrintable(QString::number(t.elapsed())));
     // The next lesson sets its own pace, full speed included: overflow's must not slow it.
-    QVERIFY(window()->loadLesson(QStringLiteral("underflow")));
-    panel()->setFieldValue("train.steps", "5");
-    QVERIFY(window()->runLesson(QStringLiteral("underflow")));
+    QVERIFY(window()->loadLesson(QStringLiteral("recipe")));
+    panel()->setFieldValue("train.steps", "2");
+    panel()->setFieldValue("model.width", "32");
+    QVERIFY(window()->runLesson(QStringLiteral("recipe")));
     QCOMPARE(window()->speedControl()->stepsPerSecond(), 0.0);
     QTRY_VERIFY_WITH_TIMEOUT(controller()->activeCount() == 0, 30000);
   }

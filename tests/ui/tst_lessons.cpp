@@ -17,6 +17,8 @@
 #include "ui/charts/loss_chart.h"
 #include "ui/charts/chart_view.h"
 #include "ui/runs_panel.h"
+#include "ui/speed_control.h"
+#include "ui/main_actions.h"
 #include <QTableView>
 #include <QAction>
 #include "ui/event_log_view.h"
@@ -43,6 +45,7 @@ class TestLessons : public test::SessionFixture {
     QVERIFY(window()->loadLesson(lesson));
     for (const auto& [k, v] : edits) QVERIFY(panel()->setFieldValue(k, v).isEmpty());
     QVERIFY(window()->runLesson(lesson));
+    window()->speedControl()->setStepsPerSecond(0);  // the lesson's pace is for a class, not a test
     for (const ui::RunData* r : controller()->runs())
       QTRY_VERIFY_WITH_TIMEOUT(r->status != ui::RunStatus::Queued && r->status != ui::RunStatus::Running, 60000);
     // The conclusion comes once the last run has ended: it is the log's last line.
@@ -196,6 +199,34 @@ class TestLessons : public test::SessionFixture {
     window()->runsPanel()->selectRuns(first);
     restore->trigger();
     QTRY_COMPARE(plottedRuns().size(), 5);
+  }
+
+  // Issue 25 item 13: the underflow lesson's variants ran one after another at full speed: it was
+  // over in seconds, and the histogram pointed at a queued run. Now a paced lesson's variants
+  // train side by side, whatever "Max concurrent" says, at a pace a class can follow.
+  void aPacedLessonRunsItsVariantsSideBySide() {
+    QCOMPARE(controller()->maxConcurrent(), 1);
+    QVERIFY(window()->loadLesson(QStringLiteral("underflow")));
+    QVERIFY(window()->runLesson(QStringLiteral("underflow")));
+    const double pace = window()->speedControl()->stepsPerSecond();
+    QVERIFY2(pace > 0 && pace <= 60, qPrintable(QString::number(pace)));  // 600 steps: 10 s or more
+    QCOMPARE(controller()->runs().size(), 3);
+    QCOMPARE(controller()->activeCount(), 3);
+    QCOMPARE(controller()->queuedCount(), 0);
+    // The run the histogram shows is training: its first histogram arrives within seconds.
+    const int shown = window()->dashboard()->histogramView()->selectedRun();
+    QCOMPARE(shown, runNamed(QStringLiteral("/fp16_noscale"))->id);
+    QTRY_VERIFY_WITH_TIMEOUT(!runNamed(QStringLiteral("/fp16_noscale"))->histograms.empty(), 10000);
+    window()->actions().stop->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(controller()->activeCount() == 0, 30000);
+    // A lesson that compares speed still queues its runs: each step time is the run's alone.
+    QVERIFY(window()->loadLesson(QStringLiteral("recipe")));
+    QVERIFY(panel()->setFieldValue("train.steps", "200").isEmpty());
+    QVERIFY(window()->runLesson(QStringLiteral("recipe")));
+    QCOMPARE(controller()->activeCount(), 1);
+    QCOMPARE(controller()->queuedCount(), 2);
+    window()->actions().stop->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(controller()->activeCount() == 0, 30000);
   }
 
   void pureFp16LessonMeasuresLostUpdates() {
