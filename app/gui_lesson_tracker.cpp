@@ -8,6 +8,7 @@
 #include "ui/charts/dashboard.h"
 #include "ui/charts/histogram_view.h"
 #include "ui/main_window.h"
+#include "ui/runs_panel.h"
 
 namespace amp::gui {
 
@@ -54,6 +55,9 @@ void LessonTracker::focusHistogram(const Lesson& lesson) {
   const ui::RunData* key = keyRun(lesson);
   if (!p || !key || p->focus.empty()) return;
   ui::HistogramView* view = m_window->dashboard()->histogramView();
+  // The table selects the same run (the charts follow the table's selection): the histogram
+  // showed the fp16 run while the table had selected the bf16 one.
+  m_window->runsPanel()->selectRun(key->id);
   view->setSelectedRun(key->id);
   view->setSelectedTensor(QString::fromStdString(p->focus));
   // In tabs (a small window) the chart the lesson talks about must be the one on screen.

@@ -86,11 +86,14 @@ std::vector<Preset> build() {
                {}, false, {}, "weight_grad|4.weight", "", /*demoPace=*/50, "scale"});
   v.push_back({"bf16-no-scaler", "bf16 needs no loss scaler",
                "bf16 has fp32's 8 exponent bits: the same tiny gradients that vanish in fp16 "
-               "survive in bf16 without any scaling (with 3 fewer mantissa bits than fp16).",
+               "survive in bf16 without any scaling (with 3 fewer mantissa bits than fp16). The "
+               "histogram opens on the bf16 run: its gradients sit inside bf16's range (the band) "
+               "and left of fp16's (the strip along the top); select the fp16 run to see them "
+               "flushed to zero.",
                kUnderflow,
                {{"fp16_noscale", {{"amp.mode", "fp16"}, {"scaler.kind", "none"}}},
                 {"bf16_noscale", {{"amp.mode", "bf16"}, {"scaler.enabled", "false"}}}},
-               false, {}, "weight_grad|0.weight", "fp16_noscale", /*demoPace=*/30, "histogram"});
+               false, {}, "weight_grad|0.weight", "bf16_noscale", /*demoPace=*/30, "histogram"});
   // A small data set the MLP can fit, and an lr where AMP's updates (kept in fp32 masters) move
   // the loss while most of pure fp16's round away: the loss curves part, not only the meter.
   v.push_back({"pure-fp16", "Pure fp16 loses updates",

@@ -3,7 +3,9 @@
 // and its "fraction of values" axis stops at 1.
 #include <QTest>
 #include <QApplication>
+#include <QAreaSeries>
 #include <QChart>
+#include <QLineSeries>
 #include <QValueAxis>
 
 #include "ui/charts/histogram_view.h"
@@ -78,6 +80,63 @@ class TestChartsHistogram : public QObject {
                                                          .arg(plot.x()).arg(plot.y()).arg(plot.width()).arg(plot.height())));
       QVERIFY(plot.height() > 40);
       QCOMPARE(view.captionText().count(QLatin1Char('\n')), 2);  // three lines: rounding, scaled, unscaled
+    }
+  }
+
+  // Issue 25 item 6: in the bf16-no-scaler lesson the bf16 run's gradients near 2^-30 looked "out
+  // of range" (bf16's range was a thin strip along the top), and its caption said "as fp16:
+  // underflow 100%" beside "flushed to 0: 0%". A run's own format now gets the full-height band,
+  // and its caption speaks of that format.
+  void aBf16RunShowsBf16sRangeAndSpeaksOfBf16() {
+    auto run16 = [](PrecisionMode mode) {
+      RunData run;
+      run.id = 1;
+      run.name = QStringLiteral("run");
+      run.config.mode = mode;
+      run.config.train.histogramEvery = 1;
+      StepMetrics m;
+      m.step = 1;
+      HistogramRecord r;
+      r.tensor = "0.weight";
+      r.kind = HistogramKind::WeightGrad;
+      r.dtype = DType::F32;
+      for (int i = 0; i < 1000; ++i) {
+        r.scaled.add(1e-9);  // 2^-30: below fp16's smallest subnormal, deep inside bf16's range
+        r.unscaled.add(1e-9);
+      }
+      r.flushedToZero = 0;
+      r.roundedToInf = 0;
+      m.histograms.push_back(r);
+      run.append(m);
+      return run;
+    };
+    // Whether the named band spans the plot's full height (else a strip along its top).
+    auto fullHeight = [](HistogramView& view, const QString& prefix) {
+      auto* y = qobject_cast<QValueAxis*>(view.chartView()->yAxis());
+      for (QAbstractSeries* s : view.chartView()->chart()->series())
+        if (auto* area = qobject_cast<QAreaSeries*>(s); area && s->name().startsWith(prefix)) {
+          const QList<QPointF> lo = area->lowerSeries()->points(), hi = area->upperSeries()->points();
+          if (lo.isEmpty() || hi.isEmpty()) return -1;
+          return int(lo.first().y() <= y->min() && hi.first().y() >= y->max());
+        }
+      return -1;
+    };
+    for (const PrecisionMode mode : {PrecisionMode::AmpBf16, PrecisionMode::AmpFp16}) {
+      const bool bf16 = mode == PrecisionMode::AmpBf16;
+      RunData run = run16(mode);
+      HistogramView view;
+      view.resize(700, 600);
+      view.setRuns({&run});
+      view.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&view));
+      view.refreshNow();
+      const QString caption = view.captionText();
+      QCOMPARE(caption.contains(QStringLiteral("in bf16: zero 0%")), bf16);
+      QCOMPARE(caption.contains(QStringLiteral("as fp16")), !bf16);
+      QVERIFY2(caption.contains(QStringLiteral("underflow 100%")), qPrintable(caption));  // fp16's loss, said either way
+      QCOMPARE(fullHeight(view, QStringLiteral("bf16 normal")), int(bf16));
+      QCOMPARE(fullHeight(view, QStringLiteral("fp16 normal")), int(!bf16));
+      QCOMPARE(fullHeight(view, QStringLiteral("fp16 subnormal")), int(!bf16));
     }
   }
 

@@ -217,34 +217,22 @@ void HistogramView::rebuildSeries() {
   m_shown.reset();
   m_backgroundBands.clear();  // their series went with the view's (ChartPanel::setRuns)
 
-  // Bands first, so the bars are drawn over them.
-  struct Band {
-    QString name;
-    QColor color;
-    double left, right;
-  };
-  const Band bands[] = {
-      {tr("fp16 normal"), QColor(44, 160, 44, 34), double(kFp16NormalExp), double(kFp16OverflowExp)},
-      {tr("fp16 subnormal"), QColor(255, 127, 14, 46), double(kFp16SubnormalExp), double(kFp16NormalExp)},
-  };
-  for (const Band& b : bands) {
-    QAreaSeries* area = makeArea(b.name);
+  // Bands first, so the bars are drawn over them; placed (full height or strip) per run.
+  auto band = [this](const QString& name, QColor color) {
+    QAreaSeries* area = makeArea(name);
     area->setProperty("ampNoHover", true);
     area->setProperty("ampNoAutoRange", true);
     m_view->addSeries(area);
-    area->setBrush(b.color);
+    area->setBrush(color);
     area->setPen(Qt::NoPen);
-    setBackgroundBand(area, b.left, b.right, -10, 10);  // cut to the axes: always full height
-    legibleSwatch(area, b.color);
-  }
+    area->setProperty("ampBandColor", color);  // the full band's; a strip is drawn stronger
+    legibleSwatch(area, color);
+    return area;
+  };
   // Short legend names (a narrow chart truncates long ones); the axis labels give the bounds.
-  m_bf16Strip = makeArea(tr("bf16 normal ≥2⁻¹²⁶ ←"));
-  m_bf16Strip->setProperty("ampNoHover", true);
-  m_bf16Strip->setProperty("ampNoAutoRange", true);
-  m_view->addSeries(m_bf16Strip);
-  m_bf16Strip->setBrush(QColor(31, 119, 180, 90));
-  m_bf16Strip->setPen(Qt::NoPen);
-  legibleSwatch(m_bf16Strip, QColor(31, 119, 180, 90));
+  m_fp16Normal = band(tr("fp16 normal"), QColor(44, 160, 44, 34));
+  m_fp16Subnormal = band(tr("fp16 subnormal"), QColor(255, 127, 14, 46));
+  m_bf16Normal = band(tr("bf16 normal ≥2⁻¹²⁶ ←"), QColor(31, 119, 180, 40));
 
   m_unscaled = makeArea(tr("unscaled"));
   m_view->addSeries(m_unscaled);

@@ -1,8 +1,10 @@
 // Exponent histograms of one run's gradients and activations: the latest recorded frame as bars
-// over binary exponents 2⁻⁴⁰..2¹⁷ plus zero/inf/nan, with fp16's subnormal and normal ranges as
-// shaded bands (bf16's normal range, from 2⁻¹²⁶, covers the whole axis: shown as a strip and
-// said so in the legend), the under/overflow fractions in a caption; below, the same tensor
-// over time as a heat map (one column per frame, colour = log count) with the fp16 range lines.
+// over binary exponents 2⁻⁴⁰..2¹⁷ plus zero/inf/nan, with the run's own 16-bit format's range as
+// full-height bands and the other format's as a strip along the top: fp16's subnormal and normal
+// ranges for fp16 (and fp32) runs, bf16's normal range (from 2⁻¹²⁶: the whole axis) for bf16
+// runs, so bf16 gradients near 2⁻³⁰ read as in range. The caption gives the fractions in the
+// run's own format; below, the same tensor over time as a heat map (one column per frame,
+// colour = log count) with the fp16 range lines.
 // When the panel is too short for both charts to be legible (a 1280x800 window), it shows one at
 // a time and a tab bar picks which.
 #pragma once
@@ -90,7 +92,11 @@ class HistogramView : public ChartPanel {
 
   QAreaSeries* m_scaled = nullptr;
   QAreaSeries* m_unscaled = nullptr;
-  QAreaSeries* m_bf16Strip = nullptr;
+  // The range bands: full height for the run's own format, a strip along the top for the other.
+  QAreaSeries* m_fp16Normal = nullptr;
+  QAreaSeries* m_fp16Subnormal = nullptr;
+  QAreaSeries* m_bf16Normal = nullptr;
+  void placeRangeBands(bool bf16Run);
   std::vector<QLineSeries*> m_rangeLines;  // heat map: fp16 thresholds
 
   int m_selectedId = -1;

@@ -5,6 +5,7 @@
 #include <QLineSeries>
 #include <QValueAxis>
 #include <cmath>
+#include <tuple>
 
 #include "ui/charts/heat_map_item.h"
 #include "ui/charts/histogram_bins.h"
@@ -30,6 +31,16 @@ QString fractionsLine(const QString& label, const ExponentHistogram& h) {
                           percent(h.fraction(h.underflow)), percent(h.fraction(h.subnormal)),
                           percent(h.fraction(h.overflow)));
   if (h.nonFinite > 0) line += QStringLiteral(" · non-finite %1").arg(percent(h.fraction(h.nonFinite)));
+  return line;
+}
+
+// A bf16 run's line: bf16 keeps fp32's exponent range, so the fp16 range counts are what fp16
+// *would* lose, said as such beside the zero and non-finite shares bf16 actually has.
+QString bf16Line(const QString& label, const ExponentHistogram& h) {
+  QString line = QCoreApplication::translate("amp::ui::HistogramView", "%1, in bf16: zero %2 · non-finite %3 · in fp16 it would be: underflow %4 · subnormal %5 · overflow %6")
+                     .arg(label, percent(h.fraction(h.counts[std::size_t(kHistBinZero)])), percent(h.fraction(h.nonFinite)),
+                          percent(h.fraction(h.underflow)), percent(h.fraction(h.subnormal)),
+                          percent(h.fraction(h.overflow)));
   return line;
 }
 
@@ -81,7 +92,8 @@ void HistogramView::showEmpty(const QString& message) {
     a->upperSeries()->clear();
     a->lowerSeries()->clear();
   }
-  if (m_bf16Strip) setBackgroundBand(m_bf16Strip, 0, 0, 0, 0);
+  for (QAreaSeries* band : {m_fp16Normal, m_fp16Subnormal, m_bf16Normal})
+    if (band) setBackgroundBand(band, 0, 0, 0, 0);
   m_view->setCaption({});
   m_view->setTitle(tr("Exponent histogram"));
   m_view->setPlaceholder(message);
@@ -144,8 +156,14 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
   caption << tr("%1 · %2 values · loss scale %3 · %4")
                  .arg(run->name, QString::fromLatin1(dtypeName(rec->dtype).data()), scaleText(frame.scale),
                       roundingLine(*rec));
-  if (m_domain != Domain::Unscaled) caption << fractionsLine(tr("scaled, as fp16"), rec->scaled);
-  if (m_domain != Domain::Scaled) caption << fractionsLine(tr("unscaled, as fp16"), rec->unscaled);
+  // In the run's own format: a bf16 run's caption read "as fp16: underflow 100%" beside "flushed
+  // to 0: 0%". bf16 has fp32's exponent range, so what fp16 would lose is said as a what-if.
+  const bool bf16Run = run->config.mode == PrecisionMode::AmpBf16;
+  for (const auto& [domain, name, h] : {std::tuple{Domain::Scaled, tr("scaled"), &rec->scaled},
+                                        std::tuple{Domain::Unscaled, tr("unscaled"), &rec->unscaled}}) {
+    if (m_domain != Domain::Both && m_domain != domain) continue;
+    caption << (bf16Run ? bf16Line(name, *h) : fractionsLine(tr("%1, as fp16").arg(name), *h));
+  }
   m_view->setCaption(caption.join(QLatin1Char('\n')));
   m_view->setTitle(tr("%1 %2, step %3")
                        .arg(QString::fromStdString(rec->tensor), histogramKindLabel(rec->kind))
@@ -159,9 +177,23 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
     // tallest bar off the frame.
     m_view->setNiceRange(m_view->yAxis(), 0, std::min(1.0, std::max(highest, 1e-3) * 1.04));
   }
-  // bf16's normal range spans the whole axis: a strip along the top rather than a full band.
+  placeRangeBands(bf16Run);
+}
+
+void HistogramView::placeRangeBands(bool bf16Run) {
   const double top = m_view->yAxis()->max();
-  setBackgroundBand(m_bf16Strip, kHistAxisMin, kHistAxisMax, top * 0.965, top * 2);
+  auto place = [&](QAreaSeries* band, double left, double right, bool own) {
+    // Faint as a band (the bars go over it), stronger as a thin strip, which must still show.
+    QColor color = band->property("ampBandColor").value<QColor>();
+    if (!own) color.setAlpha(130);
+    if (band->brush().color() != color) band->setBrush(color);
+    if (own) setBackgroundBand(band, left, right, -10, 10);  // cut to the axes: full height
+    else setBackgroundBand(band, left, right, top * 0.965, top * 2);  // a strip along the top
+  };
+  place(m_fp16Normal, kFp16NormalExp, kFp16OverflowExp, !bf16Run);
+  place(m_fp16Subnormal, kFp16SubnormalExp, kFp16NormalExp, !bf16Run);
+  // bf16's normal range, from 2^-126 to past 2^127, spans the whole axis.
+  place(m_bf16Normal, kHistAxisMin, kHistAxisMax, bf16Run);
 }
 
 void HistogramView::updateHeatMap(const RunData* run) {
@@ -192,8 +224,11 @@ void HistogramView::updateHeatMap(const RunData* run) {
     const double y = line->property("ampExponent").toDouble();
     line->replace({QPointF(m_heatX0, y), QPointF(x1, y)});
   }
-  m_heatView->setTitle(shown == Domain::Unscaled ? tr("Over time, unscaled (colour: log count)")
-                                                 : tr("Over time, scaled (colour: log count)"));
+  QString title = shown == Domain::Unscaled ? tr("Over time, unscaled (colour: log count)")
+                                            : tr("Over time, scaled (colour: log count)");
+  // The lines are fp16's limits; bf16's range is the whole axis, so none of them bounds a bf16 run.
+  if (run->config.mode == PrecisionMode::AmpBf16) title += tr(" · lines: fp16's limits; bf16's range is all of it");
+  m_heatView->setTitle(title);
   m_heatView->applyAutoRange(m_heatX0, x1);
 }
 
