@@ -107,6 +107,36 @@ class TestChartsLegend : public QObject {
     for (const QString& name : names) QVERIFY2(svg.contains(name.toHtmlEscaped()), qPrintable(name));
   }
 
+  // Issue 25 item 4: in the underflow lesson fp32 and fp16 with loss scaling coincide and the
+  // blue fp32 line was invisible under the orange one. The covered run is drawn wide beneath (a
+  // halo) and the legend says which runs coincide and how closely.
+  void coincidingRunsStayVisibleAndAreNamed() {
+    QVector<const RunData*> runs = makeRuns({"lesson/fp32", "lesson/fp16_noscale", "lesson/fp16_dynamic"});
+    // fp16_dynamic retraces fp32 to within 0.01%; fp16_noscale goes its own way.
+    RunData* same = m_runs[2].get();
+    for (int i = 0; i < same->series.size(); ++i) same->series.loss[i] = m_runs[0]->series.loss[i] * 1.0001;
+    Dashboard d;
+    d.resize(1280, 800);
+    d.setRuns(runs);
+    d.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&d));
+    d.refresh();
+    ChartView* view = d.lossChart()->chartView();
+    const QStringList drawn = view->runLegend()->drawnTexts();
+    QVERIFY2(drawn.contains(QStringLiteral("fp16_dynamic = fp32 (±0.01%)")), qPrintable(drawn.join(" | ")));
+    QVERIFY2(drawn.contains(QStringLiteral("fp16_noscale")), qPrintable(drawn.join(" | ")));
+    const qreal fp32 = seriesOf(view, 1, QStringLiteral("lesson/fp32"))->pen().widthF();
+    const qreal noscale = seriesOf(view, 2, QStringLiteral("lesson/fp16_noscale"))->pen().widthF();
+    const qreal dynamic = seriesOf(view, 3, QStringLiteral("lesson/fp16_dynamic"))->pen().widthF();
+    QVERIFY2(fp32 >= 2.5 * dynamic, qPrintable(QStringLiteral("%1 vs %2").arg(fp32).arg(dynamic)));
+    QCOMPARE(noscale, dynamic);
+    // Once they part (a run diverging from fp32 by 2% at one step), each is drawn as usual.
+    same->series.loss[100] *= 1.02;
+    d.refresh();
+    QCOMPARE(seriesOf(view, 1, QStringLiteral("lesson/fp32"))->pen().widthF(), dynamic);
+    QVERIFY(view->runLegend()->drawnTexts().contains(QStringLiteral("fp16_dynamic")));
+  }
+
   void twinsWithOneNameStayApart() {
     const LegendNames split = splitLegendNames({"spirals", "spirals", "spirals"}, {4, 5, 6});
     QCOMPARE(split.distinct, QStringList({"spirals #4", "spirals #5", "spirals #6"}));

@@ -74,7 +74,16 @@ void AccuracyChart::updateSeries() {
     setDecimated(set.loss, x, spanOf(s.testLoss), range);
   }
   const bool any = xMin <= xMax;
-  updateRunLegend(m_view, this->runs());
+  // Runs that reach the same accuracy at every evaluation (to 0.1%): the covered one's line
+  // shows as a halo beneath, and the legend says which runs coincide.
+  QList<QLineSeries*> lines;
+  std::vector<std::span<const double>> accuracies;
+  for (const RunSeriesSet& set : m_sets) {
+    lines << set.accuracy;
+    accuracies.push_back({set.percent.data(), set.percent.size()});
+  }
+  const QHash<int, QString> same = markCoincidingRuns(runs, lines, accuracies, 0.001, 2, 2.0, 6.0);
+  updateRunLegend(m_view, this->runs(), {}, [&same](const RunData* r) { return same.value(r->id); });
   // Runs whose data holds no test set will never be evaluated: say so, not "yet" (issue 25).
   const bool noneHasATestSet = std::all_of(runs.begin(), runs.end(), [](const RunData* r) {
     return r->hasTestSet.has_value() && !*r->hasTestSet;

@@ -2,14 +2,17 @@
 
 #include <QAbstractSeries>
 #include <QFileDialog>
+#include <QLineSeries>
 #include <QMessageBox>
 #include <QPainter>
+#include <QSet>
 #include <QShowEvent>
 #include <QValueAxis>
 #include <QXYSeries>
 #include <algorithm>
 #include <cmath>
 
+#include "ui/charts/coinciding_runs.h"
 #include "ui/run_data.h"
 #include "ui/theme.h"
 
@@ -230,6 +233,36 @@ void ChartPanel::highlightRun(int runId) {
       xy->setPen(p);
     }
   }
+}
+
+QHash<int, QString> ChartPanel::markCoincidingRuns(const QVector<const RunData*>& runs, const QList<QLineSeries*>& lines,
+                                                   const std::vector<std::span<const double>>& values, double relTol,
+                                                   int minCommon, qreal width, qreal haloWidth) {
+  const std::vector<Coincidence> same = coincidingRuns(values, relTol, minCommon);
+  QStringList names;
+  QList<int> ids;
+  for (const RunData* r : runs) {
+    names << r->name;
+    ids << r->id;
+  }
+  const QStringList shortNames = splitLegendNames(names, ids).distinct;  // as the legend shows them
+  QHash<int, QString> suffixes;
+  QSet<int> covered;
+  for (const Coincidence& c : same) {
+    covered.insert(c.sameAs);
+    suffixes[runs[c.index]->id] = coincidenceSuffix(shortNames.value(c.sameAs), c.maxRelDiff);
+  }
+  for (int i = 0; i < runs.size() && i < lines.size(); ++i) {
+    const bool halo = covered.contains(i);
+    QLineSeries* line = lines[i];
+    if (line->property("ampHalo").toBool() == halo && line->property("ampHalo").isValid()) continue;
+    line->setProperty("ampHalo", halo);
+    QPen p = line->property("ampPen").isValid() ? line->property("ampPen").value<QPen>() : line->pen();
+    p.setWidthF((halo ? haloWidth : width) * m_view->presentationScale());
+    line->setProperty("ampPen", QVariant::fromValue(p));  // what a highlight restores
+    if (m_highlighted < 0) line->setPen(p);
+  }
+  return suffixes;
 }
 
 void ChartPanel::updateRunLegend(ChartView* view, const QVector<const RunData*>& runs,

@@ -10,10 +10,12 @@
 #include <QWidget>
 #include <functional>
 #include <span>
+#include <vector>
 
 #include "ui/charts/chart_view.h"
 
 class QAbstractSeries;
+class QLineSeries;
 class QXYSeries;
 
 namespace amp::ui {
@@ -93,6 +95,13 @@ class ChartPanel : public QWidget {
   // Past the 16 colours of ui::runColor the line style changes too (solid, dash, dot, dash-dot),
   // so run 17 is not mistaken for run 1.
   static Qt::PenStyle runPenStyle(const RunData* run);
+  // Runs whose values coincide (coinciding_runs.h): the covered run's line in `lines` (one per
+  // run of `runs`, same order; drawn in that order) becomes `haloWidth` wide beneath the one on
+  // top, others `width`; returns the legend suffix (" = fp32 (±0.07%)") of each run on top, by
+  // id, for updateRunLegend.
+  QHash<int, QString> markCoincidingRuns(const QVector<const RunData*>& runs, const QList<QLineSeries*>& lines,
+                                         const std::vector<std::span<const double>>& values, double relTol,
+                                         int minCommon, qreal width, qreal haloWidth);
   // A pen `width` wide at normal size, thicker in presentation mode.
   QPen pen(const QColor& color, qreal width, Qt::PenStyle style = Qt::SolidLine) const;
   // The wrapping run legend on `view`: every run given (hidden ones greyed, clickable to show
