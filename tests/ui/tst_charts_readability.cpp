@@ -1,7 +1,9 @@
 // Charts readable in a small window (issue item 8, the charts' part) and on other x axes: no
 // tick label elided to "…" at 1024x640 or 1280x800, no meaningless ticks on empty charts, the
 // scale chart's tracker labels clear of its title, and x by step, epoch or training time.
+#include <QAbstractSeries>
 #include <QGraphicsScene>
+#include <cmath>
 #include <QGraphicsSimpleTextItem>
 #include <QGraphicsTextItem>
 #include <QTest>
@@ -10,6 +12,7 @@
 #include <memory>
 
 #include "ui/charts/accuracy_chart.h"
+#include "ui/charts/chart_legend.h"
 #include "ui/charts/dashboard.h"
 #include "ui/charts/layer_grid_panel.h"
 #include "ui/charts/loss_chart.h"
@@ -177,6 +180,49 @@ class TestChartsReadability : public QObject {
   }
 
   // TensorBoard's distributions: a "layers" tab with one heat map per tensor of the focused run.
+  // Issue 25 item 10: throughput was raw per-step samples/s, runs drawn over each other. Each run
+  // is now smoothed over a faint raw line, and the legend gives its rate and its ratio to its
+  // group's fp32 run.
+  void throughputIsSmoothedAndComparableAtAGlance() {
+    QVector<const RunData*> runs = makeRuns(3, 600);
+    for (auto& r : m_runs) r->group = QStringLiteral("twins");
+    Dashboard d;
+    d.resize(1280, 800);
+    d.setRuns(runs);
+    d.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&d));
+    d.showChart(QStringLiteral("throughput"));
+    d.refresh();
+    ChartView* view = d.throughputChart()->chartView();
+    auto series = [view](int runId, const QString& what) -> QXYSeries* {
+      for (QAbstractSeries* s : view->chart()->series())
+        if (s->property("ampRunId").toInt() == runId && s->property("ampValue").toString() == what)
+          return qobject_cast<QXYSeries*>(s);
+      return nullptr;
+    };
+    auto variation = [](const QXYSeries* s) {
+      double sum = 0;
+      const QList<QPointF> p = s->points();
+      for (int i = 1; i < p.size(); ++i) sum += std::abs(p[i].y() - p[i - 1].y());
+      return sum;
+    };
+    QXYSeries* raw = series(2, QStringLiteral("samples/s (raw)"));
+    QXYSeries* smooth = series(2, QStringLiteral("samples/s (smoothed)"));
+    QVERIFY(raw && smooth);
+    QVERIFY(smooth->pen().widthF() > raw->pen().widthF());
+    QVERIFY(smooth->pen().color().alphaF() > 2 * raw->pen().color().alphaF());
+    QVERIFY2(variation(smooth) < 0.3 * variation(raw),
+             qPrintable(QStringLiteral("%1 vs %2").arg(variation(smooth)).arg(variation(raw))));
+    const QStringList legend = view->runLegend()->drawnTexts();
+    const QString all = legend.join(QStringLiteral(" | "));
+    QCOMPARE(legend.filter(QStringLiteral("× fp32")).size(), 2);  // the fp16 and bf16 runs
+    QVERIFY2(legend.filter(QStringLiteral("/s")).size() == 3, qPrintable(all));
+    // The ratio is the smoothed rates' ratio, as drawn at the runs' ends.
+    const double fp32End = series(1, QStringLiteral("samples/s (smoothed)"))->points().last().y();
+    const double fp16End = smooth->points().last().y();
+    QVERIFY2(all.contains(QStringLiteral("%1× fp32").arg(fp16End / fp32End, 0, 'f', 2)), qPrintable(all));
+  }
+
   void layersGridShowsEveryTensor() {
     Dashboard d;
     d.resize(1280, 800);

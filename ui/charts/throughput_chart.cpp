@@ -8,15 +8,18 @@
 #include <QValueAxis>
 
 #include "ui/run_data.h"
+#include "ui/run_groups.h"
 
 namespace amp::ui {
 
 ThroughputChart::ThroughputChart(QWidget* parent) : ChartPanel(QStringLiteral("throughput"), parent) {
   m_view->setTitle(tr("Throughput"));
   m_showBox = new QComboBox(this);
-  m_showBox->addItem(tr("samples/s and step time"), int(Show::Both));
   m_showBox->addItem(tr("samples/s"), int(Show::SamplesPerSecond));
   m_showBox->addItem(tr("step time (ms)"), int(Show::StepTime));
+  m_showBox->addItem(tr("samples/s and step time"), int(Show::Both));
+  m_showBox->setToolTip(tr("Smoothed (exponential moving average, weight %1); the faint line is each step's raw rate")
+                            .arg(kSmoothing));
   auto* controls = new QHBoxLayout;
   controls->setContentsMargins(6, 0, 6, 0);
   controls->addWidget(new QLabel(tr("Show"), this));
@@ -50,34 +53,71 @@ void ThroughputChart::rebuildSeries() {
   m_view->setIncludeZero(m_view->yAxis(), true);
   QValueAxis* msAxis = nullptr;
   if (samples && stepTime) {
-    msAxis = m_view->addSecondaryYAxis(tr("step time, ms (faint)"));
+    msAxis = m_view->addSecondaryYAxis(tr("step time, ms (dashed)"));
     m_view->setIncludeZero(msAxis, true);
   }
   const QVector<const RunData*> runs = visibleRuns();
+  // Layer by layer: every faint raw line beneath every smoothed one.
+  m_sets.resize(std::size_t(runs.size()));
   for (int i = 0; i < runs.size(); ++i) {
-    RunSeriesSet set;
+    RunSeriesSet& set = m_sets[std::size_t(i)];
     set.run = runs[i];
+    set.samplesEma.setWeight(kSmoothing);
+    set.stepMsEma.setWeight(kSmoothing);
+    if (samples) {
+      QColor faint = runColor(runs[i], i);
+      faint.setAlphaF(0.18f);
+      set.samplesRaw = new QLineSeries;
+      set.samplesRaw->setName(runs[i]->name + tr(" (raw)"));
+      tagSeries(set.samplesRaw, runs[i], tr("samples/s (raw)"));
+      m_view->addSeries(set.samplesRaw);
+      set.samplesRaw->setPen(pen(faint, 1.0));  // noisy lines: 1 px strokes on Qt's fast path
+      m_view->setLegendEntryVisible(set.samplesRaw, false);
+    }
+  }
+  for (int i = 0; i < runs.size(); ++i) {
+    RunSeriesSet& set = m_sets[std::size_t(i)];
     const QColor color = runColor(runs[i], i);
     if (samples) {
       set.samples = new QLineSeries;
       set.samples->setName(runs[i]->name);
-      tagSeries(set.samples, runs[i], tr("samples/s"));
+      tagSeries(set.samples, runs[i], tr("samples/s (smoothed)"));
       m_view->addSeries(set.samples);
-      set.samples->setPen(pen(color, 1.0, runPenStyle(runs[i])));  // noisy lines: 1 px strokes on Qt's fast path
+      set.samples->setPen(pen(color, 2.0, runPenStyle(runs[i])));
     }
     if (stepTime) {
       set.stepMs = new QLineSeries;
       set.stepMs->setName(samples ? runs[i]->name + tr(" (step ms)") : runs[i]->name);
-      tagSeries(set.stepMs, runs[i], tr("step time (ms)"));
+      tagSeries(set.stepMs, runs[i], tr("step time, ms (smoothed)"));
       m_view->addSeries(set.stepMs, msAxis);
-      // Fainter rather than dashed: dashes are lost on a noisy line and slow to stroke.
-      QColor faint = color;
-      if (samples) faint.setAlphaF(0.45f);
-      set.stepMs->setPen(pen(faint, 1.0));
+      // Dashed beside samples/s (smoothed, so the dashes read); solid when alone.
+      set.stepMs->setPen(pen(color, samples ? 1.2 : 2.0, samples ? Qt::DashLine : runPenStyle(runs[i])));
       if (samples) m_view->setLegendEntryVisible(set.stepMs, false);
     }
-    m_sets.push_back(set);
   }
+}
+
+QHash<int, QString> ThroughputChart::rateSuffixes() const {
+  // Each run against the fp32 run of its own group (or of its workload), as the runs table does.
+  QVector<RunData*> all;
+  for (const RunData* r : runs()) all.append(const_cast<RunData*>(r));  // automaticBaseline only reads
+  auto latest = [this](const RunData* r) -> double {
+    for (const RunSeriesSet& set : m_sets)
+      if (set.run == r && !set.samplesEma.smoothed().isEmpty()) return set.samplesEma.smoothed().back() * m_samplesUnit;
+    return 0;
+  };
+  QHash<int, QString> out;
+  for (const RunSeriesSet& set : m_sets) {
+    const double rate = latest(set.run);
+    if (!(rate > 0)) continue;
+    QString text = rate >= 1e4 ? tr(" · %1k/s").arg(rate / 1000, 0, 'f', rate >= 1e5 ? 0 : 1)
+                               : tr(" · %1/s").arg(rate, 0, 'f', 0);
+    const RunData* base = automaticBaseline(*set.run, all);
+    if (base && base != set.run)
+      if (const double b = latest(base); b > 0) text += tr(" · %1× fp32").arg(rate / b, 0, 'f', 2);
+    out[set.run->id] = text;
+  }
+  return out;
 }
 
 void ThroughputChart::updateSeries() {
@@ -104,14 +144,16 @@ void ThroughputChart::updateSeries() {
   }
   for (RunSeriesSet& set : m_sets) {
     const RunSeries& s = set.run->series;
-    if (set.samplesShown.size() > std::size_t(s.samplesPerS.size())) set.samplesShown.clear();
-    for (qsizetype i = qsizetype(set.samplesShown.size()); i < s.samplesPerS.size(); ++i)
+    if (set.samplesShown.size() > s.samplesPerS.size()) set.samplesShown.clear();
+    for (qsizetype i = set.samplesShown.size(); i < s.samplesPerS.size(); ++i)
       set.samplesShown.push_back(s.samplesPerS[i] / unit);
-    if (set.samples)
-      setDecimated(set.samples, spanOf(xColumn(s)), {set.samplesShown.data(), set.samplesShown.size()}, range);
-    if (set.stepMs) setDecimated(set.stepMs, spanOf(xColumn(s)), spanOf(s.stepMs), range);
+    const QVector<double>& smoothed = set.samplesEma.update(set.samplesShown);  // the new tail only
+    if (set.samplesRaw) setDecimated(set.samplesRaw, spanOf(xColumn(s)), spanOf(set.samplesShown), range);
+    if (set.samples) setDecimated(set.samples, spanOf(xColumn(s)), spanOf(smoothed), range);
+    if (set.stepMs) setDecimated(set.stepMs, spanOf(xColumn(s)), spanOf(set.stepMsEma.update(s.stepMs)), range);
   }
-  updateRunLegend(m_view, this->runs());
+  const QHash<int, QString> rates = rateSuffixes();
+  updateRunLegend(m_view, this->runs(), {}, [&rates](const RunData* r) { return rates.value(r->id); });
   m_view->setPlaceholder(runs.isEmpty() ? tr("no runs to show") : QString());
   m_view->applyAutoRange(xMin, xMax);
 }
