@@ -58,6 +58,8 @@ class MainWindow : public QMainWindow {
   LessonPanel* lessons() const { return m_lessons; }
   RunsPanel* runsPanel() const { return m_runsPanel; }
   RunsModel* runsModel() const { return m_runsModel; }
+  // Whether the event log is a tab beside the runs table (a window narrow for its scale).
+  bool bottomDocksTabbed() const { return m_logTabbed; }
   EventLogView* eventLog() const { return m_log; }
   TraceView* traceView() const { return m_trace; }
   FormatInspectorView* formatInspector() const { return m_format; }
@@ -150,10 +152,15 @@ class MainWindow : public QMainWindow {
   int archiveEndedRuns();  // how many were archived
   void dropResultOf(int runId);  // clears the result panel when it speaks of that run
   void fitDocksToWindow();
+  // In a window narrow for its presentation scale (1024 wide, or 1280 at x1.5) the event log
+  // is a tab beside the runs table instead of a narrow column that wraps every line; wider,
+  // beside it again. Only while both sit in the bottom row, as the window placed them.
+  void arrangeBottomDocks();
   // The result panel's height: all of its text, up to kResultShare of the centre (it scrolls
   // beyond), so a small window keeps a chart on screen under it.
   void fitResultPanel();
   static constexpr double kResultShare = 0.4;   // the bottom row grows with the window (more trace rows)
+  static constexpr int kNarrowWindowPx = 1150;  // narrower (x the scale): arrangeBottomDocks tabs the log
   CloseChoice confirmClose();
   void chartsChanged();  // runs added/removed/ticked
   // What inject and trace act on: the selected run if it is training, else the current run.
@@ -202,6 +209,7 @@ class MainWindow : public QMainWindow {
   std::function<bool()> m_saveExperiment;
   CloseChoice m_lastCloseChoice = CloseChoice::NothingToAsk;
   int m_fittedHeight = 0;  // window height the docks were last sized for
+  bool m_logTabbed = false;  // the event log is a tab of the runs dock (arrangeBottomDocks)
 };
 
 }  // namespace amp::ui

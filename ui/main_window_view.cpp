@@ -1,5 +1,6 @@
 // The main window's view side: presentation scale, the user's choice of chart layout, how tall
 // the bottom row is, and the confirmation before closing with unsaved runs.
+#include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDockWidget>
@@ -30,6 +31,7 @@ void MainWindow::setPresentationScale(double f) {
   dockFont.setStyleStrategy(QFont::PreferQuality);
   for (QDockWidget* d : findChildren<QDockWidget*>()) d->setFont(dockFont);
   m_dashboard->setPresentationScale(f);
+  arrangeBottomDocks();
   m_actions.zoomIn->setEnabled(f < kMaxPresentationScale);
   m_actions.zoomOut->setEnabled(f > kMinPresentationScale);
   m_actions.zoomReset->setEnabled(f != 1.0);
@@ -58,8 +60,30 @@ void MainWindow::fitDocksToWindow() {
   resizeDocks({m_experimentDock}, {side}, Qt::Horizontal);
 }
 
+void MainWindow::arrangeBottomDocks() {
+  const bool narrow = width() < kNarrowWindowPx * m_presentationScale;
+  if (narrow == m_logTabbed) return;
+  const auto inBottomRow = [this](QDockWidget* d) {
+    return !d->isFloating() && dockWidgetArea(d) == Qt::BottomDockWidgetArea;
+  };
+  if (!inBottomRow(m_logDock) || !inBottomRow(m_runsDock)) return;  // the user moved them
+  if (!m_logDock->toggleViewAction()->isChecked()) return;            // or closed the log
+  m_logTabbed = narrow;
+  if (narrow) {
+    tabifyDockWidget(m_runsDock, m_logDock);
+    m_runsDock->raise();
+  } else {
+    // splitDockWidget would add it back as a tab of the runs' tab group: out of it first.
+    removeDockWidget(m_logDock);
+    addDockWidget(Qt::BottomDockWidgetArea, m_logDock, Qt::Horizontal);
+    m_logDock->show();
+    resizeDocks({m_runsDock, m_logDock}, {width() * 2 / 3, width() / 3}, Qt::Horizontal);
+  }
+}
+
 void MainWindow::resizeEvent(QResizeEvent* event) {
   QMainWindow::resizeEvent(event);
+  arrangeBottomDocks();
   fitDocksToWindow();  // the dashboard then picks grid or tabs for the size it is left with
 }
 

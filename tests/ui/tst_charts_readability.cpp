@@ -74,16 +74,19 @@ class TestChartsReadability : public QObject {
   }
 
  private slots:
+  // The dashboard as it sits in the main window: docks take ~40% of the width; at 1920x1080 a
+  // lesson's result panel above it and the runs dock below leave it 560 px (issue 25: the
+  // accuracy and throughput ticks read "…" there).
   void noElidedTickLabels_data() {
-    QTest::addColumn<QSize>("window");
-    QTest::newRow("1024x640") << QSize(1024, 640);
-    QTest::newRow("1280x800") << QSize(1280, 800);
+    QTest::addColumn<QSize>("dashboard");
+    QTest::newRow("1024x640") << QSize(635, 525);
+    QTest::newRow("1280x800") << QSize(794, 656);
+    QTest::newRow("1920x1080 under a lesson's result") << QSize(1495, 560);
   }
-  // The dashboard as it sits in the main window (docks take ~40% of the width).
   void noElidedTickLabels() {
-    QFETCH(QSize, window);
+    QFETCH(QSize, dashboard);
     Dashboard d;
-    d.resize(int(window.width() * 0.62), int(window.height() * 0.82));
+    d.resize(dashboard);
     d.setRuns(makeRuns(4));
     d.show();
     QVERIFY(QTest::qWaitForWindowExposed(&d));

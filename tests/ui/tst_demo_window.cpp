@@ -141,6 +141,29 @@ class TestDemoWindow : public test::SessionFixture {
 
   // The dock titles kept their size at 1.5 although the docks' fonts scaled (Qt draws them in a
   // title font of its own): measured as a person sees it, the height of the title's ink.
+  // Issue 25 item 1: the layout adapts instead of cutting. A narrow window (for its presentation
+  // scale) shows the event log as a tab beside the runs table, not a column that wraps each line
+  // after a word or two; wide enough again, the log goes back beside the table.
+  void aNarrowWindowTabsTheEventLog() {
+    auto* runs = window()->findChild<QDockWidget*>(QStringLiteral("runsDock"));
+    auto* log = window()->findChild<QDockWidget*>(QStringLiteral("logDock"));
+    QVERIFY(runs && log);
+    window()->resize(1920, 1080);
+    QTRY_VERIFY(!window()->bottomDocksTabbed());
+    QVERIFY(!window()->tabifiedDockWidgets(runs).contains(log));
+    window()->setPresentationScale(1.5);  // 1920 is wider than 1150 x 1.5
+    QVERIFY(!window()->bottomDocksTabbed());
+    window()->resize(1280, 800);  // at x1.5: narrow
+    QTRY_VERIFY(window()->bottomDocksTabbed());
+    QVERIFY(window()->tabifiedDockWidgets(runs).contains(log));
+    window()->setPresentationScale(1.0);  // 1280 at x1: wide enough
+    QTRY_VERIFY(!window()->bottomDocksTabbed());
+    QVERIFY(!window()->tabifiedDockWidgets(runs).contains(log));
+    QVERIFY(log->isVisible() && runs->isVisible());
+    window()->resize(1024, 640);
+    QTRY_VERIFY(window()->bottomDocksTabbed());
+  }
+
   void dockTitlesScaleWithPresentation() {
     auto titleInk = [this](const char* name) {
       QDockWidget* dock = window()->findChild<QDockWidget*>(QLatin1String(name));

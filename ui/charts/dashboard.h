@@ -50,8 +50,10 @@ class Dashboard : public QWidget {
   void showChart(const QString& name);
   Layout layoutMode() const { return m_layout; }
   // A grid cell smaller than this (at scale 1) elides tick labels and overprints titles: measured
-  // on the screenshots at 1280x800, where a cell of 313 x 245 lost its throughput and memory ticks.
-  static constexpr QSize kMinGridCell{400, 260};
+  // on the screenshots at 1280x800, where a cell of 313 x 245 lost its throughput and memory ticks,
+  // and at 1920x1080 under a lesson's result panel, where cells of 498 x 280 lost the accuracy and
+  // throughput ticks (a legend of two or three rows and a row of controls under the plot).
+  static constexpr QSize kMinGridCell{400, 300};
   void setTheme(ChartView::Theme theme);
   // Presentation mode for a projector: 1.0 normal, larger for bigger fonts and thicker lines in
   // every panel (kept across theme changes). Ctrl+= / Ctrl+- step it.

@@ -97,6 +97,8 @@ HistogramView::HistogramView(QWidget* parent)
   connect(m_heatView->yAxis(), &QValueAxis::rangeChanged, this, moved);
 
   m_runBox = new QComboBox(this);
+  // As wide as the longest run name: sized on first show (no runs yet) it read "underflo▾".
+  m_runBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   m_tensorBox = new QComboBox(this);
   m_tensorBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   m_tensorBox->setMinimumContentsLength(12);
@@ -145,7 +147,8 @@ void HistogramView::resizeEvent(QResizeEvent* event) {
 void HistogramView::updateCompactLayout() {
   // Two stacked charts need ~240 px each for their axes, labels and legends; below that the
   // labels elide to "..." and the plots shrink to slivers, so show one at a time instead.
-  m_compact = height() < kCompactBelowPx;
+  // In pixels of the presentation scale: at 1.5 every label and legend is half as tall again.
+  m_compact = height() < kCompactBelowPx * m_view->presentationScale();
   m_chartTabs->setVisible(m_compact);
   m_view->setVisible(!m_compact || m_chartTabs->currentIndex() == 0);
   m_heatView->setVisible(!m_compact || m_chartTabs->currentIndex() == 1);

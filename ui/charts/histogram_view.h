@@ -48,6 +48,10 @@ class HistogramView : public ChartPanel {
   // True when the panel is too short for both charts and shows one of them, chosen by a tab bar.
   bool isCompact() const { return m_compact; }
   static constexpr int kCompactBelowPx = 480;
+  // A bar chart shorter than this (x the presentation scale) keeps two caption lines (what
+  // rounding did, and the scaled values' fractions): three left its plot a 30 px sliver at
+  // 1024x640 x1.5. The domain box still shows the unscaled values.
+  static constexpr int kBriefCaptionBelowPx = 330;
 
   void render(QPainter* painter, const QRectF& target) override;
 

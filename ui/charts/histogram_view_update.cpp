@@ -107,6 +107,7 @@ void HistogramView::showEmpty(const QString& message) {
 }
 
 void HistogramView::updateSeries() {
+  updateCompactLayout();  // the presentation scale may have changed without a resize
   const RunData* run = selected();
   if (!run) return showEmpty(tr("no runs to show"));
   if (run->histograms.empty()) {
@@ -159,9 +160,11 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
   // In the run's own format: a bf16 run's caption read "as fp16: underflow 100%" beside "flushed
   // to 0: 0%". bf16 has fp32's exponent range, so what fp16 would lose is said as a what-if.
   const bool bf16Run = run->config.mode == PrecisionMode::AmpBf16;
+  const bool brief = m_view->height() < kBriefCaptionBelowPx * m_view->presentationScale();
   for (const auto& [domain, name, h] : {std::tuple{Domain::Scaled, tr("scaled"), &rec->scaled},
                                         std::tuple{Domain::Unscaled, tr("unscaled"), &rec->unscaled}}) {
     if (m_domain != Domain::Both && m_domain != domain) continue;
+    if (brief && caption.size() >= 2) break;
     caption << (bf16Run ? bf16Line(name, *h) : fractionsLine(tr("%1, as fp16").arg(name), *h));
   }
   m_view->setCaption(caption.join(QLatin1Char('\n')));
