@@ -17,26 +17,32 @@ using namespace amp::ui;
 class TestChartsHistogram : public QObject {
   Q_OBJECT
 
-  static RunData zeroGradientRun(std::int64_t flushed) {
+  // One step's histogram of 1000 gradient values all equal to `value`, of a run in `mode`.
+  // flushed: what rounding to 16 bits flushed to zero (-1: not measured).
+  static RunData gradientRun(PrecisionMode mode, DType dtype, double value, std::int64_t flushed) {
     RunData run;
     run.id = 1;
     run.name = QStringLiteral("underflow/fp16_noscale");
+    run.config.mode = mode;
     run.config.train.histogramEvery = 1;
     StepMetrics m;
     m.step = 1;
     HistogramRecord r;
     r.tensor = "0.weight";
     r.kind = HistogramKind::WeightGrad;
-    r.dtype = DType::F16;
+    r.dtype = dtype;
     for (int i = 0; i < 1000; ++i) {
-      r.scaled.add(0.0);
-      r.unscaled.add(0.0);
+      r.scaled.add(value);
+      r.unscaled.add(value);
     }
     r.flushedToZero = flushed;
     r.roundedToInf = flushed >= 0 ? 0 : -1;
     m.histograms.push_back(r);
     run.append(m);
     return run;
+  }
+  static RunData zeroGradientRun(std::int64_t flushed) {
+    return gradientRun(PrecisionMode::AmpFp16, DType::F16, 0.0, flushed);
   }
 
  private slots:
@@ -92,28 +98,6 @@ class TestChartsHistogram : public QObject {
   // underflow 100%" beside "flushed to 0: 0%". A run's own format now gets the full-height band,
   // and its caption speaks of that format.
   void aBf16RunShowsBf16sRangeAndSpeaksOfBf16() {
-    auto run16 = [](PrecisionMode mode) {
-      RunData run;
-      run.id = 1;
-      run.name = QStringLiteral("run");
-      run.config.mode = mode;
-      run.config.train.histogramEvery = 1;
-      StepMetrics m;
-      m.step = 1;
-      HistogramRecord r;
-      r.tensor = "0.weight";
-      r.kind = HistogramKind::WeightGrad;
-      r.dtype = DType::F32;
-      for (int i = 0; i < 1000; ++i) {
-        r.scaled.add(1e-9);  // 2^-30: below fp16's smallest subnormal, deep inside bf16's range
-        r.unscaled.add(1e-9);
-      }
-      r.flushedToZero = 0;
-      r.roundedToInf = 0;
-      m.histograms.push_back(r);
-      run.append(m);
-      return run;
-    };
     // Whether the named band spans the plot's full height (else a strip along its top).
     auto fullHeight = [](HistogramView& view, const QString& prefix) {
       auto* y = qobject_cast<QValueAxis*>(view.chartView()->yAxis());
@@ -127,7 +111,8 @@ class TestChartsHistogram : public QObject {
     };
     for (const PrecisionMode mode : {PrecisionMode::AmpBf16, PrecisionMode::AmpFp16}) {
       const bool bf16 = mode == PrecisionMode::AmpBf16;
-      RunData run = run16(mode);
+      // Gradients at 2^-30: below fp16's smallest subnormal, deep inside bf16's range.
+      RunData run = gradientRun(mode, DType::F32, 1e-9, 0);
       HistogramView view;
       view.resize(700, 600);
       view.setRuns({&run});
