@@ -293,7 +293,7 @@ bool MainWindow::runLesson(const QString& name) {
   const QVector<RunConfig> configs = lessonConfigs(name);
   // A lesson starts on a clean slate: the runs that have ended are archived (restorable), so the
   // charts hold this lesson's runs alone and their axes fit them.
-  const int archived = archiveEndedRuns();
+  const int archived = m_runsPanel->archiveEndedRuns();
   if (!requestRuns(configs, false, name)) return false;
   m_result->clearResult();  // the previous lesson's outcome is not this one's
   m_dashboard->resetViews();
@@ -370,14 +370,6 @@ void MainWindow::addRun(RunData* run) {
   m_runsModel->addRun(run);
   m_runsPanel->selectRun(run->id);
   chartsChanged();
-}
-
-int MainWindow::archiveEndedRuns() {
-  QList<int> ended;
-  for (const RunData* r : m_runs)
-    if (!r->archived && !isActive(r->status)) ended << r->id;
-  for (int id : ended) m_runsModel->setRunArchived(id, true);
-  return int(ended.size());
 }
 
 void MainWindow::dropResultOf(int runId) {

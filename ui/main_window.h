@@ -149,7 +149,6 @@ class MainWindow : public QMainWindow {
   // Asks for runs once the host can hold them (memory_check.h); false: refused, with the reason
   // in the experiment panel.
   bool requestRuns(const QVector<RunConfig>& configs, bool paused, const QString& lesson = {});
-  int archiveEndedRuns();  // how many were archived
   void dropResultOf(int runId);  // clears the result panel when it speaks of that run
   void fitDocksToWindow();
   // In a window narrow for its presentation scale (1024 wide, or 1280 at x1.5) the event log

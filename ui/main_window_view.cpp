@@ -67,7 +67,9 @@ void MainWindow::arrangeBottomDocks() {
     return !d->isFloating() && dockWidgetArea(d) == Qt::BottomDockWidgetArea;
   };
   if (!inBottomRow(m_logDock) || !inBottomRow(m_runsDock)) return;  // the user moved them
-  if (!m_logDock->toggleViewAction()->isChecked()) return;            // or closed the log
+  // Or closed the log (its view action reads unchecked while the window itself is hidden, as
+  // before the first show: isHidden() is the user's own closing alone).
+  if (m_logDock->isHidden() && !m_logTabbed) return;
   m_logTabbed = narrow;
   if (narrow) {
     tabifyDockWidget(m_runsDock, m_logDock);

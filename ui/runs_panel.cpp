@@ -111,7 +111,7 @@ RunsPanel::RunsPanel(RunsModel* model, QAction* twinRuns, QWidget* parent)
 }
 
 void RunsPanel::buildActions() {
-  auto make = [this](const QString& text, const char* name, void (RunsPanel::*slot)()) {
+  auto make = [this](const QString& text, const char* name, auto slot) {
     auto* a = new QAction(text, this);
     a->setObjectName(QString::fromLatin1(name));
     connect(a, &QAction::triggered, this, slot);
@@ -263,7 +263,10 @@ void RunsPanel::removeSelectedRuns() {
   box.addButton(QMessageBox::Cancel);
   box.setDefaultButton(QMessageBox::Cancel);
   box.exec();
-  if (archiveButton && box.clickedButton() == archiveButton) return archive(ended);
+  if (archiveButton && box.clickedButton() == archiveButton) {
+    archive(ended);
+    return;
+  }
   if (box.clickedButton() != box.button(QMessageBox::Yes)) return;
   for (int id : active) {
     m_removeWhenEnded.insert(id);  // removed once its status says it has stopped
@@ -281,15 +284,15 @@ void RunsPanel::removeStoppedPendingRuns() {
   }
 }
 
-void RunsPanel::archiveEndedRuns() {
+int RunsPanel::archiveEndedRuns() {
   QList<int> ids;
   for (const RunData* r : m_model->runs()) ids << r->id;
-  archive(ids);
+  return archive(ids);
 }
 
 void RunsPanel::archiveSelectedRuns() { archive(selectedRunIds()); }
 
-void RunsPanel::archive(const QList<int>& ids) {
+int RunsPanel::archive(const QList<int>& ids) {
   QList<int> done;
   for (int id : ids)
     if (const RunData* r = runWithId(id); r && !r->archived && !isActive(r->status)) {
@@ -297,6 +300,7 @@ void RunsPanel::archive(const QList<int>& ids) {
       done << id;
     }
   if (!done.isEmpty()) emit runsArchived(done);
+  return int(done.size());
 }
 
 void RunsPanel::restoreSelectedRuns() {

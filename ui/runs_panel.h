@@ -46,7 +46,7 @@ class RunsPanel : public QWidget {
   // Asks first (deleting cannot be undone; archiving is offered instead), and before stopping
   // the active ones, which go once they have stopped.
   void removeSelectedRuns();
-  void archiveEndedRuns();      // archives every ended run, selected or not
+  int archiveEndedRuns();       // archives every ended run, selected or not; how many
   void archiveSelectedRuns();  // the ended ones
   void restoreSelectedRuns();
   void setShowArchived(bool show);
@@ -70,7 +70,7 @@ class RunsPanel : public QWidget {
   void updateBaselineChoices();
   void showContextMenu(const QPoint& pos);
   void removeStoppedPendingRuns();
-  void archive(const QList<int>& ids);  // the ended ones among them
+  int archive(const QList<int>& ids);  // the ended ones among them; how many
   void updateArchivedButton();
   RunData* runWithId(int id) const;
   int sourceRow(int viewRow) const;

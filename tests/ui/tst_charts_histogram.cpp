@@ -41,6 +41,15 @@ class TestChartsHistogram : public QObject {
     run.append(m);
     return run;
   }
+  // Shows `view` at `size` on `run` alone, refreshed; false if the window never showed.
+  static bool showOn(HistogramView& view, RunData& run, QSize size = {700, 600}) {
+    view.resize(size);
+    view.setRuns({&run});
+    view.show();
+    if (!QTest::qWaitForWindowExposed(&view)) return false;
+    view.refreshNow();
+    return true;
+  }
   static RunData zeroGradientRun(std::int64_t flushed) {
     return gradientRun(PrecisionMode::AmpFp16, DType::F16, 0.0, flushed);
   }
@@ -49,11 +58,7 @@ class TestChartsHistogram : public QObject {
   void allZeroGradientIsHonest() {
     RunData run = zeroGradientRun(1000);
     HistogramView view;
-    view.resize(700, 600);
-    view.setRuns({&run});
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
-    view.refreshNow();
+    QVERIFY(showOn(view, run));
     const QString caption = view.captionText();
     QVERIFY2(caption.contains("zero 100%"), qPrintable(caption));
     QVERIFY2(caption.contains("flushed to 0: 100%"), qPrintable(caption));
@@ -70,11 +75,7 @@ class TestChartsHistogram : public QObject {
     RunData run = zeroGradientRun(1000);
     for (const QSize size : {QSize(700, 600), QSize(480, 300), QSize(1200, 420)}) {
       HistogramView view;
-      view.resize(size);
-      view.setRuns({&run});
-      view.show();
-      QVERIFY(QTest::qWaitForWindowExposed(&view));
-      view.refreshNow();
+      QVERIFY(showOn(view, run, size));
       QApplication::processEvents();
       QChart* chart = view.chartView()->chart();
       const QRectF plot = chart->mapRectToScene(chart->plotArea());
@@ -114,11 +115,7 @@ class TestChartsHistogram : public QObject {
       // Gradients at 2^-30: below fp16's smallest subnormal, deep inside bf16's range.
       RunData run = gradientRun(mode, DType::F32, 1e-9, 0);
       HistogramView view;
-      view.resize(700, 600);
-      view.setRuns({&run});
-      view.show();
-      QVERIFY(QTest::qWaitForWindowExposed(&view));
-      view.refreshNow();
+      QVERIFY(showOn(view, run));
       const QString caption = view.captionText();
       QCOMPARE(caption.contains(QStringLiteral("in bf16: zero 0%")), bf16);
       QCOMPARE(caption.contains(QStringLiteral("as fp16")), !bf16);
@@ -132,11 +129,7 @@ class TestChartsHistogram : public QObject {
   void notMeasuredSaysSo() {
     RunData run = zeroGradientRun(-1);
     HistogramView view;
-    view.resize(700, 600);
-    view.setRuns({&run});
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
-    view.refreshNow();
+    QVERIFY(showOn(view, run));
     const QString caption = view.captionText();
     QVERIFY2(caption.contains("exactly zero: 100%"), qPrintable(caption));
     QVERIFY2(caption.contains("not measured"), qPrintable(caption));

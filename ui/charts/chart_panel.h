@@ -50,7 +50,7 @@ class ChartPanel : public QWidget {
   QString xAxisTitle() const;  // "step", "epoch", "training time (s)"
   void setTheme(ChartView::Theme theme);
   // Presentation mode: larger fonts in every view of the panel and thicker lines.
-  void setPresentationScale(double factor);
+  virtual void setPresentationScale(double factor);
   // Back to automatic ranges in every view (a new lesson's axes fit its runs, not a zoom).
   void resetViews();
   // Thickens the hovered run's lines and dims the others; -1 restores them all.

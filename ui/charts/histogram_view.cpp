@@ -144,6 +144,11 @@ void HistogramView::resizeEvent(QResizeEvent* event) {
   updateCompactLayout();
 }
 
+void HistogramView::setPresentationScale(double factor) {
+  ChartPanel::setPresentationScale(factor);
+  updateCompactLayout();
+}
+
 void HistogramView::updateCompactLayout() {
   // Two stacked charts need ~240 px each for their axes, labels and legends; below that the
   // labels elide to "..." and the plots shrink to slivers, so show one at a time instead.

@@ -54,6 +54,8 @@ class HistogramView : public ChartPanel {
   static constexpr int kBriefCaptionBelowPx = 330;
 
   void render(QPainter* painter, const QRectF& target) override;
+  // The compact layout's threshold grows with the scale: re-chosen here, not only on resize.
+  void setPresentationScale(double factor) override;
 
  protected:
   void resizeEvent(QResizeEvent* event) override;

@@ -37,11 +37,10 @@ QString fractionsLine(const QString& label, const ExponentHistogram& h) {
 // A bf16 run's line: bf16 keeps fp32's exponent range, so the fp16 range counts are what fp16
 // *would* lose, said as such beside the zero and non-finite shares bf16 actually has.
 QString bf16Line(const QString& label, const ExponentHistogram& h) {
-  QString line = QCoreApplication::translate("amp::ui::HistogramView", "%1, in bf16: zero %2 · non-finite %3 · in fp16 it would be: underflow %4 · subnormal %5 · overflow %6")
+  return QCoreApplication::translate("amp::ui::HistogramView", "%1, in bf16: zero %2 · non-finite %3 · in fp16 it would be: underflow %4 · subnormal %5 · overflow %6")
                      .arg(label, percent(h.fraction(h.counts[std::size_t(kHistBinZero)])), percent(h.fraction(h.nonFinite)),
                           percent(h.fraction(h.underflow)), percent(h.fraction(h.subnormal)),
                           percent(h.fraction(h.overflow)));
-  return line;
 }
 
 // What rounding did, when the engine measured it (fractions of all values); otherwise the
@@ -107,7 +106,6 @@ void HistogramView::showEmpty(const QString& message) {
 }
 
 void HistogramView::updateSeries() {
-  updateCompactLayout();  // the presentation scale may have changed without a resize
   const RunData* run = selected();
   if (!run) return showEmpty(tr("no runs to show"));
   if (run->histograms.empty()) {
