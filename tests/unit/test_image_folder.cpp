@@ -397,7 +397,10 @@ TEST_F(ImageFolderTest, ATooLargeImageSizeIsRefusedBeforeAnyDecode) {
   EXPECT_HAS(m, " images of " + (m_dir / "big").string() + " need ≈ ");
   EXPECT_HAS(m, " available");
   EXPECT_EQ(imageDecodeCount(), before);
-  EXPECT_EQ(errorOf([&] { loadDataset(c.data); }), m);  // loading directly checks the same way
+  // Loading directly checks the same way. The memory available is read afresh by each check and
+  // moves between them while other tests run (22.76 vs 22.88 GiB in a CI run): compared without it.
+  const auto withoutAvailable = [](const std::string& text) { return text.substr(0, text.rfind("; ")); };
+  EXPECT_EQ(withoutAvailable(errorOf([&] { loadDataset(c.data); })), withoutAvailable(m));
   EXPECT_EQ(imageDecodeCount(), before);
 }
 
