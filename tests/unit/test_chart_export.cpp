@@ -17,7 +17,7 @@
 #include <QSet>
 #include <QTabBar>
 #include <QTemporaryDir>
-#include <QToolTip>
+#include <QElapsedTimer>
 #include <QValueAxis>
 #include <QWheelEvent>
 #include <QXmlStreamReader>
@@ -418,9 +418,21 @@ TEST_F(ChartExport, HoverZoomResetAndLogToggle) {
   QMouseEvent move(QEvent::MouseMove, at, view->viewport()->mapToGlobal(at), Qt::NoButton, Qt::NoButton,
                    Qt::NoModifier);
   QApplication::sendEvent(view->viewport(), &move);
-  EXPECT_TRUE(QToolTip::isVisible());
-  EXPECT_TRUE(QToolTip::text().contains(QStringLiteral("step"))) << QToolTip::text().toStdString();
-  EXPECT_TRUE(QToolTip::text().contains(QStringLiteral("loss"))) << QToolTip::text().toStdString();
+  // A crosshair readout with every run's value at that step, the hovered run's as plotted.
+  const QString readout = view->hoverText();
+  EXPECT_TRUE(readout.contains(QStringLiteral("step %1").arg(value.x()))) << readout.toStdString();
+  for (const char* run : {"fp32", "fp16 amp", "bf16 amp"})
+    EXPECT_TRUE(readout.contains(QLatin1String(run))) << run << " missing from " << readout.toStdString();
+  EXPECT_TRUE(readout.contains(QStringLiteral("<b>%1</b>").arg(QString::number(value.y(), 'g', 5))))
+      << readout.toStdString();
+  const QRectF plot = view->chart()->mapRectToScene(view->chart()->plotArea());
+  EXPECT_TRUE(plot.contains(view->hoverBoxSceneRect()));
+  // It stays while the pointer does: a QToolTip vanished within a second without a window
+  // manager (issue 25).
+  QElapsedTimer still;
+  still.start();
+  while (still.elapsed() < 1200) QApplication::processEvents(QEventLoop::AllEvents, 50);
+  EXPECT_EQ(view->hoverText(), readout);
 
   const double widthBefore = view->xAxis()->max() - view->xAxis()->min();
   QWheelEvent wheel(QPointF(at), view->viewport()->mapToGlobal(QPointF(at)), QPoint(), QPoint(0, 240),
@@ -443,6 +455,13 @@ TEST_F(ChartExport, HoverZoomResetAndLogToggle) {
   for (const QPointF& p : smoothed->points()) EXPECT_LT(p.y(), 1.5);  // log10 of the loss
   view->setLogY(false);
   EXPECT_EQ(view->yDomain(), YDomain::Linear);
+
+  // The pointer leaves: so does the readout.
+  QApplication::sendEvent(view->viewport(), &move);
+  EXPECT_FALSE(view->hoverText().isEmpty());
+  QEvent leave(QEvent::Leave);
+  QApplication::sendEvent(view->viewport(), &leave);
+  EXPECT_TRUE(view->hoverText().isEmpty());
 }
 
 TEST_F(ChartExport, TabsLayoutDefersHiddenPanels) {

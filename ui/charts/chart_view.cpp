@@ -70,6 +70,7 @@ ChartView::ChartView(QWidget* parent)
   m_runLegend = new ChartLegend(m_chart);
   m_runLegend->setZValue(98);
   m_runLegend->hide();
+  m_readout = new HoverReadout(m_chart);
   applyFonts();
   connect(m_chart, &QChart::plotAreaChanged, this, &ChartView::onPlotAreaChanged);
 
@@ -267,6 +268,7 @@ void ChartView::applyFonts() {
   font = m_caption->font();
   setPointSize(font, 8 * f);
   m_caption->setFont(font);
+  styleReadout();
 }
 
 void ChartView::setPlaceholder(const QString& text) {

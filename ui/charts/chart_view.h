@@ -1,7 +1,8 @@
 // The one plotting widget the rest of the UI talks to. Wraps QChartView + QChart (Qt Charts is
 // deprecated after Qt 6.10, so nothing outside ui/charts touches Qt Charts directly): titles,
 // legend, light/dark theme, auto-range, x zoom (rubber band, wheel), pan (middle/right drag,
-// arrows), reset (double-click, Home), an optional log y axis, a nearest-point hover tooltip and
+// arrows), reset (double-click, Home), an optional log y axis, a hover crosshair with every run's
+// value at that step, and
 // export to PNG/SVG/PDF with background, titles, axis labels and legend included.
 //
 // Log y is drawn as log_base(value) on a linear axis labelled in powers of the base (2¹⁶, 0.01):
@@ -21,6 +22,7 @@
 #include "ui/charts/chart_export.h"
 #include "ui/charts/chart_legend.h"
 #include "ui/charts/decimation.h"
+#include "ui/charts/hover_readout.h"
 
 class QAbstractAxis;
 class QAbstractSeries;
@@ -109,8 +111,11 @@ class ChartView : public QChartView {
   // A 1, 2 or 5 x 10^k step cutting `span` into about `ticks` - 1 parts (0 if none).
   static double niceStep(double span, int ticks);
   void setInteractive(bool on) { m_interactive = on; }  // zoom and pan (off for bar charts)
-  // Replaces the nearest-point tooltip (heat maps): value coordinates in, text out.
+  // Replaces the crosshair readout (heat maps, bars): value coordinates in, rich text out.
   void setHoverTextProvider(std::function<QString(const QPointF&)> provider);
+  // What the hover readout shows now (rich text; empty when hidden), and where.
+  QString hoverText() const;
+  QRectF hoverBoxSceneRect() const;
 
   // --- theme ---------------------------------------------------------------------------------
   // Presentation mode: fonts (title, ticks, axis titles, legend, caption, placeholder) times
@@ -148,6 +153,7 @@ class ChartView : public QChartView {
   void wheelEvent(QWheelEvent* event) override;
   void keyPressEvent(QKeyEvent* event) override;
   void leaveEvent(QEvent* event) override;
+  bool viewportEvent(QEvent* event) override;  // the pointer leaves the viewport, not the view
   void resizeEvent(QResizeEvent* event) override;
 
  private:
@@ -177,8 +183,9 @@ class ChartView : public QChartView {
   void zoomXAround(double factor, double pixelX);
   void zoomYAround(double factor, double pixelY);
   void showContextMenu(const QPoint& pos);
-  void updateHover(const QPoint& pos);
-  QString nearestPointText(const QPointF& pos) const;
+  void updateHover(const QPoint& pos, bool force = false);
+  void hideHover();
+  void styleReadout();
   double deviceColumnsPerPixel() const;
 
   QChart* m_chart;
@@ -197,6 +204,7 @@ class ChartView : public QChartView {
   Qt::Alignment m_captionCorner = Qt::AlignTop | Qt::AlignLeft;
   bool m_captionBelow = false;
   std::function<QString(const QPointF&)> m_hoverProvider;
+  HoverReadout* m_readout;
   ChartLegend* m_runLegend;
   int m_hoveredLegendRun = -1;
   bool m_compactAxes = false;  // narrow with two y axes: the secondary's labels are hidden

@@ -1,14 +1,13 @@
 // ChartView's interaction: left drag = rubber-band x zoom (Qt's), wheel = x zoom around the cursor
 // (Shift/Ctrl+wheel: y), middle/right drag = pan, arrows = pan, +/- = zoom, Home/Esc or
-// double-click = back to auto-range, right click without moving = menu. Hovering shows the
-// nearest plotted point (step, value, run).
+// double-click = back to auto-range, right click without moving = menu. Hovering shows a
+// crosshair with every run's value at that step (hover_readout.h).
 #include <QAreaSeries>
 #include <QCategoryAxis>
 #include <QKeyEvent>
 #include <QLineSeries>
 #include <QMenu>
 #include <QMouseEvent>
-#include <QToolTip>
 #include <QValueAxis>
 #include <QResizeEvent>
 #include <QWheelEvent>
@@ -34,7 +33,7 @@ void ChartView::mousePressEvent(QMouseEvent* event) {
     m_panButton = b;
     m_panStart = m_panLast = event->position().toPoint();
     m_panMoved = false;
-    QToolTip::hideText();
+    hideHover();
     event->accept();
     return;
   }
@@ -63,7 +62,10 @@ void ChartView::mouseMoveEvent(QMouseEvent* event) {
       setCursor(run >= 0 ? Qt::PointingHandCursor : Qt::ArrowCursor);
       emit legendRunHovered(run);
     }
-    if (run < 0) updateHover(pos);
+    if (run < 0)
+      updateHover(pos);
+    else
+      hideHover();
   }
   QChartView::mouseMoveEvent(event);
 }
@@ -146,7 +148,7 @@ void ChartView::keyPressEvent(QKeyEvent* event) {
 }
 
 void ChartView::leaveEvent(QEvent* event) {
-  QToolTip::hideText();
+  hideHover();
   if (m_hoveredLegendRun >= 0) {
     m_hoveredLegendRun = -1;
     m_runLegend->setHighlightedRun(-1);
@@ -154,6 +156,11 @@ void ChartView::leaveEvent(QEvent* event) {
     emit legendRunHovered(-1);
   }
   QChartView::leaveEvent(event);
+}
+
+bool ChartView::viewportEvent(QEvent* event) {
+  if (event->type() == QEvent::Leave) leaveEvent(event);
+  return QChartView::viewportEvent(event);
 }
 
 void ChartView::resizeEvent(QResizeEvent* event) {
@@ -211,6 +218,7 @@ void ChartView::panBy(double dxPixels, double dyPixels) {
 }
 
 void ChartView::showContextMenu(const QPoint& pos) {
+  hideHover();
   QMenu menu(this);
   menu.addAction(tr("Reset view"), this, &ChartView::resetView);
   if (m_logAllowed) {
@@ -225,61 +233,46 @@ void ChartView::showContextMenu(const QPoint& pos) {
   menu.exec(mapToGlobal(pos));
 }
 
-void ChartView::updateHover(const QPoint& pos) {
-  if ((pos - m_lastHoverPos).manhattanLength() < 2) return;
+void ChartView::updateHover(const QPoint& pos, bool force) {
+  if (!force && (pos - m_lastHoverPos).manhattanLength() < 2) return;
   m_lastHoverPos = pos;
   const QPointF chartPos = m_chart->mapFromScene(mapToScene(pos));
-  const QString text = m_chart->plotArea().contains(chartPos) ? nearestPointText(chartPos) : QString();
-  if (text.isEmpty())
-    QToolTip::hideText();
-  else
-    QToolTip::showText(mapToGlobal(pos), text, this, QRect(), 10000);
+  const QRectF plot = m_chart->plotArea();
+  if (!plot.contains(chartPos)) {
+    hideHover();
+    return;
+  }
+  if (m_hoverProvider) {  // heat maps and bars: one cell's text, no crosshair
+    const QString text = m_hoverProvider(m_chart->mapToValue(chartPos));
+    if (text.isEmpty())
+      hideHover();
+    else
+      m_readout->showReadout(plot, chartPos, qQNaN(), text, {});
+    return;
+  }
+  // Every run's value at the pointer's step; a run whose nearest point is more than 30 px away
+  // (it ended earlier, or has not got there yet) has no row.
+  const QList<ReadoutRow> rows =
+      readoutRowsAt(m_chart, chartPos, 30.0 * m_presentationScale, [this](const QAbstractSeries* s, double y) {
+        return m_logY && m_primarySeries.contains(const_cast<QAbstractSeries*>(s)) ? fromDomain(y, m_logDomain) : y;
+      });
+  if (rows.isEmpty()) {
+    hideHover();
+    return;
+  }
+  double lineX = rows.front().position.x();
+  for (const ReadoutRow& r : rows)
+    if (r.nearest) lineX = r.position.x();
+  const QString xLabel = m_x && !m_x->titleText().isEmpty() ? m_x->titleText() : tr("step");
+  m_readout->showReadout(plot, chartPos, lineX, readoutHtml(xLabel, rows), rows);
 }
 
-QString ChartView::nearestPointText(const QPointF& chartPos) const {
-  if (m_hoverProvider) return m_hoverProvider(m_chart->mapToValue(chartPos));
-  constexpr double kMaxDistance2 = 20.0 * 20.0;
-  double best = kMaxDistance2;
-  const QAbstractSeries* bestSeries = nullptr;
-  QPointF bestValue;
-  for (QAbstractSeries* s : m_chart->series()) {
-    if (!s->isVisible() || s->property("ampNoHover").toBool()) continue;
-    const auto* area = qobject_cast<const QAreaSeries*>(s);
-    const QXYSeries* xy =
-        area ? static_cast<const QXYSeries*>(area->upperSeries()) : qobject_cast<const QXYSeries*>(s);
-    if (!xy) continue;
-    const QList<QPointF> points = xy->points();
-    if (points.isEmpty()) continue;
-    // Points are sorted by x: look only at the few around the cursor.
-    const double cx = m_chart->mapToValue(chartPos, s).x();
-    const auto it = std::lower_bound(points.begin(), points.end(), cx,
-                                     [](const QPointF& p, double x) { return p.x() < x; });
-    const qsizetype at = it - points.begin();
-    for (qsizetype i = std::max<qsizetype>(0, at - 48); i < std::min(points.size(), at + 48); ++i) {
-      const QPointF d = m_chart->mapToPosition(points[i], s) - chartPos;
-      const double d2 = d.x() * d.x() + d.y() * d.y();
-      if (d2 >= best) continue;
-      best = d2;
-      bestSeries = s;
-      bestValue = points[i];
-      if (area && area->lowerSeries() && area->lowerSeries()->count() > i)
-        bestValue.ry() -= area->lowerSeries()->at(i).y();  // the layer, not the stack
-    }
-  }
-  if (!bestSeries) return {};
-  QString run = bestSeries->property("ampRun").toString();
-  if (run.isEmpty()) run = bestSeries->name();
-  QString what = bestSeries->property("ampValue").toString();
-  if (what.isEmpty()) what = tr("value");
-  const QString xLabel = m_x && !m_x->titleText().isEmpty() ? m_x->titleText() : tr("step");
-  double y = bestValue.y();
-  if (m_logY && m_primarySeries.contains(const_cast<QAbstractSeries*>(bestSeries)))
-    y = fromDomain(y, m_logDomain);
-  return QStringLiteral("<b>%1</b><br/>%2 %3<br/>%4 %5")
-      .arg(run.toHtmlEscaped(), xLabel,
-           QString::number(bestValue.x(), 'f', std::abs(bestValue.x() - std::round(bestValue.x())) < 1e-9 ? 0 : 2),
-           what.toHtmlEscaped(),
-           QString::number(y, 'g', 5));
+void ChartView::hideHover() { m_readout->hide(); }
+
+QString ChartView::hoverText() const { return m_readout->isVisible() ? m_readout->html() : QString(); }
+
+QRectF ChartView::hoverBoxSceneRect() const {
+  return m_readout->isVisible() ? m_readout->mapRectToScene(m_readout->boxRect()) : QRectF();
 }
 
 }  // namespace amp::ui

@@ -160,6 +160,8 @@ void ChartView::applyAutoRange(double dataXMin, double dataXMax) {
   for (const auto& [axis, range] : before)
     if (axis->min() != range.x() || axis->max() != range.y()) moved.append(axis);
   flushReplaced(moved);
+  // Live data under a still pointer: the readout follows the new values (and ranges).
+  if (!m_inRender && m_readout->isVisible() && underMouse()) updateHover(m_lastHoverPos, true);
 }
 
 void ChartView::fitYAxis(QValueAxis* axis, bool log) {

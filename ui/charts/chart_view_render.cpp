@@ -69,6 +69,14 @@ void ChartView::applyTheme() {
   m_captionBox->setBrush(box);
   m_caption->setBrush(textColor());
   setBackgroundBrush(bg);
+  styleReadout();
+}
+
+void ChartView::styleReadout() {
+  QFont font = m_caption->font();
+  setPointSize(font, 8.5 * m_presentationScale);
+  m_readout->setLook(font, textColor(), backgroundColor(),
+                     m_theme == Theme::Dark ? QColor(0x90, 0x90, 0x90) : QColor(0x80, 0x80, 0x80));
 }
 
 // --- export ------------------------------------------------------------------------------------
@@ -80,6 +88,7 @@ void ChartView::renderChart(QPainter* painter, const QRectF& target) {
   // Decimate for the output's pixels (a 300 dpi PNG has 3x the columns); vectors get 2 per unit.
   m_renderColumnsPerPixel = vector ? 2.0 : std::max(1.0, painter->deviceTransform().m11());
   m_inRender = true;
+  hideHover();  // the pointer's readout is not part of the chart
   m_chart->resize(target.size());  // lays the chart out synchronously
   layoutRunLegend();               // the legend's rows for the export's width
   emit viewChanged();              // the panel re-decimates and re-ranges for this size

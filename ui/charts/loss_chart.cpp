@@ -83,6 +83,7 @@ void LossChart::rebuildSeries() {
     set.raw = new QLineSeries;
     set.raw->setName(runs[i]->name + tr(" (raw)"));
     tagSeries(set.raw, runs[i], tr("loss (raw)"));
+    set.raw->setProperty("ampAside", tr("raw"));  // beside the smoothed value in the readout
     m_view->addSeries(set.raw);
     set.raw->setPen(pen(faint, 1.0, runPenStyle(runs[i])));
     m_view->setLegendEntryVisible(set.raw, false);

@@ -70,7 +70,8 @@ void ThroughputChart::rebuildSeries() {
       set.samplesRaw = new QLineSeries;
       set.samplesRaw->setName(runs[i]->name + tr(" (raw)"));
       tagSeries(set.samplesRaw, runs[i], tr("samples/s (raw)"));
-      m_view->addSeries(set.samplesRaw);
+      set.samplesRaw->setProperty("ampAside", tr("raw"));  // beside the smoothed value in the readout
+    m_view->addSeries(set.samplesRaw);
       set.samplesRaw->setPen(pen(faint, 1.0));  // noisy lines: 1 px strokes on Qt's fast path
       m_view->setLegendEntryVisible(set.samplesRaw, false);
     }
