@@ -23,6 +23,17 @@ QLabel* wrappedLabel(QWidget* parent, const QString& name) {
   return l;
 }
 
+// The button's short form, for a narrow card: beside the headline the long one wrapped the
+// title onto three lines at 1024x640 x1.5.
+QString chartShortTitle(const QString& chart) {
+  if (chart == QLatin1String("histogram")) return LessonResultView::tr("Exponents ▸");
+  if (chart == QLatin1String("scale")) return LessonResultView::tr("Loss scale ▸");
+  if (chart == QLatin1String("accuracy")) return LessonResultView::tr("Accuracy ▸");
+  if (chart == QLatin1String("throughput")) return LessonResultView::tr("Throughput ▸");
+  if (chart == QLatin1String("memory")) return LessonResultView::tr("Memory ▸");
+  return LessonResultView::tr("Loss ▸");
+}
+
 QString chartTitle(const QString& chart) {
   if (chart == QLatin1String("histogram")) return LessonResultView::tr("Show the exponent histogram");
   if (chart == QLatin1String("scale")) return LessonResultView::tr("Show the loss scale");
@@ -126,7 +137,7 @@ void LessonResultView::render() {
   m_criterion->setVisible(!m_result.criterion.isEmpty());
   m_note->setText(m_result.note);
   m_note->setVisible(!m_result.note.isEmpty());
-  m_showChart->setText(chartTitle(m_result.chart));
+  updateShowChartText();
   m_showChart->setVisible(!m_result.chart.isEmpty());
   fitHeight();
   // The verdict's colour down the left edge: the outcome reads before a word of it does.
@@ -158,12 +169,24 @@ void LessonResultView::applyFonts() {
 void LessonResultView::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
   // The text's height depends on the width it wraps at.
-  if (event->size().width() != event->oldSize().width()) fitHeight();
+  if (event->size().width() != event->oldSize().width()) {
+    updateShowChartText();
+    fitHeight();
+  }
 }
 
 void LessonResultView::setHeightCap(int pixels) {
   m_heightCap = pixels;
   fitHeight();
+}
+
+void LessonResultView::updateShowChartText() {
+  const QString full = chartTitle(m_result.chart);
+  // Narrow: under 2.5 button widths left for the headline.
+  const int fullWidth = m_showChart->fontMetrics().horizontalAdvance(full) + 24;
+  const bool narrow = width() < fullWidth * 7 / 2;
+  m_showChart->setText(narrow ? chartShortTitle(m_result.chart) : full);
+  m_showChart->setToolTip(full);
 }
 
 void LessonResultView::fitHeight() {

@@ -51,6 +51,7 @@ class LessonResultView : public QWidget {
  private:
   void applyFonts();
   void fitHeight();
+  void updateShowChartText();  // its short form in a narrow card
   void render();
   QColor verdictColor() const;
 

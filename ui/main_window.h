@@ -60,6 +60,9 @@ class MainWindow : public QMainWindow {
   RunsModel* runsModel() const { return m_runsModel; }
   // Whether the event log is a tab beside the runs table (a window narrow for its scale).
   bool bottomDocksTabbed() const { return m_logTabbed; }
+  // Whether the runs table, inspector and event log are tabs of the side panel (a window short
+  // for its scale), leaving the charts the window's full height.
+  bool bottomDocksInSidePanel() const { return m_bottomInSide; }
   EventLogView* eventLog() const { return m_log; }
   TraceView* traceView() const { return m_trace; }
   FormatInspectorView* formatInspector() const { return m_format; }
@@ -155,11 +158,16 @@ class MainWindow : public QMainWindow {
   // is a tab beside the runs table instead of a narrow column that wraps every line; wider,
   // beside it again. Only while both sit in the bottom row, as the window placed them.
   void arrangeBottomDocks();
+  // In a window short for its scale (1024x640, or 1280x800 at x1.5) the bottom row took half of
+  // the height and left the charts slivers under the result panel: the runs table, inspector and
+  // event log become tabs of the side panel instead, and go back below once there is room.
+  void moveBottomDocksToSide(bool side);
   // The result panel's height: all of its text, up to kResultShare of the centre (it scrolls
   // beyond), so a small window keeps a chart on screen under it.
   void fitResultPanel();
-  static constexpr double kResultShare = 0.4;   // the bottom row grows with the window (more trace rows)
+  static constexpr double kResultShare = 0.4, kShortResultShare = 0.3;   // the bottom row grows with the window (more trace rows)
   static constexpr int kNarrowWindowPx = 1150;  // narrower (x the scale): arrangeBottomDocks tabs the log
+  static constexpr int kShortWindowPx = 700;    // shorter (x the scale): the bottom row joins the side
   CloseChoice confirmClose();
   void chartsChanged();  // runs added/removed/ticked
   // What inject and trace act on: the selected run if it is training, else the current run.
@@ -209,6 +217,7 @@ class MainWindow : public QMainWindow {
   CloseChoice m_lastCloseChoice = CloseChoice::NothingToAsk;
   int m_fittedHeight = 0;  // window height the docks were last sized for
   bool m_logTabbed = false;  // the event log is a tab of the runs dock (arrangeBottomDocks)
+  bool m_bottomInSide = false;  // runs, inspector and log are side-panel tabs (moveBottomDocksToSide)
 };
 
 }  // namespace amp::ui

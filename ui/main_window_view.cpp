@@ -56,11 +56,49 @@ void MainWindow::fitDocksToWindow() {
   m_fittedHeight = h;
   const int bottom = std::clamp(int(h * 0.28), 140, 420);
   const int side = std::clamp(int(w * 0.26), 270, 420);
-  resizeDocks({m_runsDock}, {bottom}, Qt::Vertical);
+  if (!m_bottomInSide) resizeDocks({m_runsDock}, {bottom}, Qt::Vertical);
   resizeDocks({m_experimentDock}, {side}, Qt::Horizontal);
 }
 
+void MainWindow::moveBottomDocksToSide(bool side) {
+  const QList<QDockWidget*> bottom = {m_runsDock, m_inspectorDock, m_logDock};
+  const Qt::DockWidgetArea from = side ? Qt::BottomDockWidgetArea : Qt::LeftDockWidgetArea;
+  for (QDockWidget* d : bottom)  // the user moved one elsewhere: their layout stands
+    if (d->isFloating() || dockWidgetArea(d) != from) return;
+  if (!side && dockWidgetArea(m_lessonDock) != Qt::LeftDockWidgetArea) return;
+  m_bottomInSide = side;
+  // Five tabs across a 270 px column were cut to "Exp… Le… R…": down its side they keep
+  // their names.
+  setDockOptions(side ? dockOptions() | QMainWindow::VerticalTabs : dockOptions() & ~QMainWindow::VerticalTabs);
+  const bool lessonOnTop = !m_loadedLesson.isEmpty();
+  if (side) {
+    for (QDockWidget* d : bottom) {
+      const bool closed = d->isHidden() && isVisible();  // closed by the user: stays closed
+      tabifyDockWidget(m_lessonDock, d);
+      if (closed) d->hide();
+    }
+    m_logTabbed = true;  // a tab, as in a narrow window
+  } else {
+    for (QDockWidget* d : bottom) {
+      const bool closed = d->isHidden() && isVisible();
+      removeDockWidget(d);
+      if (d == m_runsDock)
+        addDockWidget(Qt::BottomDockWidgetArea, d);
+      else
+        tabifyDockWidget(m_runsDock, d);
+      d->setVisible(!closed);
+    }
+    m_logTabbed = true;  // arrangeBottomDocks splits it off again where the window is wide
+    m_fittedHeight = 0;  // and fitDocksToWindow gives the row its height back
+  }
+  (lessonOnTop ? m_lessonDock : m_experimentDock)->raise();
+  if (!side) m_runsDock->raise();
+}
+
 void MainWindow::arrangeBottomDocks() {
+  const bool shortWindow = height() < kShortWindowPx * m_presentationScale;
+  if (shortWindow != m_bottomInSide) moveBottomDocksToSide(shortWindow);
+  if (m_bottomInSide) return;
   const bool narrow = width() < kNarrowWindowPx * m_presentationScale;
   if (narrow == m_logTabbed) return;
   const auto inBottomRow = [this](QDockWidget* d) {
@@ -99,7 +137,9 @@ void MainWindow::fitResultPanel() {
   // window would grow past the screen instead).
   const int centre = centralWidget()->height();
   const int room = centre - m_dashboard->minimumSizeHint().height() - 8;
-  m_result->setHeightCap(std::max(0, std::min(int(centre * kResultShare), room)));
+  // A short centre (1024x640 at x1.5) gives the chart that proves the point more of it.
+  const double share = centre < 480 * m_presentationScale ? kShortResultShare : kResultShare;
+  m_result->setHeightCap(std::max(0, std::min(int(centre * share), room)));
 }
 
 MainWindow::CloseChoice MainWindow::confirmClose() {

@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "ui/config_diff_dialog.h"
+#include "ui/flow_layout.h"
 #include "ui/runs_filter_proxy.h"
 #include "ui/runs_model.h"
 
@@ -24,35 +25,40 @@ namespace amp::ui {
 
 RunsPanel::RunsPanel(RunsModel* model, QAction* twinRuns, QWidget* parent)
     : QWidget(parent), m_model(model), m_proxy(new RunsFilterProxy(model, this)) {
-  auto* bar = new QHBoxLayout;
+  // The controls wrap onto a second row in a narrow panel (a side-panel tab, a small window).
+  auto* bar = new FlowLayout(10, 2);
   bar->setContentsMargins(4, 2, 4, 0);
   auto* twin = new QToolButton(this);
   twin->setDefaultAction(twinRuns);
   twin->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
   bar->addWidget(twin);
-  bar->addSpacing(12);
-  bar->addWidget(new QLabel(tr("Baseline:"), this));
+  // A label and its control stay together when the row wraps.
+  const auto labelled = [this](const QString& text, QWidget* control) {
+    auto* box = new QWidget(this);
+    auto* row = new QHBoxLayout(box);
+    row->setContentsMargins(0, 0, 0, 0);
+    row->addWidget(new QLabel(text, box));
+    row->addWidget(control);
+    return box;
+  };
   m_baseline = new QComboBox(this);
   m_baseline->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   m_baseline->setMinimumContentsLength(16);
   m_baseline->setToolTip(tr("Speed-up and memory ratio are measured against this run; automatic: each run "
                             "against the fp32 run of its own group (a lesson, twin runs)"));
-  bar->addWidget(m_baseline);
-  bar->addSpacing(12);
-  bar->addWidget(new QLabel(tr("Max concurrent:"), this));
+  bar->addWidget(labelled(tr("Baseline:"), m_baseline));
   m_maxConcurrent = new QSpinBox(this);
   m_maxConcurrent->setRange(1, 8);
   m_maxConcurrent->setToolTip(tr("Runs training at the same time; the rest wait in a queue. "
                                  "1 on a 2-core machine keeps step times honest."));
-  bar->addWidget(m_maxConcurrent);
-  bar->addSpacing(12);
+  bar->addWidget(labelled(tr("Max concurrent:"), m_maxConcurrent));
   m_filter = new QLineEdit(this);
   m_filter->setObjectName(QStringLiteral("runsFilter"));
   m_filter->setPlaceholderText(tr("Filter runs…"));
   m_filter->setToolTip(tr("Shows the runs whose name, mode, group, tags, note or status contain every word typed"));
   m_filter->setClearButtonEnabled(true);
   m_filter->setMinimumWidth(120);
-  bar->addWidget(m_filter, 1);
+  bar->addStretchedWidget(m_filter);
 
   m_view = new QTableView(this);
   m_view->setModel(m_proxy);
