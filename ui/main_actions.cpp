@@ -55,9 +55,9 @@ MainActions MainActions::create(QWidget* w) {
   a.trace = make(w, QObject::tr("T&race next step"), QStyle::SP_FileDialogDetailedView,
                  {QKeySequence(Qt::CTRL | Qt::Key_T)},
                  QObject::tr("Record the per-op dtype trace of the next step"));
-  a.twin = make(w, QObject::tr("T&win runs"), QStyle::SP_FileDialogListView,
-                {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_T)},
+  a.twin = make(w, QObject::tr("T&win runs"), QStyle::SP_CustomBase, {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_T)},
                 QObject::tr("Start fp32, AMP fp16 and AMP bf16 runs of the experiment with one seed"));
+  a.twin->setIcon(twinRunsIcon());  // the precisions' own colours: the same in both palettes
   a.open = make(w, QObject::tr("&Open config…"), QStyle::SP_DialogOpenButton, {QKeySequence::Open},
                 QObject::tr("Load an experiment from a JSON config file"));
   a.save = make(w, QObject::tr("&Save config…"), QStyle::SP_DialogSaveButton, {QKeySequence::Save},

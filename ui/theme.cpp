@@ -1,14 +1,16 @@
 #include "ui/theme.h"
 
-#include "ui/run_colors.h"
-
 #include <QApplication>
-#include <algorithm>
 #include <QImage>
-#include <QPixmap>
+#include <QPainter>
+#include <QPainterPath>
 #include <QPalette>
+#include <QPixmap>
 #include <QStyle>
 #include <QStyleFactory>
+#include <algorithm>
+
+#include "ui/run_colors.h"
 
 namespace amp::ui {
 
@@ -82,6 +84,31 @@ QIcon themedIcon(QStyle* style, QStyle::StandardPixmap which) {
       }
       out.addPixmap(QPixmap::fromImage(img), mode);
     }
+  }
+  return out;
+}
+
+QIcon twinRunsIcon() {
+  QIcon out;
+  for (const int size : {16, 24, 32, 48}) {
+    QPixmap pixmap(size, size);
+    pixmap.fill(Qt::transparent);
+    QPainter p(&pixmap);
+    p.setRenderHint(QPainter::Antialiasing);
+    const double s = size / 16.0;
+    const PrecisionFamily families[] = {PrecisionFamily::Fp32, PrecisionFamily::Fp16, PrecisionFamily::Bf16};
+    for (int i = 0; i < 3; ++i) {
+      // Falling curves, one above the other: three runs of one experiment.
+      const double y0 = (3.0 + 3.5 * i) * s, drop = 4.0 * s;
+      QPainterPath curve(QPointF(1.5 * s, y0));
+      curve.cubicTo(QPointF(5 * s, y0 + drop), QPointF(9 * s, y0 + drop), QPointF(14.5 * s, y0 + drop));
+      QPen pen(precisionColor(families[i]), std::max(1.5, 1.8 * s));
+      pen.setCapStyle(Qt::RoundCap);
+      p.setPen(pen);
+      p.drawPath(curve);
+    }
+    p.end();
+    out.addPixmap(pixmap);
   }
   return out;
 }

@@ -26,5 +26,8 @@ QColor warningColor();         // diverged runs, skipped steps
 QFont scaledFont(const QFont& base, double factor);
 
 QIcon themedIcon(QStyle* style, QStyle::StandardPixmap which);
+// The twin-runs action's icon: three loss curves in the fp32, fp16 and bf16 colours, legible in
+// both palettes (the standard list-view icon, lightened for dark, read as a hollow square).
+QIcon twinRunsIcon();
 
 }  // namespace amp::ui

@@ -8,6 +8,7 @@
 #include <QLineSeries>
 #include <QValueAxis>
 
+#include "ui/charts/chart_legend.h"
 #include "ui/charts/histogram_view.h"
 #include "ui/run_data.h"
 
@@ -124,6 +125,19 @@ class TestChartsHistogram : public QObject {
       QCOMPARE(fullHeight(view, QStringLiteral("fp16 normal")), int(!bf16));
       QCOMPARE(fullHeight(view, QStringLiteral("fp16 subnormal")), int(!bf16));
     }
+  }
+
+  // Issue 25 item 16: the heat map had no colour bar, so its colours meant nothing to a class.
+  // Its legend holds one, labelled from 1 to the map's largest count (1000 values in one bin).
+  void theHeatMapHasAColourBar() {
+    RunData run = zeroGradientRun(1000);
+    HistogramView view;
+    QVERIFY(showOn(view, run));
+    const QList<LegendEntry> entries = view.heatMapView()->runLegend()->entries();
+    const auto bar = std::find_if(entries.begin(), entries.end(),
+                                  [](const LegendEntry& e) { return e.glyph == LegendEntry::Glyph::Gradient; });
+    QVERIFY(bar != entries.end());
+    QVERIFY2(bar->label.contains(QLocale().toString(1000)), qPrintable(bar->label));
   }
 
   void notMeasuredSaysSo() {

@@ -134,7 +134,8 @@ class TestChartsReadability : public QObject {
     QVERIFY(d.lossChart()->chartView()->yAxis()->labelsVisible());
   }
 
-  // The tracker labels ("tracker 12/2000") sit inside the plot, under the title.
+  // The growth tracker's labels ("×2 after 1988 more clean steps") sit inside the plot, under
+  // the title.
   void trackerLabelsClearOfTitle() {
     Dashboard d;
     d.resize(1024, 560);
@@ -145,7 +146,7 @@ class TestChartsReadability : public QObject {
     int labels = 0;
     for (QGraphicsItem* item : v->scene()->items()) {
       auto* t = dynamic_cast<QGraphicsSimpleTextItem*>(item);
-      if (!t || !t->isVisible() || !t->text().startsWith(QLatin1String("tracker"))) continue;
+      if (!t || !t->isVisible() || !t->text().startsWith(QStringLiteral("×2 after"))) continue;
       ++labels;
       const QRectF r = t->sceneBoundingRect();
       QVERIFY2(r.top() >= plot.top() - 0.5, qPrintable(t->text()));
@@ -180,6 +181,34 @@ class TestChartsReadability : public QObject {
       }
     }
     QVERIFY(points > 0);
+  }
+
+  // Issue 25 item 15: the accuracy chart's first and last evaluation dots sat on the frame, cut
+  // in half. Every dot is whole inside the plot.
+  void accuracyDotsAreWhole() {
+    Dashboard d;
+    d.resize(1280, 800);
+    d.setRuns(makeRuns(2, 2000));  // evaluated every 200 steps, the last at step 2000
+    d.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&d));
+    d.showChart(QStringLiteral("accuracy"));
+    d.refresh();
+    ChartView* v = d.accuracyChart()->chartView();
+    const QRectF plot = v->chart()->plotArea();
+    int dots = 0;
+    for (QAbstractSeries* s : v->chart()->series()) {
+      auto* xy = qobject_cast<QXYSeries*>(s);
+      if (!xy || !xy->isVisible() || !xy->pointsVisible()) continue;
+      const double r = xy->markerSize() / 2;
+      for (const QPointF& p : xy->points()) {
+        const QPointF at = v->chart()->mapToPosition(p, xy);
+        ++dots;
+        QVERIFY2(plot.adjusted(r, r, -r, -r).contains(at),
+                 qPrintable(QStringLiteral("%1: dot at (%2, %3), plot %4..%5").arg(xy->name()).arg(at.x()).arg(at.y())
+                                .arg(plot.left()).arg(plot.right())));
+      }
+    }
+    QVERIFY(dots >= 10);
   }
 
   // TensorBoard's distributions: a "layers" tab with one heat map per tensor of the focused run.

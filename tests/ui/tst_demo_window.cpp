@@ -27,6 +27,7 @@
 #include "ui/event_log_view.h"
 #include "ui/format_inspector_view.h"
 #include "ui/main_window.h"
+#include "ui/run_colors.h"
 #include "ui/runs_model.h"
 #include "ui/runs_panel.h"
 #include "ui/speed_control.h"
@@ -95,6 +96,32 @@ class TestDemoWindow : public test::SessionFixture {
     }
     window()->actions().light->trigger();
     QCOMPARE(iconLightness(window()->actions().start->icon()), lightIcon);  // light: Qt's own icon
+  }
+
+  // Issue 25 item 16: the twin-runs icon read as a hollow square in the dark palette (a standard
+  // icon lightened). It draws the three runs it starts in their precisions' colours, the same
+  // in both palettes.
+  void theTwinRunsIconShowsItsThreePrecisions() {
+    const auto colours = [this] {
+      const QImage img = window()->actions().twin->icon().pixmap(32, 32).toImage();
+      QStringList found;
+      for (const auto family : {ui::PrecisionFamily::Fp32, ui::PrecisionFamily::Fp16, ui::PrecisionFamily::Bf16}) {
+        const QColor want = ui::precisionColor(family);
+        int hits = 0;
+        for (int y = 0; y < img.height(); ++y)
+          for (int x = 0; x < img.width(); ++x) {
+            const QColor c = img.pixelColor(x, y);
+            hits += c.alpha() > 200 && std::abs(c.red() - want.red()) + std::abs(c.green() - want.green()) +
+                                               std::abs(c.blue() - want.blue()) < 30;
+          }
+        if (hits >= 10) found << want.name();
+      }
+      return found;
+    };
+    QCOMPARE(colours().size(), 3);
+    window()->actions().dark->trigger();
+    QCOMPARE(colours().size(), 3);
+    window()->actions().light->trigger();
   }
 
   void presentationScaleKeys() {

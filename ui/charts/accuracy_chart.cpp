@@ -4,6 +4,7 @@
 #include <QVBoxLayout>
 #include <QValueAxis>
 #include <algorithm>
+#include <cmath>
 
 #include "ui/run_data.h"
 
@@ -93,7 +94,10 @@ void AccuracyChart::updateSeries() {
                          : noneHasATestSet    ? tr("no test set in these runs' data\n(synthetic data "
                                                    "has none; elsewhere data.test_fraction is 0)")
                                               : tr("no test set evaluated yet"));
-  m_view->applyAutoRange(any ? xMin : stepMin, any ? xMax : stepMax);
+  // A little room past the first and last evaluation: their dots sat on the frame, half cut.
+  const double lo = any ? xMin : stepMin, hi = any ? xMax : stepMax;
+  const double pad = std::isfinite(hi - lo) ? std::max(0.5, (hi - lo) * 0.015) : 0.0;
+  m_view->applyAutoRange(lo - pad, hi + pad);
 }
 
 }  // namespace amp::ui

@@ -16,7 +16,8 @@
 namespace amp::ui {
 
 struct LegendEntry {
-  enum class Glyph { Line, Dot, Triangle };
+  // Gradient: a colour bar of the heat maps' scale (heatColor), low on the left.
+  enum class Glyph { Line, Dot, Triangle, Gradient };
   QString label;
   QColor color;
   Qt::PenStyle style = Qt::SolidLine;

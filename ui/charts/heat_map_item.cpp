@@ -1,6 +1,7 @@
 #include "ui/charts/heat_map_item.h"
 
 #include <QChart>
+#include <QLocale>
 #include <QPainter>
 #include <algorithm>
 #include <cmath>
@@ -54,7 +55,11 @@ QColor heatColor(double t) {
                           float(a.blueF() + (b.blueF() - a.blueF()) * f));
 }
 
-QImage buildExponentHeatMap(const std::vector<const ExponentHistogram*>& columns) {
+QString heatScaleLabel(std::int64_t maxCount) {
+  return QObject::tr("values per cell: 1 → %1 (log)").arg(QLocale().toString(qlonglong(std::max<std::int64_t>(1, maxCount))));
+}
+
+QImage buildExponentHeatMap(const std::vector<const ExponentHistogram*>& columns, std::int64_t* maxCountOut) {
   const int top = int(kHistAxisMax);  // row 0 holds axis unit [top - 1, top)
   const int rows = top - kHistMinExp;
   const int width = std::max<int>(1, int(columns.size()));
@@ -63,6 +68,7 @@ QImage buildExponentHeatMap(const std::vector<const ExponentHistogram*>& columns
   std::int64_t maxCount = 0;
   for (const ExponentHistogram* h : columns)
     if (h) maxCount = std::max(maxCount, *std::max_element(h->counts.begin(), h->counts.end()));
+  if (maxCountOut) *maxCountOut = maxCount;
   if (maxCount == 0) return image;
   const double norm = std::log1p(double(maxCount));
   for (int x = 0; x < int(columns.size()); ++x) {

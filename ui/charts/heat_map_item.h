@@ -37,7 +37,12 @@ class HeatMapItem : public QGraphicsItem {
 // One column per histogram (left to right), one row per axis unit from kHistAxisMax at the top
 // down to kHistMinExp (see histogram_bins.h), colour = log(1 + count) on a viridis-like scale
 // normalised to the largest count; empty cells stay transparent. nullptr columns stay empty.
-QImage buildExponentHeatMap(const std::vector<const ExponentHistogram*>& columns);
+// `maxCount`, when given, receives that largest count (the colour bar's top).
+QImage buildExponentHeatMap(const std::vector<const ExponentHistogram*>& columns,
+                            std::int64_t* maxCount = nullptr);
+
+// The colour bar's words for a map normalised to `maxCount`: "values per cell: 1 → 4096 (log)".
+QString heatScaleLabel(std::int64_t maxCount);
 
 // The colour for t in [0, 1] on that scale (also used for a legend).
 QColor heatColor(double t);

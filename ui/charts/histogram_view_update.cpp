@@ -219,8 +219,15 @@ void HistogramView::updateHeatMap(const RunData* run) {
   if (!(m_heatColumn > 0)) m_heatColumn = 1;
   m_heatX0 = first - m_heatColumn / 2;
   const double x1 = last + m_heatColumn / 2;
-  m_heat->setImage(buildExponentHeatMap(columns),
+  std::int64_t maxCount = 0;
+  m_heat->setImage(buildExponentHeatMap(columns, &maxCount),
                    QRectF(QPointF(m_heatX0, kHistAxisMax), QPointF(x1, kHistMinExp)));
+  // The colour bar: what a cell's colour counts, from 1 to the map's largest (issue 25).
+  QList<LegendEntry> keys;
+  for (const QLineSeries* line : m_rangeLines)
+    keys << LegendEntry{line->name(), line->pen().color(), line->pen().style()};
+  keys << LegendEntry{heatScaleLabel(maxCount), QColor(), Qt::SolidLine, LegendEntry::Glyph::Gradient};
+  m_heatView->setRunLegend({}, keys);
   for (QLineSeries* line : m_rangeLines) {
     const double y = line->property("ampExponent").toDouble();
     line->replace({QPointF(m_heatX0, y), QPointF(x1, y)});

@@ -2,6 +2,7 @@
 
 #include <QComboBox>
 #include <QHBoxLayout>
+#include <QLinearGradient>
 #include <QLabel>
 #include <QPainter>
 #include <QScrollArea>
@@ -55,7 +56,25 @@ LayerGridPanel::LayerGridPanel(QWidget* parent) : ChartPanel(QStringLiteral("lay
   controls->setContentsMargins(6, 0, 6, 0);
   controls->addWidget(new QLabel(tr("Run"), this));
   controls->addWidget(m_runBox);
-  controls->addWidget(new QLabel(tr("exponent over recorded steps, per tensor (colour: log count)"), this), 1);
+  controls->addWidget(new QLabel(tr("exponent over recorded steps, per tensor"), this));
+  // The colour bar: each cell on its own scale, from one value to its largest count.
+  QPixmap bar(QSize(64, 12) * devicePixelRatioF());
+  bar.setDevicePixelRatio(devicePixelRatioF());
+  {
+    QPainter p(&bar);
+    QLinearGradient g(0, 0, 64, 0);
+    for (int k = 0; k <= 4; ++k) g.setColorAt(k / 4.0, heatColor(k / 4.0));
+    p.fillRect(QRectF(0, 0, 64, 12), g);
+  }
+  auto* barLabel = new QLabel(this);
+  barLabel->setObjectName(QStringLiteral("layerColourBar"));
+  barLabel->setPixmap(bar);
+  controls->addSpacing(8);
+  controls->addWidget(new QLabel(tr("1"), this));
+  controls->addWidget(barLabel);
+  auto* barText = new QLabel(tr("most values per cell (log; each tensor to its own largest)"), this);
+  barText->setWordWrap(true);
+  controls->addWidget(barText, 1);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 2, 0, 2);
   layout->setSpacing(2);

@@ -7,6 +7,7 @@
 #include <QScatterSeries>
 #include <QVBoxLayout>
 #include <QValueAxis>
+#include <algorithm>
 
 #include "ui/run_data.h"
 
@@ -62,7 +63,10 @@ QString ScaleChart::trackerText(const RunData* run) const {
   const bool grows =
       kind == ScalerKind::Dynamic || kind == ScalerKind::ApexDynamic || kind == ScalerKind::Hysteresis;
   if (!grows || s.growthTracker.isEmpty()) return {};
-  return tr("tracker %1/%2").arg(qint64(s.growthTracker.last())).arg(run->config.scaler.growthInterval);
+  // Said as what it means for the class: the growth tracker counts clean steps since the last
+  // change, and the scale doubles when it reaches the interval ("tracker 30/40" explained nothing).
+  const qint64 left = std::max<qint64>(1, run->config.scaler.growthInterval - qint64(s.growthTracker.last()));
+  return left == 1 ? tr("×2 after 1 more clean step") : tr("×2 after %1 more clean steps").arg(left);
 }
 
 // Right-aligned just above where each line leaves the plot; nudged apart when they collide.
