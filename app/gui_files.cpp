@@ -16,13 +16,16 @@
 #include "engine/io/experiment_file.h"
 #include "engine/io/metrics_export.h"
 #include "engine/io/run_bundle.h"
+#include "engine/io/run_output.h"
 #include "engine/io/run_record.h"
+#include "engine/train/run_summary.h"
 #include "engine/io/weights_export.h"
 #include "ui/charts/dashboard.h"
 #include "ui/charts/loss_chart.h"
 #include "ui/main_window.h"
 #include "ui/runs_model.h"
 #include "ui/runs_panel.h"
+#include "ui/last_folder.h"
 
 namespace amp::gui {
 
@@ -57,11 +60,18 @@ RunRecord runRecordFromRunData(const ui::RunData& run) {
   for (const ui::HistogramFrame& f : run.histograms)
     for (const HistogramRecord& h : f.records) rec.histograms.emplace_back(f.step, h);
   rec.events = run.events;
-  if (run.checkpointBytes > 0) rec.summary["checkpoint_bytes"] = static_cast<double>(run.checkpointBytes);
-  if (run.weightsBytes > 0) {
-    rec.summary["weights_bytes"] = static_cast<double>(run.weightsBytes);
-    rec.summary["weights_dtype"] = run.weightsDtype;
-  }
+  // The run's results, as ampstudio-cli's summary.json gives them (final loss, accuracy, steps,
+  // skipped steps, speed, memory): a bundle held only the model files' sizes (issue 25).
+  RunSummaryBuilder results;
+  for (const StepMetrics& m : rec.steps) results.add(m);
+  RunSummary summary = results.summary();
+  summary.status = statusText(run.status).toStdString();
+  summary.checkpointBytes = run.checkpointBytes;
+  summary.weightsBytes = run.weightsBytes;
+  summary.weightsDtype = run.weightsDtype.toStdString();
+  rec.summary = runSummaryToJson(summary);
+  // How it computed where it trained ("fp16 emulated (...)"): the table says so after reopening.
+  if (!run.computePath.isEmpty()) rec.summary["compute_path"] = run.computePath;
   return rec;  // the checkpoint travels as bytes (ExperimentRun::checkpointZip), not as a path
 }
 
@@ -163,12 +173,14 @@ void GuiFiles::showError(const QString& what, const QString& message) {
 int GuiFiles::selectedRunId() const { return m_window->runsPanel()->selectedRunId(); }
 
 bool GuiFiles::saveExperimentInteractively() {
-  QString path = QFileDialog::getSaveFileName(m_window, tr("Save experiment"), QStringLiteral("experiment.ampx"),
+  QString path = QFileDialog::getSaveFileName(m_window, tr("Save experiment"), ui::inLastFolder(QStringLiteral("experiment.ampx")),
                                               tr("AMP Studio experiments (*.ampx)"));
   if (path.isEmpty()) return false;
   if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".ampx");
+  ui::rememberFolderOf(path);
   try {
     saveExperimentFile(path);
+    m_window->addRecentFile(path);  // File > Open recent reopens it
     m_window->statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
     m_window->markRunsSaved();
     return true;
@@ -185,6 +197,7 @@ void GuiFiles::openRunsInteractively() {
   dlg.setFileMode(QFileDialog::ExistingFile);
   dlg.setOption(QFileDialog::DontUseNativeDialog);  // native dialogs cannot switch modes (below)
   dlg.setAcceptMode(QFileDialog::AcceptOpen);
+  dlg.setDirectory(ui::lastFolder());
   QString path;
   connect(&dlg, &QFileDialog::currentChanged, &dlg, [&dlg](const QString& p) {
     // A CLI run folder is opened by selecting it and pressing Open.
@@ -192,20 +205,30 @@ void GuiFiles::openRunsInteractively() {
   });
   if (dlg.exec() != QDialog::Accepted || dlg.selectedFiles().isEmpty()) return;
   path = dlg.selectedFiles().first();
+  ui::rememberFolderOf(path);
+  if (openRunsReporting(path)) m_window->addRecentFile(path);  // File > Open recent reopens it
+}
+
+bool GuiFiles::openRunsReporting(const QString& path) {
   try {
     const int n = openRuns(path);
-    m_window->statusBar()->showMessage(tr("Opened %1 run(s) from %2").arg(n).arg(path), 5000);
+    m_window->statusBar()->showMessage(n == 1 ? tr("Opened 1 run from %1").arg(path)
+                                              : tr("Opened %1 runs from %2").arg(n).arg(path),
+                                       5000);
+    return true;
   } catch (const std::exception& e) {
     showError(tr("Could not open %1").arg(path), QString::fromUtf8(e.what()));
+    return false;
   }
 }
 
 void GuiFiles::exportMetricsInteractively() {
   QString path = QFileDialog::getSaveFileName(m_window, tr("Export metrics of the ticked runs"),
-                                              QStringLiteral("metrics.csv"),
+                                              ui::inLastFolder(QStringLiteral("metrics.csv")),
                                               tr("CSV table (*.csv);;JSON (*.json)"));
   if (path.isEmpty()) return;
   if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".csv");
+  ui::rememberFolderOf(path);
   try {
     exportMetrics(path);
     m_window->statusBar()->showMessage(tr("Metrics saved to %1").arg(path), 5000);
@@ -221,10 +244,11 @@ void GuiFiles::exportRunBundleInteractively() {
   // .amprun.zip: a zip any tool opens, and a name the desktop knows as an AMP Studio run bundle
   // (resources/ampstudio-mime.xml), so a file manager opens it with the app.
   QString path = QFileDialog::getSaveFileName(m_window, tr("Export run bundle"),
-                                              QStringLiteral("%1.amprun.zip").arg(run->name),
+                                              ui::inLastFolder(QStringLiteral("%1.amprun.zip").arg(run->name)),
                                               tr("AMP Studio run bundles (*.amprun.zip);;Zip (*.zip)"));
   if (path.isEmpty()) return;
   if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".amprun.zip");
+  ui::rememberFolderOf(path);
   try {
     exportRunBundle(id, path);
     m_window->statusBar()->showMessage(tr("Run bundle saved to %1").arg(path), 5000);
@@ -252,10 +276,11 @@ void GuiFiles::exportWeightsInteractively() {
                                               types, 0, false, &ok);
   if (!ok) return;
   QString path = QFileDialog::getSaveFileName(m_window, title,
-                                              QStringLiteral("%1-%2.safetensors").arg(run->name, dtype),
+                                              ui::inLastFolder(QStringLiteral("%1-%2.safetensors").arg(run->name, dtype)),
                                               tr("safetensors (*.safetensors)"));
   if (path.isEmpty()) return;
   if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".safetensors");
+  ui::rememberFolderOf(path);
   try {
     const SafetensorsFile model = checkpointModel(run->checkpointPath);
     const DType to = dtype == QLatin1String("fp32") ? DType::F32 : dtype == QLatin1String("bf16") ? DType::BF16 : DType::F16;
@@ -292,7 +317,7 @@ void GuiFiles::saveCheckpointInteractively() {
 }
 
 void GuiFiles::resumeInteractively() {
-  const QString path = QFileDialog::getOpenFileName(m_window, tr("Resume from checkpoint"), QString(),
+  const QString path = QFileDialog::getOpenFileName(m_window, tr("Resume from checkpoint"), ui::lastFolder(),
                                                     tr("Checkpoints (*.zip);;All files (*)"));
   if (path.isEmpty()) return;
   try {

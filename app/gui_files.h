@@ -35,6 +35,8 @@ class GuiFiles : public QObject {
   // Non-interactive: each throws std::exception with a one-line message.
   void saveExperimentFile(const QString& path) const;
   int openRuns(const QString& path);  // the number of runs added
+  // The same, saying in the status bar what it opened, or why not in a message box.
+  bool openRunsReporting(const QString& path);
   void exportMetrics(const QString& path) const;  // .json = JSON, else CSV; the ticked runs
   void exportRunBundle(int runId, const QString& path) const;
   // false: the run has no trainer any more (or never had one); nothing is written.

@@ -92,6 +92,7 @@ GuiSession::GuiSession(bool persistSettings, QObject* parent)
   connect(c, &RunController::runStatusChanged, this, &GuiSession::publishState);
   m_files = std::make_unique<GuiFiles>(w, c);
   w->setExperimentSaver([this] { return m_files->saveExperimentInteractively(); });
+  w->setRunsOpener([this](const QString& path) { return m_files->openRunsReporting(path); });
   // Connected after the controller's shutdown: the runs have stopped when this writes them.
   connect(w, &ui::MainWindow::closing, this, &GuiSession::autosaveSession);
   new LessonTracker(w, c, this);  // a child: lives as long as the session

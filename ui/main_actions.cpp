@@ -183,7 +183,19 @@ QString shortcutHelpHtml() {
       "<tr><td><b>Ctrl+Shift+D</b></td><td>switch light / dark palette</td></tr>"
       "<tr><td><b>Ctrl+=</b> / <b>Ctrl+-</b> / <b>Ctrl+0</b></td><td>presentation mode: larger / "
       "smaller / normal fonts and lines</td></tr>"
-      "<tr><td><b>Ctrl+Q</b></td><td>quit (stops runs cleanly)</td></tr></table>");
+      "<tr><td><b>Ctrl+Q</b></td><td>quit (stops runs cleanly)</td></tr>"
+      "<tr><th colspan=2 align=left><br>Runs table</th></tr>"
+      "<tr><td><b>Delete</b></td><td>delete or archive the selected runs (asks first)</td></tr>"
+      "<tr><td>double-click</td><td>rename a run; edit its tags or note</td></tr>"
+      "<tr><th colspan=2 align=left><br>Charts</th></tr>"
+      "<tr><td>hover</td><td>every run's value at that step</td></tr>"
+      "<tr><td>drag</td><td>zoom into a step range</td></tr>"
+      "<tr><td>wheel / <b>+</b> <b>-</b></td><td>zoom the steps; with Shift or Ctrl, the values</td></tr>"
+      "<tr><td>right or middle drag / arrows</td><td>pan</td></tr>"
+      "<tr><td>double-click / <b>Home</b> / <b>Esc</b></td><td>back to the whole run</td></tr>"
+      "<tr><td><b>L</b></td><td>log scale on or off (loss, loss scale)</td></tr>"
+      "<tr><td>legend click</td><td>hide or show that run</td></tr>"
+      "<tr><td>right click</td><td>reset, log scale, export PNG / SVG / PDF</td></tr></table>");
 }
 
 }  // namespace amp::ui

@@ -21,6 +21,7 @@
 #include "ui/event_log_view.h"
 #include "ui/experiment_panel.h"
 #include "ui/format_inspector_view.h"
+#include "ui/last_folder.h"
 #include "ui/lesson_panel.h"
 #include "ui/lesson_result_view.h"
 #include "ui/memory_check.h"
@@ -47,6 +48,7 @@ QString etaText(double seconds) {
 
 MainWindow::MainWindow(bool persistSettings, QWidget* parent)
     : QMainWindow(parent), m_persist(persistSettings) {
+  setLastFolderPersistent(persistSettings);
   setWindowTitle(tr("AMP Studio"));
   setObjectName(QStringLiteral("MainWindow"));
   setDockNestingEnabled(true);
@@ -200,10 +202,7 @@ void MainWindow::connectActions() {
     QMessageBox::information(this, tr("Keyboard shortcuts"), shortcutHelpHtml());
   });
   connect(m_actions.about, &QAction::triggered, this, [this] {
-    QMessageBox::about(this, tr("About AMP Studio"),
-                       tr("<b>AMP Studio</b> %1<br>Explore automatic mixed precision training: "
-                          "autocast, loss scaling, fp16 and bf16, side by side.")
-                           .arg(QApplication::applicationVersion()));
+    QMessageBox::about(this, tr("About AMP Studio"), aboutText());
   });
 
   connect(m_experiment, &ExperimentPanel::validityChanged, this, &MainWindow::updateControls);
@@ -219,6 +218,8 @@ void MainWindow::connectActions() {
     m_experimentDock->raise();
   });
   connect(m_runsModel, &RunsModel::visibilityChanged, this, &MainWindow::chartsChanged);
+  // A renamed run: legends and run pickers read the new name.
+  connect(m_runsModel, &RunsModel::runRenamed, this, &MainWindow::chartsChanged);
   connect(m_runsModel, &RunsModel::archivedChanged, this, [this](int id, bool archived) {
     if (archived) dropResultOf(id);
     chartsChanged();
@@ -244,6 +245,25 @@ void MainWindow::connectActions() {
 
 void MainWindow::setBackendInfo(const QString& description, const QString& cudaUnavailableReason) {
   m_experiment->setBackendInfo(description, cudaUnavailableReason);
+  m_backendDescription = description;
+  m_cudaUnavailable = cudaUnavailableReason;
+}
+
+QString MainWindow::aboutText() const {
+  QString text = tr("<h3>AMP Studio %1</h3>"
+                    "<p>Visual experiments with automatic mixed precision training: autocast, fp16 and "
+                    "bf16, dynamic loss scaling and what they do to a real training run, side by side. "
+                    "AMP semantics follow PyTorch's <tt>torch.amp</tt>.</p>")
+                     .arg(QApplication::applicationVersion().toHtmlEscaped());
+  if (!m_backendDescription.isEmpty())
+    text += tr("<p><b>Compute on this machine:</b> %1</p>").arg(m_backendDescription.toHtmlEscaped());
+  if (!m_cudaUnavailable.isEmpty())
+    text += tr("<p><b>GPU:</b> %1</p>").arg(m_cudaUnavailable.toHtmlEscaped());
+  text += tr("<p>Built with Qt %1 (Qt Charts), oneDNN, QuaZip and, where present, CUDA, cuBLASLt and "
+             "cuDNN. <tt>ampstudio-cli</tt> runs the same experiments without a window.</p>"
+             "<p>Help &gt; Keyboard shortcuts lists the keys and the charts' mouse controls.</p>")
+              .arg(QString::fromLatin1(qVersion()));
+  return text;
 }
 
 bool MainWindow::loadLesson(const QString& name) {

@@ -78,6 +78,8 @@ class MainWindow : public QMainWindow {
   bool openConfigFile(const QString& path);
   bool saveConfigFile(const QString& path);
   void setBackendInfo(const QString& description, const QString& cudaUnavailableReason);
+  // Help > About: version, what the app is for, how it computes on this machine, what it uses.
+  QString aboutText() const;
 
   // Presentation mode: fonts (and the charts' lines) scaled by f, 1 = normal; Ctrl+= / Ctrl+-
   // step it, Ctrl+0 resets. Kept across starts.
@@ -95,6 +97,11 @@ class MainWindow : public QMainWindow {
   int unsavedRunCount() const { return int(m_unsaved.size()); }
   QList<int> unsavedRunIds() const { return m_unsaved.values(); }
   void markRunsSaved() { m_unsaved.clear(); }
+  // File > Open recent: config files, and (through `opener`, the app's file handling) saved
+  // experiments, run bundles and run folders; `opener` returns whether the file opened.
+  void setRunsOpener(std::function<bool(const QString&)> opener) { m_runsOpener = std::move(opener); }
+  void addRecentFile(const QString& path);
+  QStringList recentFiles() const { return m_recentFiles; }
   // How "Save" in the close confirmation saves (a file dialog, then the experiment file); true
   // when it saved. Without one, the confirmation offers no Save.
   void setExperimentSaver(std::function<bool()> saver) { m_saveExperiment = std::move(saver); }
@@ -176,8 +183,8 @@ class MainWindow : public QMainWindow {
   void openConfigInteractively();
   void saveConfigInteractively();
   void exportChartsInteractively();
-  void addRecentFile(const QString& path);
   void rebuildRecentMenu();
+  void openRecentFile(const QString& path);
   void restoreSettings();
   void saveSettings();
 
@@ -214,6 +221,8 @@ class MainWindow : public QMainWindow {
   ChartLayout m_chartLayout = ChartLayout::Automatic;
   QSet<int> m_unsaved;  // runs of this session not in a saved experiment file
   std::function<bool()> m_saveExperiment;
+  std::function<bool(const QString&)> m_runsOpener;
+  QString m_backendDescription, m_cudaUnavailable;  // setBackendInfo, for the About box
   CloseChoice m_lastCloseChoice = CloseChoice::NothingToAsk;
   int m_fittedHeight = 0;  // window height the docks were last sized for
   bool m_logTabbed = false;  // the event log is a tab of the runs dock (arrangeBottomDocks)

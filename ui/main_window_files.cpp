@@ -17,6 +17,7 @@
 #include "ui/main_window.h"
 #include "ui/runs_panel.h"
 #include "ui/theme.h"
+#include "ui/last_folder.h"
 
 namespace amp::ui {
 
@@ -57,29 +58,31 @@ bool MainWindow::saveConfigFile(const QString& path) {
 }
 
 void MainWindow::openConfigInteractively() {
-  const QString start = m_recentFiles.isEmpty() ? QString() : QFileInfo(m_recentFiles.first()).path();
-  const QString path = QFileDialog::getOpenFileName(this, tr("Open experiment"), start,
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open config"), lastFolder(),
                                                     tr("Config files (*.json);;All files (*)"));
-  if (!path.isEmpty()) openConfigFile(path);
+  if (path.isEmpty()) return;
+  rememberFolderOf(path);
+  openConfigFile(path);
 }
 
 void MainWindow::saveConfigInteractively() {
   // An unfinished experiment may be saved too (the file keeps what parsed); say so.
   if (!m_experiment->isValid())
     statusBar()->showMessage(tr("Saving an experiment that is not valid yet: %1").arg(m_experiment->problem()), 5000);
-  const QString start = m_recentFiles.isEmpty() ? QStringLiteral("experiment.json") : m_recentFiles.first();
-  QString path = QFileDialog::getSaveFileName(this, tr("Save experiment"), start,
+  QString path = QFileDialog::getSaveFileName(this, tr("Save config"), inLastFolder(QStringLiteral("experiment.json")),
                                               tr("Config files (*.json)"));
   if (path.isEmpty()) return;
   if (!path.endsWith(QStringLiteral(".json"))) path += QStringLiteral(".json");
+  rememberFolderOf(path);
   saveConfigFile(path);
 }
 
 void MainWindow::exportChartsInteractively() {
-  QString path = QFileDialog::getSaveFileName(this, tr("Export charts"), QStringLiteral("ampstudio-charts.png"),
+  QString path = QFileDialog::getSaveFileName(this, tr("Export charts"), inLastFolder(QStringLiteral("ampstudio-charts.png")),
                                               tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"));
   if (path.isEmpty()) return;
   if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".png");
+  rememberFolderOf(path);
   QString error;
   const bool ok = m_dashboard->exportDashboard(path, {}, QSize(1800, 1050), 96, &error);
   statusBar()->showMessage(ok ? tr("Charts saved to %1").arg(path) : tr("Could not export the charts: %1").arg(error),
@@ -98,8 +101,16 @@ void MainWindow::rebuildRecentMenu() {
   QMenu* menu = m_actions.recent;
   menu->clear();
   for (const QString& path : std::as_const(m_recentFiles))
-    menu->addAction(QFileInfo(path).fileName(), this, [this, path] { openConfigFile(path); })->setToolTip(path);
+    menu->addAction(QFileInfo(path).fileName(), this, [this, path] { openRecentFile(path); })->setToolTip(path);
   menu->setEnabled(!m_recentFiles.isEmpty());
+}
+
+void MainWindow::openRecentFile(const QString& path) {
+  // Configs fill the experiment panel; experiments, run bundles and run folders add their runs.
+  if (path.endsWith(QStringLiteral(".json"), Qt::CaseInsensitive) || !m_runsOpener)
+    openConfigFile(path);
+  else if (m_runsOpener(path))
+    addRecentFile(path);
 }
 
 void MainWindow::restoreSettings() {

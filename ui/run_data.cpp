@@ -43,6 +43,7 @@ void RunData::loadRecord(const RunRecord& r) {
   checkpointBytes = static_cast<std::int64_t>(r.summary.value("checkpoint_bytes").toDouble());
   weightsBytes = static_cast<std::int64_t>(r.summary.value("weights_bytes").toDouble());
   weightsDtype = r.summary.value("weights_dtype").toString();
+  computePath = r.summary.value("compute_path").toString();
   group = r.group;
   tags = r.tags;
   note = r.note;

@@ -261,6 +261,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
     case Qt::EditRole:
       if (index.column() == Tags) return r->tags.join(QStringLiteral(", "));
       if (index.column() == Note) return r->note;
+      if (index.column() == Name) return r->name;
       break;
     case Qt::DecorationRole:
       if (index.column() == Name) return r->color;
@@ -335,6 +336,14 @@ bool RunsModel::setData(const QModelIndex& index, const QVariant& value, int rol
     r->tags = tags;
   } else if (index.column() == Note) {
     r->note = value.toString().trimmed();
+  } else if (index.column() == Name) {
+    // Renamed (double-click): the charts' legends, the result panel and saved files follow.
+    const QString name = value.toString().simplified();
+    if (name.isEmpty() || name == r->name) return false;
+    r->name = name;
+    emit dataChanged(index, index);
+    emit runRenamed(r->id);
+    return true;
   } else {
     return false;
   }
@@ -351,7 +360,7 @@ QVariant RunsModel::headerData(int section, Qt::Orientation o, int role) const {
   if (role == Qt::DisplayRole) return tr(names[section]);
   if (role == Qt::ToolTipRole) {
     switch (section) {
-      case Name: return tr("Tick to overlay the run in every chart");
+      case Name: return tr("Tick to overlay the run in every chart; double-click the name to rename the run");
       case FinalLoss: return tr("Mean training loss of the last 10 steps");
       case TestAcc: return tr("Accuracy on the test set at the last evaluation");
       case Skipped: return tr("Optimizer steps the loss scaler skipped (non-finite gradients)");
@@ -389,7 +398,7 @@ QVariant RunsModel::headerData(int section, Qt::Orientation o, int role) const {
 Qt::ItemFlags RunsModel::flags(const QModelIndex& index) const {
   Qt::ItemFlags f = Qt::ItemIsEnabled | Qt::ItemIsSelectable;
   if (index.column() == Name) f |= Qt::ItemIsUserCheckable;
-  if (index.column() == Tags || index.column() == Note) f |= Qt::ItemIsEditable;
+  if (index.column() == Tags || index.column() == Note || index.column() == Name) f |= Qt::ItemIsEditable;
   return f;
 }
 

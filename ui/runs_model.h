@@ -65,6 +65,7 @@ class RunsModel : public QAbstractTableModel {
   void visibilityChanged(int runId, bool visible);
   void archivedChanged(int runId, bool archived);
   void baselineChanged(int runId);
+  void runRenamed(int runId);  // the name column was edited
 
  private:
   struct Baseline {

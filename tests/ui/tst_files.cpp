@@ -7,6 +7,7 @@
 #include <QJsonDocument>
 #include <QJsonArray>
 #include <QJsonObject>
+#include <QMenu>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -21,7 +22,9 @@
 #include "engine/io/experiment_file.h"
 #include "engine/io/metrics_export.h"
 #include "gui_test_util.h"
+#include "ui/last_folder.h"
 #include "ui/main_window.h"
+#include "ui/runs_model.h"
 
 using namespace amp;
 
@@ -87,6 +90,53 @@ class TestFiles : public QObject {
     QCOMPARE(back->series.loss, loss);
     QVERIFY(back->checkpointPath.isEmpty());  // it never wrote one
     QVERIFY(!back->histograms.empty());
+  }
+
+  // Issue 25 item 19: a bundle's summary.json held only the model files' sizes; a renamed or
+  // reopened run lost "(emulated)"; saved experiments never reached Open recent; dialogs forgot
+  // the folder. A run renamed in the table keeps its name, results and compute path in the
+  // bundle, comes back with them, and the saved file reopens from File > Open recent.
+  void aSavedRunKeepsItsNameResultsAndHowItComputed() {
+    ui::RunData* run = runSpirals(20, false);
+    QVERIFY(run);
+    QTRY_COMPARE_WITH_TIMEOUT(run->status, ui::RunStatus::Finished, 20000);
+    QVERIFY(!run->computePath.isEmpty());
+    ui::RunsModel* model = m_session->window()->runsModel();
+    const QModelIndex name = model->index(model->rowOf(run->id), ui::RunsModel::Name);
+    QVERIFY(model->flags(name) & Qt::ItemIsEditable);
+    QVERIFY(model->setData(name, QStringLiteral("  my   spirals "), Qt::EditRole));
+    QCOMPARE(run->name, QStringLiteral("my spirals"));
+    QVERIFY(!model->setData(name, QStringLiteral("   "), Qt::EditRole));  // no empty names
+
+    const QString bundle = m_tmp.filePath(QStringLiteral("renamed.amprun.zip"));
+    m_session->files()->exportRunBundle(run->id, bundle);
+    const std::vector<ExperimentRun> read = openAnything(bundle);
+    QCOMPARE(read.size(), size_t(1));
+    const QJsonObject summary = read.front().record.summary;
+    QCOMPARE(summary.value(QStringLiteral("steps")).toDouble(), 20.0);
+    double last10 = 0;
+    for (int i = 10; i < 20; ++i) last10 += run->series.loss[i] / 10;
+    QVERIFY2(std::abs(summary.value(QStringLiteral("final_loss")).toDouble() - last10) < 1e-6 * std::abs(last10),
+             qPrintable(QString::number(summary.value(QStringLiteral("final_loss")).toDouble())));
+    QVERIFY(summary.contains(QStringLiteral("median_step_ms")));
+    QCOMPARE(summary.value(QStringLiteral("compute_path")).toString(), run->computePath);
+    QCOMPARE(read.front().record.name, QStringLiteral("my spirals"));
+
+    const QString ampx = m_tmp.filePath(QStringLiteral("renamed.ampx"));
+    m_session->files()->saveExperimentFile(ampx);
+    const QString computePath = run->computePath;
+    m_session = std::make_unique<gui::GuiSession>(false);
+    m_session->window()->addRecentFile(ampx);
+    const QList<QAction*> recent = m_session->window()->actions().recent->actions();
+    QVERIFY(!recent.isEmpty());
+    recent.first()->trigger();  // was read as a JSON config: "could not open"
+    QCOMPARE(controller()->runs().size(), 1);
+    const ui::RunData* back = controller()->runs().first();
+    QCOMPARE(back->name, QStringLiteral("my spirals"));
+    QCOMPARE(back->computePath, computePath);
+
+    ui::rememberFolderOf(bundle);
+    QCOMPARE(ui::inLastFolder(QStringLiteral("next.ampx")), QDir(m_tmp.path()).filePath(QStringLiteral("next.ampx")));
   }
 
   void periodicCheckpointsBundleAndJson() {

@@ -15,6 +15,7 @@
 #include "ui/charts/coinciding_runs.h"
 #include "ui/run_data.h"
 #include "ui/theme.h"
+#include "ui/last_folder.h"
 
 namespace amp::ui {
 
@@ -125,9 +126,10 @@ void ChartPanel::exportInteractively(ExportFormat format) {
   static const char* const suffixes[] = {"png", "svg", "pdf"};
   const QString suffix = QString::fromLatin1(suffixes[int(format)]);
   const QString path =
-      QFileDialog::getSaveFileName(this, tr("Export chart"), m_name + QLatin1Char('.') + suffix,
+      QFileDialog::getSaveFileName(this, tr("Export chart"), inLastFolder(m_name + QLatin1Char('.') + suffix),
                                    tr("%1 files (*.%2)").arg(suffix.toUpper(), suffix));
   if (path.isEmpty()) return;
+  rememberFolderOf(path);
   // PNG at twice the on-screen size and 192 dpi: sharp on slides and in print.
   const bool png = format == ExportFormat::Png;
   const QSize base = size().isEmpty() ? QSize(1000, 700) : size();
