@@ -157,7 +157,7 @@ void overflowResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& o
 void lostUpdatesResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
   out.claim = tr("Without fp32 master weights, updates smaller than half an fp16 spacing are rounded "
                  "away: pure fp16 loses them and learns slower, AMP keeps every one.");
-  out.chart = QStringLiteral("loss");
+  out.chart = QStringLiteral("updates");  // the lost-update meter, step by step
   for (const ui::RunData* r : runs) {
     const auto& loss = r->series.loss;
     addFinding(out, *r,

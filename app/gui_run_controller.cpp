@@ -205,6 +205,13 @@ void RunController::startRun(ui::RunData* run, bool paused) {
             }
             emit checkpointSaved(run, path, ok, message, periodic);
           });
+  worker->setFinalStateDir(checkpointDir(*run));
+  connect(worker, &TrainingWorker::finalStateKept, this, [this, run](const QString& path) {
+    run->checkpointPath = path;
+    // Like an unpacked checkpoint: a saved experiment embeds it, and the copy goes with the run
+    // (deleted, or the session closed).
+    m_unpacked.insert(path);
+  });
   connect(worker, &TrainingWorker::modelFilesMeasured, this,
           [this, run](qint64 checkpointBytes, qint64 weightsBytes, const QString& dtype) {
             run->checkpointBytes = checkpointBytes;

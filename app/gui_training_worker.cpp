@@ -6,6 +6,7 @@
 #include <QDir>
 #include <QFileInfo>
 
+#include "engine/core/checked_file.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/model_files.h"
 #include "engine/io/metrics_json.h"
@@ -232,6 +233,19 @@ void TrainingWorker::run() {
   const bool finalWritten = m_lastCheckpoint.first == trainer->stepsDone();
   if (m_config.checkpoint.atEnd && !m_checkpointDir.isEmpty() && !finalWritten)
     writeCheckpoint(*trainer, QDir(m_checkpointDir).filePath(checkpointFileName(trainer->stepsDone())), true);
+  if (m_lastCheckpoint.first != trainer->stepsDone() && !m_finalStateDir.isEmpty()) {
+    // Kept where the run's checkpoints go (the same write the size measurement below made to a
+    // temporary folder before): the weights can be exported and the run resumed.
+    const QString path = QDir(m_finalStateDir).filePath(checkpointFileName(trainer->stepsDone()));
+    try {
+      makeFolders(m_finalStateDir.toStdString());
+      saveCheckpoint(*trainer, path, m_metricsJsonl);
+      m_lastCheckpoint = {trainer->stepsDone(), path};
+      emit finalStateKept(path);
+    } catch (const std::exception&) {
+      // A full disk, say: the run is done all the same; its sizes are measured in /tmp below.
+    }
+  }
   try {
     // A checkpoint of the final state is measured as it is; otherwise one is written to a
     // temporary folder (the worker's thread: the window does not wait for it).

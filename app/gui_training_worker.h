@@ -37,6 +37,10 @@ class TrainingWorker : public QThread {
   // checkpointDir: where `checkpoint.every` and `checkpoint.at_end` write step-N.zip ("" = nowhere).
   void setResume(const QString& resumeFrom) { m_resumeFrom = resumeFrom; }
   void setCheckpointDir(const QString& dir) { m_checkpointDir = dir; }
+  // finalStateDir: where a run that trained to its end keeps its final state (step-N.zip) when
+  // no checkpoint of it was written: File > Export weights and Resume then work for every run
+  // (the runs table showed a weights-file size for runs it refused to export). "" = nowhere.
+  void setFinalStateDir(const QString& dir) { m_finalStateDir = dir; }
   ~TrainingWorker() override;  // cancels, then waits for the thread
 
   MetricsBuffer& buffer() { return m_buffer; }
@@ -71,6 +75,8 @@ class TrainingWorker : public QThread {
   void metricsReady();             // the buffer went from empty to non-empty
   void runPaused(qint64 stepsDone);  // the worker is waiting; every step so far is in the buffer
   void runEnded(int outcome, const QString& message);  // outcome: RunOutcome
+  // The final state kept in finalStateDir (before modelFilesMeasured and runEnded).
+  void finalStateKept(const QString& path);
   // Just before a run that finished (or diverged) ends: the size of its checkpoint and of its
   // weights alone in the compute dtype (engine/io/model_files.h), for the runs table.
   void modelFilesMeasured(qint64 checkpointBytes, qint64 weightsBytes, const QString& weightsDtype);
@@ -103,6 +109,7 @@ class TrainingWorker : public QThread {
   QString m_checkpointRequest;  // pending "save now" path
   QString m_resumeFrom;
   QString m_checkpointDir;
+  QString m_finalStateDir;
   std::pair<std::int64_t, QString> m_lastCheckpoint{-1, {}};  // step and path this worker wrote last
   QByteArray m_metricsJsonl;  // worker thread only: the run's metrics.jsonl, for its checkpoints
   // Set under m_mutex as run()'s very last act; the destructor takes m_mutex after wait(). wait()

@@ -31,6 +31,7 @@ QString chartShortTitle(const QString& chart) {
   if (chart == QLatin1String("accuracy")) return LessonResultView::tr("Accuracy ▸");
   if (chart == QLatin1String("throughput")) return LessonResultView::tr("Throughput ▸");
   if (chart == QLatin1String("memory")) return LessonResultView::tr("Memory ▸");
+  if (chart == QLatin1String("updates")) return LessonResultView::tr("Lost updates ▸");
   return LessonResultView::tr("Loss ▸");
 }
 
@@ -40,6 +41,7 @@ QString chartTitle(const QString& chart) {
   if (chart == QLatin1String("accuracy")) return LessonResultView::tr("Show the accuracy");
   if (chart == QLatin1String("throughput")) return LessonResultView::tr("Show the throughput");
   if (chart == QLatin1String("memory")) return LessonResultView::tr("Show the memory");
+  if (chart == QLatin1String("updates")) return LessonResultView::tr("Show the lost updates");
   return LessonResultView::tr("Show the loss");
 }
 

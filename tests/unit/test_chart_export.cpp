@@ -190,7 +190,8 @@ TEST_F(ChartExport, WholeDashboardInAllThreeFormats) {
   bool ok = false;
   const QString text = svgText(path("dash.svg"), &ok);
   EXPECT_TRUE(ok);
-  for (const QString& name : m_dashboard.chartNames())
+  // The six charts of the grid (the tabs beyond it, layers and lost updates, export alone).
+  for (const QString& name : {"loss", "scale", "histogram", "accuracy", "throughput", "memory"})
     EXPECT_TRUE(text.contains(m_dashboard.panel(name)->chartView()->title())) << name.toStdString();
   ASSERT_TRUE(m_dashboard.exportDashboard(path("dash.pdf")));
   QFile f(path("dash.pdf"));

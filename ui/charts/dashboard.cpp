@@ -15,6 +15,7 @@
 #include "ui/charts/histogram_view.h"
 #include "ui/charts/layer_grid_panel.h"
 #include "ui/charts/loss_chart.h"
+#include "ui/charts/lost_updates_chart.h"
 #include "ui/charts/memory_chart.h"
 #include "ui/charts/scale_chart.h"
 #include "ui/charts/throughput_chart.h"
@@ -30,7 +31,8 @@ Dashboard::Dashboard(QWidget* parent)
       m_accuracy(new AccuracyChart),
       m_throughput(new ThroughputChart),
       m_memory(new MemoryChart),
-      m_layers(new LayerGridPanel) {
+      m_layers(new LayerGridPanel),
+      m_updates(new LostUpdatesChart) {
   m_grid = new QWidget;
   auto* columns = new QSplitter(Qt::Vertical, m_grid);
   for (QSplitter*& row : m_rows) {
@@ -104,7 +106,8 @@ QList<ChartPanel*> Dashboard::panels() const {
   return {m_loss, m_scale, m_histogram, m_accuracy, m_throughput, m_memory};
 }
 
-QList<ChartPanel*> Dashboard::allPanels() const { return panels() << m_layers; }
+// The panels beyond the grid, each a tab of its own in either layout.
+QList<ChartPanel*> Dashboard::allPanels() const { return panels() << m_updates << m_layers; }
 
 QStringList Dashboard::chartNames() const {
   QStringList names;
@@ -150,7 +153,7 @@ void Dashboard::showChart(const QString& name) {
   if (m_layout == Layout::Tabs)
     m_tabs->setCurrentWidget(p);
   else
-    m_gridTabs->setCurrentWidget(p == m_layers ? static_cast<QWidget*>(m_layers) : m_grid);
+    m_gridTabs->setCurrentWidget(p == m_layers || p == m_updates ? static_cast<QWidget*>(p) : m_grid);
 }
 
 void Dashboard::applyLayout(Layout layout) {
@@ -161,6 +164,7 @@ void Dashboard::applyLayout(Layout layout) {
     m_tabs->clear();  // removes pages, keeps the widgets
     for (int i = 0; i < all.size(); ++i) m_rows[i / 3]->addWidget(all[i]);
     for (QSplitter* row : m_rows) row->setSizes({1, 1, 1});
+    m_gridTabs->addTab(m_updates, tr("Lost updates"));
     m_gridTabs->addTab(m_layers, tr("Layers"));
     m_stack->setCurrentWidget(m_gridTabs);
     m_tabs->setCornerWidget(nullptr);
@@ -170,7 +174,9 @@ void Dashboard::applyLayout(Layout layout) {
     static const char* const titles[] = {"Loss",     "Loss scale", "Exponents",
                                          "Accuracy", "Throughput", "Memory"};
     m_gridTabs->removeTab(m_gridTabs->indexOf(m_layers));
+    m_gridTabs->removeTab(m_gridTabs->indexOf(m_updates));
     for (int i = 0; i < all.size(); ++i) m_tabs->addTab(all[i], tr(titles[i]));
+    m_tabs->addTab(m_updates, tr("Lost updates"));
     m_tabs->addTab(m_layers, tr("Layers"));
     m_stack->setCurrentWidget(m_tabs);
     m_gridTabs->setCornerWidget(nullptr);

@@ -20,6 +20,7 @@ class AccuracyChart;
 class ChartPanel;
 class HistogramView;
 class LayerGridPanel;
+class LostUpdatesChart;
 class LossChart;
 class MemoryChart;
 class ScaleChart;
@@ -79,6 +80,7 @@ class Dashboard : public QWidget {
   ThroughputChart* throughputChart() const { return m_throughput; }
   MemoryChart* memoryChart() const { return m_memory; }
   LayerGridPanel* layerGrid() const { return m_layers; }  // "layers": per-tensor heat maps
+  LostUpdatesChart* lostUpdatesChart() const { return m_updates; }  // "updates": the lost-update meter
 
   // Whole dashboard as a 3 x 2 grid under a header naming the runs. `format`: "png", "svg",
   // "pdf" or empty for the path's suffix. PNG: `size` in pixels at `dpi`; SVG/PDF: logical size.
@@ -109,6 +111,7 @@ class Dashboard : public QWidget {
   ThroughputChart* m_throughput;
   MemoryChart* m_memory;
   LayerGridPanel* m_layers;
+  LostUpdatesChart* m_updates;
   QTabWidget* m_gridTabs;  // grid layout: the six charts on one tab, the layers on another
   QVector<const RunData*> m_runs;
   int m_focusRun = -1;
