@@ -107,6 +107,14 @@ MainActions MainActions::create(QWidget* w) {
     layouts->addAction(t);
   }
   a.chartsAuto->setChecked(true);
+  a.focusView = make(w, QObject::tr("&Focus on one chart"), QStyle::SP_CustomBase, {QKeySequence(Qt::Key_F11)},
+                     QObject::tr("One chart full screen for a projector; Page Down / Page Up step through the "
+                                 "charts, Esc leaves"));
+  a.focusView->setCheckable(true);
+  a.nextChart = make(w, QObject::tr("&Next chart"), QStyle::SP_CustomBase, {QKeySequence(Qt::Key_PageDown)},
+                     QObject::tr("The next chart (one chart at a time)"));
+  a.previousChart = make(w, QObject::tr("&Previous chart"), QStyle::SP_CustomBase, {QKeySequence(Qt::Key_PageUp)},
+                         QObject::tr("The previous chart (one chart at a time)"));
   auto* themes = new QActionGroup(w);
   for (QAction* t : {a.light, a.dark}) {
     t->setCheckable(true);
@@ -156,6 +164,10 @@ void MainActions::populateMenus(QMenuBar* bar) {
   view->addAction(chartsGrid);
   view->addAction(chartsTabs);
   view->addSeparator();
+  view->addAction(focusView);
+  view->addAction(nextChart);
+  view->addAction(previousChart);
+  view->addSeparator();
   QMenu* help = bar->addMenu(QObject::tr("&Help"));
   help->addAction(shortcuts);
   help->addAction(about);
@@ -183,6 +195,8 @@ QString shortcutHelpHtml() {
       "<tr><td><b>Ctrl+Shift+D</b></td><td>switch light / dark palette</td></tr>"
       "<tr><td><b>Ctrl+=</b> / <b>Ctrl+-</b> / <b>Ctrl+0</b></td><td>presentation mode: larger / "
       "smaller / normal fonts and lines</td></tr>"
+      "<tr><td><b>F11</b></td><td>focus view: one chart, full screen (<b>Esc</b> leaves)</td></tr>"
+      "<tr><td><b>Page Down</b> / <b>Page Up</b></td><td>next / previous chart</td></tr>"
       "<tr><td><b>Ctrl+Q</b></td><td>quit (stops runs cleanly)</td></tr>"
       "<tr><th colspan=2 align=left><br>Runs table</th></tr>"
       "<tr><td><b>Delete</b></td><td>delete or archive the selected runs (asks first)</td></tr>"

@@ -48,6 +48,11 @@ struct MainActions {
   QAction* chartsAuto = nullptr;     // chart layout: automatic / grid / tabs (exclusive)
   QAction* chartsGrid = nullptr;
   QAction* chartsTabs = nullptr;
+  // Focus view (F11, checkable): one chart, full screen, for a projector; Page Down / Page Up
+  // (nextChart, previousChart) step through the charts, Esc or F11 leaves.
+  QAction* focusView = nullptr;
+  QAction* nextChart = nullptr;
+  QAction* previousChart = nullptr;
   QMenu* recent = nullptr;
   QMenu* view = nullptr;  // the window adds its docks' toggles here
 

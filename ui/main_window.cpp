@@ -4,6 +4,7 @@
 #include <QStyle>
 #include <QCloseEvent>
 #include <QDockWidget>
+#include <QSignalBlocker>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -198,6 +199,18 @@ void MainWindow::connectActions() {
   connect(m_actions.chartsAuto, &QAction::triggered, this, [this] { setChartLayout(ChartLayout::Automatic); });
   connect(m_actions.chartsGrid, &QAction::triggered, this, [this] { setChartLayout(ChartLayout::Grid); });
   connect(m_actions.chartsTabs, &QAction::triggered, this, [this] { setChartLayout(ChartLayout::Tabs); });
+  connect(m_actions.focusView, &QAction::toggled, this, &MainWindow::setFocusView);
+  connect(m_actions.nextChart, &QAction::triggered, this, [this] { m_dashboard->stepChart(1); });
+  connect(m_actions.previousChart, &QAction::triggered, this, [this] { m_dashboard->stepChart(-1); });
+  // Page Down / Up and Esc belong to the tables, logs and charts outside the focus view.
+  m_actions.nextChart->setEnabled(false);
+  m_actions.previousChart->setEnabled(false);
+  m_leaveFocus = new QAction(this);
+  m_leaveFocus->setShortcut(QKeySequence(Qt::Key_Escape));
+  m_leaveFocus->setShortcutContext(Qt::WindowShortcut);
+  m_leaveFocus->setEnabled(false);
+  addAction(m_leaveFocus);
+  connect(m_leaveFocus, &QAction::triggered, this, [this] { setFocusView(false); });
   connect(m_actions.shortcuts, &QAction::triggered, this, [this] {
     QMessageBox::information(this, tr("Keyboard shortcuts"), shortcutHelpHtml());
   });
@@ -247,6 +260,30 @@ void MainWindow::setBackendInfo(const QString& description, const QString& cudaU
   m_experiment->setBackendInfo(description, cudaUnavailableReason);
   m_backendDescription = description;
   m_cudaUnavailable = cudaUnavailableReason;
+}
+
+void MainWindow::setFocusView(bool on) {
+  if (on == m_focusView) return;
+  m_focusView = on;
+  if (on) {
+    m_stateBeforeFocus = saveState();
+    m_windowStateBeforeFocus = windowState();
+    m_layoutBeforeFocus = m_chartLayout;
+    for (QDockWidget* d : findChildren<QDockWidget*>()) d->hide();
+    for (QToolBar* t : findChildren<QToolBar*>()) t->hide();
+    m_dashboard->setLayoutMode(Dashboard::Layout::Tabs);
+    showFullScreen();
+  } else {
+    setWindowState(m_windowStateBeforeFocus);
+    restoreState(m_stateBeforeFocus);  // the docks and tool bar, where they were
+    setChartLayout(m_layoutBeforeFocus);
+  }
+  for (QAction* a : {m_actions.nextChart, m_actions.previousChart, m_leaveFocus}) a->setEnabled(on);
+  const QSignalBlocker block(m_actions.focusView);
+  m_actions.focusView->setChecked(on);
+  statusBar()->showMessage(on ? tr("Focus view: Page Down / Page Up for the next / previous chart, Esc or F11 to leave")
+                              : QString(),
+                           on ? 8000 : 1);
 }
 
 QString MainWindow::aboutText() const {

@@ -93,6 +93,11 @@ class MainWindow : public QMainWindow {
   void setChartLayout(ChartLayout layout);
   ChartLayout chartLayout() const { return m_chartLayout; }
 
+  // Focus view (F11): the docks and tool bar hidden, one chart at a time, full screen, Page
+  // Down / Page Up through the charts; off again (F11, Esc) restores the window as it was.
+  void setFocusView(bool on);
+  bool isFocusView() const { return m_focusView; }
+
   // Runs trained in this session and not yet saved in an experiment file: closing asks first.
   int unsavedRunCount() const { return int(m_unsaved.size()); }
   QList<int> unsavedRunIds() const { return m_unsaved.values(); }
@@ -224,6 +229,11 @@ class MainWindow : public QMainWindow {
   std::function<bool(const QString&)> m_runsOpener;
   QString m_backendDescription, m_cudaUnavailable;  // setBackendInfo, for the About box
   CloseChoice m_lastCloseChoice = CloseChoice::NothingToAsk;
+  bool m_focusView = false;
+  QByteArray m_stateBeforeFocus;        // dock layout (saveState) to come back to
+  Qt::WindowStates m_windowStateBeforeFocus;
+  ChartLayout m_layoutBeforeFocus = ChartLayout::Automatic;
+  QAction* m_leaveFocus = nullptr;      // Esc, only while in the focus view
   int m_fittedHeight = 0;  // window height the docks were last sized for
   bool m_logTabbed = false;  // the event log is a tab of the runs dock (arrangeBottomDocks)
   bool m_bottomInSide = false;  // runs, inspector and log are side-panel tabs (moveBottomDocksToSide)

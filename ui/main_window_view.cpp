@@ -123,6 +123,7 @@ void MainWindow::arrangeBottomDocks() {
 
 void MainWindow::resizeEvent(QResizeEvent* event) {
   QMainWindow::resizeEvent(event);
+  if (m_focusView) return;  // the docks are hidden; the layout comes back with them
   arrangeBottomDocks();
   fitDocksToWindow();  // the dashboard then picks grid or tabs for the size it is left with
 }

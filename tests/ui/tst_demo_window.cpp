@@ -15,6 +15,7 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QToolBar>
 
 #include "app/gui_files.h"
 #include "app/gui_run_controller.h"
@@ -221,6 +222,37 @@ class TestDemoWindow : public test::SessionFixture {
     QTRY_VERIFY(!window()->bottomDocksInSidePanel());
     QVERIFY(inArea(Qt::BottomDockWidgetArea));
     for (const QString& name : bottom) QVERIFY(!window()->findChild<QDockWidget*>(name)->isHidden());
+  }
+
+  // Beyond the anchors of issue 25: a focus view for projectors. F11 hides the docks and tool
+  // bar and shows one chart at a time; Page Down / Up step through the charts; Esc brings the
+  // window back as it was (docks, grid).
+  void theFocusViewShowsOneChartAtATime() {
+    window()->resize(1920, 1080);
+    window()->setChartLayout(ui::MainWindow::ChartLayout::Grid);
+    auto* runs = window()->findChild<QDockWidget*>(QStringLiteral("runsDock"));
+    QVERIFY(runs && runs->isVisible());
+    QTest::keyClick(window(), Qt::Key_F11);
+    QVERIFY(window()->isFocusView());
+    QApplication::processEvents();
+    QVERIFY(!runs->isVisible());
+    for (QToolBar* t : window()->findChildren<QToolBar*>()) QVERIFY(!t->isVisible());
+    ui::Dashboard* d = window()->dashboard();
+    QCOMPARE(d->layoutMode(), ui::Dashboard::Layout::Tabs);
+    ui::ChartPanel* first = d->currentTab();
+    QVERIFY(first);
+    QTest::keyClick(window(), Qt::Key_PageDown);
+    ui::ChartPanel* second = d->currentTab();
+    QVERIFY(second && second != first);
+    QVERIFY(second->isVisible());
+    QTest::keyClick(window(), Qt::Key_PageUp);
+    QCOMPARE(d->currentTab(), first);
+    QTest::keyClick(window(), Qt::Key_Escape);
+    QVERIFY(!window()->isFocusView());
+    QTRY_VERIFY(runs->isVisible());
+    QCOMPARE(d->layoutMode(), ui::Dashboard::Layout::Grid);
+    QVERIFY(!window()->actions().nextChart->isEnabled());  // Page Down is the tables' again
+    window()->setChartLayout(ui::MainWindow::ChartLayout::Automatic);
   }
 
   void dockTitlesScaleWithPresentation() {

@@ -156,6 +156,16 @@ void Dashboard::showChart(const QString& name) {
     m_gridTabs->setCurrentWidget(p == m_layers || p == m_updates ? static_cast<QWidget*>(p) : m_grid);
 }
 
+void Dashboard::stepChart(int delta) {
+  QTabWidget* tabs = m_layout == Layout::Tabs ? m_tabs : m_gridTabs;
+  const int n = tabs->count();
+  if (n > 0) tabs->setCurrentIndex(((tabs->currentIndex() + delta) % n + n) % n);
+}
+
+ChartPanel* Dashboard::currentTab() const {
+  return m_layout == Layout::Tabs ? qobject_cast<ChartPanel*>(m_tabs->currentWidget()) : nullptr;
+}
+
 void Dashboard::applyLayout(Layout layout) {
   if (layout == m_layout) return;
   m_layout = layout;

@@ -80,6 +80,10 @@ class Dashboard : public QWidget {
   ThroughputChart* throughputChart() const { return m_throughput; }
   MemoryChart* memoryChart() const { return m_memory; }
   LayerGridPanel* layerGrid() const { return m_layers; }  // "layers": per-tensor heat maps
+  // The next (delta 1) or previous (-1) chart, round the tabs: the focus view's Page Down / Up.
+  void stepChart(int delta);
+  // The panel on screen in the tabs layout (nullptr in the grid).
+  ChartPanel* currentTab() const;
   LostUpdatesChart* lostUpdatesChart() const { return m_updates; }  // "updates": the lost-update meter
 
   // Whole dashboard as a 3 x 2 grid under a header naming the runs. `format`: "png", "svg",
