@@ -206,6 +206,8 @@ void RunController::startRun(ui::RunData* run, bool paused) {
             emit checkpointSaved(run, path, ok, message, periodic);
           });
   worker->setFinalStateDir(checkpointDir(*run));
+  connect(worker, &TrainingWorker::decisionMapReady, this,
+          [run, worker] { run->decisionMap = worker->latestDecisionMap(); });
   connect(worker, &TrainingWorker::finalStateKept, this, [this, run](const QString& path) {
     run->checkpointPath = path;
     // Like an unpacked checkpoint: a saved experiment embeds it, and the copy goes with the run

@@ -154,6 +154,38 @@ bool TrainingWorker::waitForNextStep(Trainer& trainer, bool& inject, bool& trace
   return true;
 }
 
+std::shared_ptr<const DecisionMap> TrainingWorker::latestDecisionMap() const {
+  std::lock_guard lock(m_mutex);
+  return m_decisionMap;
+}
+
+void TrainingWorker::publishDecisionMap(Trainer& trainer, bool force) {
+  const Dataset& train = trainer.data().train;
+  if (!hasDecisionPlane(train)) return;
+  // Five a second reads as live and costs a 64 x 64 forward pass (about a millisecond for the
+  // lessons' MLPs) per 200 ms of training.
+  const auto now = std::chrono::steady_clock::now();
+  if (!force && now - m_lastDecisionMap < std::chrono::milliseconds(200)) return;
+  m_lastDecisionMap = now;
+  if (!m_planePoints) {
+    m_planePoints = std::make_shared<const std::vector<float>>(train.features);
+    m_planeLabels = std::make_shared<const std::vector<std::int32_t>>(train.labels);
+  }
+  std::shared_ptr<DecisionMap> map;
+  try {
+    map = std::make_shared<DecisionMap>(trainer.decisionMap(64));
+  } catch (const std::exception&) {
+    return;  // a picture of the run, not the run: it trains on without it
+  }
+  map->points = m_planePoints;
+  map->labels = m_planeLabels;
+  {
+    std::lock_guard lock(m_mutex);
+    m_decisionMap = std::move(map);
+  }
+  emit decisionMapReady();
+}
+
 void TrainingWorker::run() {
   // Destroyed last, after the trainer and every signal emitted below (see m_runReturned).
   struct MarkReturned {
@@ -216,6 +248,7 @@ void TrainingWorker::run() {
       if (traced) signal |= m_buffer.pushTrace(trainer->stepsDone(), trainer->lastTrace());
       signal |= m_buffer.push(std::move(m));
       if (signal) emit metricsReady();
+      publishDecisionMap(*trainer, trainer->stepsDone() == 1 || trainer->finished());
       if (!trainer->finished()) keepPace(stepStarted);
     }
   } catch (const std::exception& e) {

@@ -13,12 +13,14 @@
 #include <QThread>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <utility>
 #include <vector>
 
 #include "app/gui_metrics_buffer.h"
 #include "engine/config/run_config.h"
+#include "engine/train/decision_map.h"
 
 namespace amp {
 class Trainer;
@@ -44,6 +46,9 @@ class TrainingWorker : public QThread {
   ~TrainingWorker() override;  // cancels, then waits for the thread
 
   MetricsBuffer& buffer() { return m_buffer; }
+  // The model's decision regions, recomputed about five times a second while it trains and once
+  // at its end (decision_map.h); nullptr for data that has no 2-D plane. Thread-safe.
+  std::shared_ptr<const DecisionMap> latestDecisionMap() const;
   const RunConfig& config() const { return m_config; }
 
   // Thread-safe; each takes effect before the next step begins.
@@ -77,6 +82,8 @@ class TrainingWorker : public QThread {
   void runEnded(int outcome, const QString& message);  // outcome: RunOutcome
   // The final state kept in finalStateDir (before modelFilesMeasured and runEnded).
   void finalStateKept(const QString& path);
+  // A new latestDecisionMap() (2-D classification data only: spirals, circles, blobs).
+  void decisionMapReady();
   // Just before a run that finished (or diverged) ends: the size of its checkpoint and of its
   // weights alone in the compute dtype (engine/io/model_files.h), for the runs table.
   void modelFilesMeasured(qint64 checkpointBytes, qint64 weightsBytes, const QString& weightsDtype);
@@ -93,6 +100,8 @@ class TrainingWorker : public QThread {
   bool waitForNextStep(Trainer& trainer, bool& inject, bool& trace);
   void serveCheckpointRequest(Trainer& trainer, std::unique_lock<std::mutex>& lock);
   void writeCheckpoint(Trainer& trainer, const QString& path, bool periodic);
+  // Computes and publishes the decision map when due (or `force`d: the first and last step).
+  void publishDecisionMap(Trainer& trainer, bool force);
   // Waits until 1/pace after `stepStarted`, or until cancelled, paused or the pace changes.
   void keepPace(std::chrono::steady_clock::time_point stepStarted);
 
@@ -110,6 +119,10 @@ class TrainingWorker : public QThread {
   QString m_resumeFrom;
   QString m_checkpointDir;
   QString m_finalStateDir;
+  std::shared_ptr<const DecisionMap> m_decisionMap;  // under m_mutex
+  std::shared_ptr<const std::vector<float>> m_planePoints;  // the training points, once
+  std::shared_ptr<const std::vector<std::int32_t>> m_planeLabels;
+  std::chrono::steady_clock::time_point m_lastDecisionMap{};
   std::pair<std::int64_t, QString> m_lastCheckpoint{-1, {}};  // step and path this worker wrote last
   QByteArray m_metricsJsonl;  // worker thread only: the run's metrics.jsonl, for its checkpoints
   // Set under m_mutex as run()'s very last act; the destructor takes m_mutex after wait(). wait()

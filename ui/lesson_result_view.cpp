@@ -32,6 +32,7 @@ QString chartShortTitle(const QString& chart) {
   if (chart == QLatin1String("throughput")) return LessonResultView::tr("Throughput ▸");
   if (chart == QLatin1String("memory")) return LessonResultView::tr("Memory ▸");
   if (chart == QLatin1String("updates")) return LessonResultView::tr("Lost updates ▸");
+  if (chart == QLatin1String("data")) return LessonResultView::tr("Data ▸");
   return LessonResultView::tr("Loss ▸");
 }
 
@@ -42,6 +43,7 @@ QString chartTitle(const QString& chart) {
   if (chart == QLatin1String("throughput")) return LessonResultView::tr("Show the throughput");
   if (chart == QLatin1String("memory")) return LessonResultView::tr("Show the memory");
   if (chart == QLatin1String("updates")) return LessonResultView::tr("Show the lost updates");
+  if (chart == QLatin1String("data")) return LessonResultView::tr("Show the decision regions");
   return LessonResultView::tr("Show the loss");
 }
 

@@ -8,12 +8,14 @@
 #include <QStringList>
 #include <QVector>
 #include <array>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "engine/amp/op_trace.h"
 #include "engine/config/run_config.h"
 #include "engine/io/run_record.h"
+#include "engine/train/decision_map.h"
 #include "engine/train/run_summary.h"
 #include "engine/train/step_metrics.h"
 
@@ -70,6 +72,9 @@ struct RunData {
   QString note;             // the user's free-text note on the run
   RunSeries series;
   std::vector<HistogramFrame> histograms;
+  // The latest decision regions (2-D classification data, while it trains and at its end; not
+  // saved in files): the "Data" chart draws them under the training points.
+  std::shared_ptr<const DecisionMap> decisionMap;
   QStringList events;
   std::vector<OpTraceEntry> trace;  // latest per-op dtype trace
   std::int64_t traceStep = 0;       // the step `trace` was recorded in

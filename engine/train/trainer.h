@@ -18,6 +18,7 @@
 #include "engine/nn/sequential.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/optim/optimizer.h"
+#include "engine/train/decision_map.h"
 #include "engine/train/scaled_optimizer.h"
 #include "engine/train/step_metrics.h"
 
@@ -48,6 +49,10 @@ class Trainer {
 
   EvalResult evaluate();  // test set, under autocast like PyTorch inference
   bool hasTestSet() const { return m_data.test.count > 0; }
+  // The model's decision regions on a resolution x resolution grid over the training points'
+  // plane (decision_map.h), evaluated like evaluate(): under autocast, no dropout. Only where
+  // hasDecisionPlane(data().train); an empty map (width 0) elsewhere.
+  DecisionMap decisionMap(int resolution);
 
   // The next step records a per-op dtype trace (forward, backward, scaler, optimizer).
   void requestTrace() { m_traceNext = true; }

@@ -70,6 +70,37 @@ EvalResult Trainer::evaluate() {
   return r;
 }
 
+DecisionMap Trainer::decisionMap(int resolution) {
+  DecisionMap map;
+  const Dataset& train = m_data.train;
+  if (!hasDecisionPlane(train) || resolution < 2) return map;
+  map.step = m_step;
+  map.width = map.height = resolution;
+  map.classes = train.numClasses;
+  decisionPlane(train.features, 0.08f, map.xMin, map.xMax, map.yMin, map.yMax);
+  const std::int64_t n = std::int64_t(resolution) * resolution;
+  std::vector<float> grid(std::size_t(2 * n));
+  for (int row = 0; row < resolution; ++row)
+    for (int col = 0; col < resolution; ++col) {
+      const std::size_t i = std::size_t(row) * std::size_t(resolution) + std::size_t(col);
+      grid[2 * i] = map.cellX(col);
+      grid[2 * i + 1] = map.cellY(row);
+    }
+  const bool wasTracing = m_autocast.tracing();
+  m_autocast.setTracing(false);
+  LayerContext ctx{*m_be, m_autocast, /*training=*/false, nullptr, 0};
+  Tensor x = m_be->fromHost(grid, {n, 2}, inputDtype(), MemCategory::Workspace);
+  std::vector<float> logits;
+  {
+    AutocastRegion region(m_autocast, m_config.usesAutocast(), m_config.lowDtype());
+    logits = m_be->toHostFloat(m_model->forward(ctx, x));
+  }
+  m_model->releaseSaved();
+  m_autocast.setTracing(wasTracing);
+  classesFromLogits(logits, int(logits.size() / std::size_t(n)), map.cls, map.confidence);
+  return map;
+}
+
 std::string Trainer::diagnoseNonFinite() {
   for (Parameter* p : m_model->parameters())
     if (m_be->countNonFinite(p->value)) return p->name + " (weights)";

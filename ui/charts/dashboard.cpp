@@ -12,6 +12,7 @@
 #include <QVBoxLayout>
 
 #include "ui/charts/accuracy_chart.h"
+#include "ui/charts/decision_chart.h"
 #include "ui/charts/histogram_view.h"
 #include "ui/charts/layer_grid_panel.h"
 #include "ui/charts/loss_chart.h"
@@ -32,7 +33,8 @@ Dashboard::Dashboard(QWidget* parent)
       m_throughput(new ThroughputChart),
       m_memory(new MemoryChart),
       m_layers(new LayerGridPanel),
-      m_updates(new LostUpdatesChart) {
+      m_updates(new LostUpdatesChart),
+      m_data(new DecisionChart) {
   m_grid = new QWidget;
   auto* columns = new QSplitter(Qt::Vertical, m_grid);
   for (QSplitter*& row : m_rows) {
@@ -99,6 +101,7 @@ void Dashboard::setFocusRun(int runId) {
   m_histogram->setSelectedRun(runId);
   m_memory->setSelectedRun(runId);
   m_layers->setSelectedRun(runId);
+  m_data->setSelectedRun(runId);
 }
 
 QList<ChartPanel*> Dashboard::panels() const {
@@ -107,7 +110,7 @@ QList<ChartPanel*> Dashboard::panels() const {
 }
 
 // The panels beyond the grid, each a tab of its own in either layout.
-QList<ChartPanel*> Dashboard::allPanels() const { return panels() << m_updates << m_layers; }
+QList<ChartPanel*> Dashboard::allPanels() const { return panels() << m_updates << m_data << m_layers; }
 
 QStringList Dashboard::chartNames() const {
   QStringList names;
@@ -153,7 +156,7 @@ void Dashboard::showChart(const QString& name) {
   if (m_layout == Layout::Tabs)
     m_tabs->setCurrentWidget(p);
   else
-    m_gridTabs->setCurrentWidget(p == m_layers || p == m_updates ? static_cast<QWidget*>(p) : m_grid);
+    m_gridTabs->setCurrentWidget(p == m_layers || p == m_updates || p == m_data ? static_cast<QWidget*>(p) : m_grid);
 }
 
 void Dashboard::stepChart(int delta) {
@@ -175,6 +178,7 @@ void Dashboard::applyLayout(Layout layout) {
     for (int i = 0; i < all.size(); ++i) m_rows[i / 3]->addWidget(all[i]);
     for (QSplitter* row : m_rows) row->setSizes({1, 1, 1});
     m_gridTabs->addTab(m_updates, tr("Lost updates"));
+    m_gridTabs->addTab(m_data, tr("Data"));
     m_gridTabs->addTab(m_layers, tr("Layers"));
     m_stack->setCurrentWidget(m_gridTabs);
     m_tabs->setCornerWidget(nullptr);
@@ -185,8 +189,10 @@ void Dashboard::applyLayout(Layout layout) {
                                          "Accuracy", "Throughput", "Memory"};
     m_gridTabs->removeTab(m_gridTabs->indexOf(m_layers));
     m_gridTabs->removeTab(m_gridTabs->indexOf(m_updates));
+    m_gridTabs->removeTab(m_gridTabs->indexOf(m_data));
     for (int i = 0; i < all.size(); ++i) m_tabs->addTab(all[i], tr(titles[i]));
     m_tabs->addTab(m_updates, tr("Lost updates"));
+    m_tabs->addTab(m_data, tr("Data"));
     m_tabs->addTab(m_layers, tr("Layers"));
     m_stack->setCurrentWidget(m_tabs);
     m_gridTabs->setCornerWidget(nullptr);

@@ -21,6 +21,7 @@ class ChartPanel;
 class HistogramView;
 class LayerGridPanel;
 class LostUpdatesChart;
+class DecisionChart;
 class LossChart;
 class MemoryChart;
 class ScaleChart;
@@ -85,6 +86,7 @@ class Dashboard : public QWidget {
   // The panel on screen in the tabs layout (nullptr in the grid).
   ChartPanel* currentTab() const;
   LostUpdatesChart* lostUpdatesChart() const { return m_updates; }  // "updates": the lost-update meter
+  DecisionChart* decisionChart() const { return m_data; }  // "data": points and decision regions
 
   // Whole dashboard as a 3 x 2 grid under a header naming the runs. `format`: "png", "svg",
   // "pdf" or empty for the path's suffix. PNG: `size` in pixels at `dpi`; SVG/PDF: logical size.
@@ -116,6 +118,7 @@ class Dashboard : public QWidget {
   MemoryChart* m_memory;
   LayerGridPanel* m_layers;
   LostUpdatesChart* m_updates;
+  DecisionChart* m_data;
   QTabWidget* m_gridTabs;  // grid layout: the six charts on one tab, the layers on another
   QVector<const RunData*> m_runs;
   int m_focusRun = -1;
