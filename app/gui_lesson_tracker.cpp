@@ -60,6 +60,16 @@ void LessonTracker::focusHistogram(const Lesson& lesson) {
   m_window->runsPanel()->selectRun(key->id);
   view->setSelectedRun(key->id);
   view->setSelectedTensor(QString::fromStdString(p->focus));
+  // A bf16 run beside an fp16 one: the fp16 run's histogram of the same tensor as an outline
+  // over the bf16 bars, one tensor in both formats (issue 25); none in other lessons.
+  int compare = -1;
+  if (key->config.mode == PrecisionMode::AmpBf16)
+    for (int id : lesson.runIds)
+      if (const ui::RunData* r = m_controller->run(id); r && r->config.mode == PrecisionMode::AmpFp16) {
+        compare = id;
+        break;
+      }
+  view->setComparedRun(compare);
   // In tabs (a small window) the chart the lesson talks about must be the one on screen.
   if (!p->focusChart.empty() && m_window->dashboard()->layoutMode() == ui::Dashboard::Layout::Tabs)
     m_window->dashboard()->showChart(QString::fromStdString(p->focusChart));

@@ -9,6 +9,7 @@
 #include <QValueAxis>
 
 #include "ui/charts/chart_legend.h"
+#include "ui/charts/histogram_bins.h"
 #include "ui/charts/histogram_view.h"
 #include "ui/run_data.h"
 
@@ -138,6 +139,36 @@ class TestChartsHistogram : public QObject {
                                   [](const LegendEntry& e) { return e.glyph == LegendEntry::Glyph::Gradient; });
     QVERIFY(bar != entries.end());
     QVERIFY2(bar->label.contains(QLocale().toString(1000)), qPrintable(bar->label));
+  }
+
+  // Beyond the anchors of issue 25: fp16 and bf16 histograms of one tensor together. The bf16
+  // run's bars (values near 2^-30) with the fp16 run's histogram of the same tensor (all zero)
+  // as an outline, the y range making room for both.
+  void anotherRunsHistogramOfTheSameTensorAsAnOutline() {
+    RunData bf16 = gradientRun(PrecisionMode::AmpBf16, DType::F32, 1e-9, 0);
+    RunData fp16 = zeroGradientRun(1000);
+    fp16.id = 2;
+    fp16.name = QStringLiteral("fp16_noscale");
+    HistogramView view;
+    view.resize(700, 600);
+    view.setRuns({&bf16, &fp16});
+    view.setSelectedRun(bf16.id);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.refreshNow();
+    QVERIFY(view.comparedOutline().isEmpty());  // none until asked for
+    view.setComparedRun(fp16.id);
+    const QList<QPointF> outline = view.comparedOutline();
+    QVERIFY(!outline.isEmpty());
+    double tallest = 0, tallestX = 0;
+    for (const QPointF& p : outline)
+      if (p.y() > tallest) tallest = p.y(), tallestX = p.x();
+    QCOMPARE(tallest, 1.0);  // every fp16 value is zero: one full bar...
+    const double zeroLeft = binLeft(kHistBinZero);  // ...in the zero bin
+    QVERIFY2(tallestX >= zeroLeft && tallestX <= zeroLeft + binWidth(kHistBinZero), qPrintable(QString::number(tallestX)));
+    QVERIFY(qobject_cast<QValueAxis*>(view.chartView()->yAxis())->max() >= 1.0);
+    view.setComparedRun(-1);
+    QVERIFY(view.comparedOutline().isEmpty());
   }
 
   void notMeasuredSaysSo() {

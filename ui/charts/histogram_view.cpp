@@ -109,11 +109,16 @@ HistogramView::HistogramView(QWidget* parent)
   m_domainBox->setToolTip(
       tr("Gradients carry the loss scale while stored; unscaled is what "
          "they are worth after the optimizer divides it out."));
+  m_compareBox = new QComboBox(this);
+  m_compareBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  m_compareBox->setToolTip(tr("Another run's histogram of the same tensor, as an outline over the bars "
+                              "(an fp16 run beside a bf16 one)"));
   auto* controls = new QHBoxLayout;
   controls->setContentsMargins(6, 2, 6, 0);
   controls->addWidget(m_runBox);
   controls->addWidget(m_tensorBox, 1);
   controls->addWidget(m_domainBox);
+  controls->addWidget(m_compareBox);
   m_chartTabs = new QTabBar(this);
   m_chartTabs->setDocumentMode(true);
   m_chartTabs->setExpanding(false);
@@ -137,6 +142,8 @@ HistogramView::HistogramView(QWidget* parent)
           [this](int i) { setSelectedTensor(m_tensorBox->itemData(i).toString()); });
   connect(m_domainBox, &QComboBox::currentIndexChanged, this,
           [this](int i) { setDomain(Domain(m_domainBox->itemData(i).toInt())); });
+  connect(m_compareBox, &QComboBox::currentIndexChanged, this,
+          [this](int i) { setComparedRun(m_compareBox->itemData(i).toInt()); });
 }
 
 void HistogramView::resizeEvent(QResizeEvent* event) {
@@ -190,6 +197,18 @@ void HistogramView::setDomain(Domain domain) {
 
 const RunData* HistogramView::selected() const { return visibleRunOrNewestWithHistograms(m_selectedId); }
 
+void HistogramView::setComparedRun(int runId) {
+  if (runId == m_compareId) return;
+  m_compareId = runId;
+  const QSignalBlocker block(m_compareBox);
+  m_compareBox->setCurrentIndex(std::max(0, m_compareBox->findData(runId)));
+  refreshNow();
+}
+
+QList<QPointF> HistogramView::comparedOutline() const {
+  return m_compare && m_compare->isVisible() ? m_compare->points() : QList<QPointF>();
+}
+
 const HistogramRecord* HistogramView::findRecord(const HistogramFrame& frame) const {
   for (const HistogramRecord& r : frame.records)
     if (tensorKey(r) == m_tensorKey) return &r;
@@ -220,6 +239,13 @@ void HistogramView::rebuildSeries() {
     const RunData* sel = selected();
     m_runBox->setCurrentIndex(sel ? m_runBox->findData(sel->id) : -1);
   }
+  {
+    const QSignalBlocker block(m_compareBox);
+    m_compareBox->clear();
+    m_compareBox->addItem(tr("compare: none"), -1);
+    for (const RunData* r : visibleRuns()) m_compareBox->addItem(tr("vs %1").arg(r->name), r->id);
+    m_compareBox->setCurrentIndex(std::max(0, m_compareBox->findData(m_compareId)));
+  }
   m_tensorListFrames = 0;
   m_heatRun = nullptr;
   m_shown.reset();
@@ -246,6 +272,10 @@ void HistogramView::rebuildSeries() {
   m_view->addSeries(m_unscaled);
   m_scaled = makeArea(tr("scaled"));
   m_view->addSeries(m_scaled);
+  m_compare = new QLineSeries;
+  m_compare->setProperty("ampNoAutoRange", true);
+  m_view->addSeries(m_compare);
+  m_compare->setVisible(false);
 
   m_rangeLines.clear();
   const struct {

@@ -41,6 +41,12 @@ class HistogramView : public ChartPanel {
   QString selectedTensor() const { return m_tensorKey; }
   void setDomain(Domain domain);
   Domain domain() const { return m_domain; }
+  // Another run's histogram of the same tensor, drawn as an outline over the bars: fp16 and
+  // bf16 (or fp32) runs of one experiment compared at a glance. -1: none.
+  void setComparedRun(int runId);
+  int comparedRun() const { return m_compareId; }
+  // The outline drawn (empty when none): for tests.
+  QList<QPointF> comparedOutline() const;
   ChartView* heatMapView() const { return m_heatView; }
   // The bar chart's caption as shown: run, dtype, zero / underflow / subnormal / overflow
   // fractions, and what rounding flushed to zero or to inf ("" when nothing is shown).
@@ -91,6 +97,11 @@ class HistogramView : public ChartPanel {
   QComboBox* m_runBox;
   QComboBox* m_tensorBox;
   QComboBox* m_domainBox;
+  QComboBox* m_compareBox;
+  QLineSeries* m_compare = nullptr;
+  int m_compareId = -1;
+  double m_compareHighest = 0;  // its tallest bar (the y range makes room)
+  void updateComparison(const RunData* shown);
   ChartView* m_heatView;
   QTabBar* m_chartTabs;  // compact mode: bars or over time
   bool m_compact = false;

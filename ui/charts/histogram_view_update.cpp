@@ -86,6 +86,7 @@ const ExponentHistogram& domainOf(const HistogramRecord& r, HistogramView::Domai
 
 void HistogramView::showEmpty(const QString& message) {
   m_shown.reset();
+  if (m_compare) m_compare->setVisible(false);
   for (QAreaSeries* a : {m_scaled, m_unscaled}) {
     if (!a) continue;
     a->upperSeries()->clear();
@@ -119,8 +120,27 @@ void HistogramView::updateSeries() {
   if (!rec) return showEmpty(tr("this tensor is not in the latest frame"));
   m_view->setPlaceholder({});
   m_heatView->setPlaceholder({});
+  updateComparison(run);  // first: the bars' y range makes room for its outline
   updateBars(run, rec, frame);
   updateHeatMap(run);
+}
+
+void HistogramView::updateComparison(const RunData* shown) {
+  const RunData* other = nullptr;
+  for (const RunData* r : visibleRuns())
+    if (r->id == m_compareId && r != shown) other = r;
+  const HistogramRecord* rec = other && !other->histograms.empty() ? findRecord(other->histograms.back()) : nullptr;
+  m_compare->setVisible(rec != nullptr);
+  m_compareHighest = 0;
+  if (!rec) return;
+  // The same values as the bars: unscaled when only those are shown, else as stored.
+  const ExponentHistogram& h = m_domain == Domain::Unscaled ? rec->unscaled : rec->scaled;
+  m_compare->replace(barOutline(h));
+  for (std::int64_t n : h.counts) m_compareHighest = std::max(m_compareHighest, h.fraction(n));
+  const QColor color = runColor(other, 0);
+  m_compare->setPen(pen(color.darker(110), 2.2));
+  m_compare->setName(tr("%1, step %2").arg(other->name).arg(other->histograms.back().step));
+  tagSeries(m_compare, other->name, tr("fraction"));
 }
 
 void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, const HistogramFrame& frame) {
@@ -171,7 +191,7 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
                        .arg(frame.step));
   m_view->applyAutoRange(kHistAxisMin, kHistAxisMax);
   if (m_view->isAutoY()) {
-    double highest = 0;
+    double highest = m_compareHighest;
     for (const HistogramRecord* r = rec; const ExponentHistogram* h : {&r->scaled, &r->unscaled})
       for (std::int64_t n : h->counts) highest = std::max(highest, h->fraction(n));
     // A fraction never exceeds 1 (an all-zero gradient's axis read "2"); 4% headroom keeps the
