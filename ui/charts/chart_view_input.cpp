@@ -247,7 +247,7 @@ void ChartView::updateHover(const QPoint& pos, bool force) {
     if (text.isEmpty())
       hideHover();
     else
-      m_readout->showReadout(plot, chartPos, qQNaN(), text, {});
+      m_readout->showReadout(plot, m_chart->rect(), chartPos, qQNaN(), text, {});
     return;
   }
   // Every run's value at the pointer's step; a run whose nearest point is more than 30 px away
@@ -264,7 +264,7 @@ void ChartView::updateHover(const QPoint& pos, bool force) {
   for (const ReadoutRow& r : rows)
     if (r.nearest) lineX = r.position.x();
   const QString xLabel = m_x && !m_x->titleText().isEmpty() ? m_x->titleText() : tr("step");
-  m_readout->showReadout(plot, chartPos, lineX, readoutHtml(xLabel, rows), rows);
+  m_readout->showReadout(plot, m_chart->rect(), chartPos, lineX, readoutHtml(xLabel, rows), rows);
 }
 
 void ChartView::hideHover() { m_readout->hide(); }

@@ -273,7 +273,6 @@ void HistogramView::rebuildSeries() {
   m_scaled = makeArea(tr("scaled"));
   m_view->addSeries(m_scaled);
   m_compare = new QLineSeries;
-  m_compare->setProperty("ampNoAutoRange", true);
   m_view->addSeries(m_compare);
   m_compare->setVisible(false);
 

@@ -151,8 +151,8 @@ void HoverReadout::setLook(const QFont& font, const QColor& text, const QColor& 
   if (!m_html.isEmpty()) m_doc.setHtml(m_html);
 }
 
-void HoverReadout::showReadout(const QRectF& plot, const QPointF& pointer, double lineX, const QString& html,
-                               const QList<ReadoutRow>& dots) {
+void HoverReadout::showReadout(const QRectF& plot, const QRectF& bounds, const QPointF& pointer, double lineX,
+                               const QString& html, const QList<ReadoutRow>& dots) {
   prepareGeometryChange();
   m_plot = plot;
   m_hasLine = std::isfinite(lineX);
@@ -167,7 +167,8 @@ void HoverReadout::showReadout(const QRectF& plot, const QPointF& pointer, doubl
   constexpr double kGap = 14;
   double x = pointer.x() + kGap;
   if (x + size.width() > plot.right()) x = pointer.x() - kGap - size.width();
-  x = std::clamp(x, plot.left(), std::max(plot.left(), plot.right() - size.width()));
+  const QRectF room = size.width() <= plot.width() ? plot : bounds;
+  x = std::clamp(x, room.left(), std::max(room.left(), room.right() - size.width()));
   // Clear of the values it reads out: in the half of the plot away from their dots.
   double dotsY = pointer.y();
   if (!dots.isEmpty()) {
@@ -176,7 +177,8 @@ void HoverReadout::showReadout(const QRectF& plot, const QPointF& pointer, doubl
     dotsY /= double(dots.size());
   }
   double y = dotsY > plot.center().y() ? plot.top() + 4 : plot.bottom() - size.height() - 4;
-  y = std::clamp(y, plot.top(), std::max(plot.top(), plot.bottom() - size.height()));
+  const QRectF roomY = size.height() <= plot.height() ? plot : bounds;
+  y = std::clamp(y, roomY.top(), std::max(roomY.top(), roomY.bottom() - size.height()));
   m_box = QRectF(QPointF(x, y), size);
   show();
   update();

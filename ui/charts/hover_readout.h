@@ -46,10 +46,11 @@ class HoverReadout : public QGraphicsItem {
  public:
   explicit HoverReadout(QGraphicsItem* parent);
 
-  // Shows the crosshair at chart x `lineX` (NaN: none, e.g. heat maps) with a dot per row and
-  // the text box beside `pointer`, kept inside `plot`.
-  void showReadout(const QRectF& plot, const QPointF& pointer, double lineX, const QString& html,
-                   const QList<ReadoutRow>& dots);
+  // Shows the crosshair at chart x `lineX` (NaN: none, e.g. heat maps) across `plot` with a dot
+  // per row, and the text box beside `pointer`: inside `plot` where it fits, else inside
+  // `bounds` (the whole chart; a narrow grid cell's plot is narrower than three runs' rows).
+  void showReadout(const QRectF& plot, const QRectF& bounds, const QPointF& pointer, double lineX,
+                   const QString& html, const QList<ReadoutRow>& dots);
   void setLook(const QFont& font, const QColor& text, const QColor& background, const QColor& line);
   QString html() const { return m_html; }
   QRectF boxRect() const { return m_box; }
