@@ -64,7 +64,11 @@ class RunsPanel : public QWidget {
   void runsArchived(const QList<int>& runIds);  // by the user, from this panel
   void loadSettingsRequested(const amp::RunConfig& config);
 
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
+  void fitRowHeight();
   void buildActions();
   void updateActions();
   void updateBaselineChoices();

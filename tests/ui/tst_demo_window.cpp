@@ -10,6 +10,9 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
+#include <QFontMetrics>
+#include <QHeaderView>
+#include <QTableView>
 #include <QStatusBar>
 #include <QSettings>
 #include <QStandardPaths>
@@ -253,6 +256,22 @@ class TestDemoWindow : public test::SessionFixture {
     QCOMPARE(d->layoutMode(), ui::Dashboard::Layout::Grid);
     QVERIFY(!window()->actions().nextChart->isEnabled());  // Page Down is the tables' again
     window()->setChartLayout(ui::MainWindow::ChartLayout::Automatic);
+  }
+
+  // Issue 25 item 14: at x1.5 the runs table's rows kept their height and cut the underscore off
+  // "pure_fp16"; the ratio columns sat out of view past the model files' sizes.
+  void runsTableRowsFitTheFontAndRatiosSitByTheirFigures() {
+    auto* table = window()->runsPanel()->findChild<QTableView*>();
+    QVERIFY(table);
+    window()->setPresentationScale(1.5);
+    QApplication::processEvents();
+    const int rowHeight = table->verticalHeader()->defaultSectionSize();
+    const int fontHeight = QFontMetrics(table->font()).height();
+    window()->setPresentationScale(1.0);
+    QVERIFY2(rowHeight >= fontHeight + 4, qPrintable(QStringLiteral("rows %1 px, font %2 px").arg(rowHeight).arg(fontHeight)));
+    QHeaderView* h = table->horizontalHeader();
+    QCOMPARE(h->visualIndex(ui::RunsModel::SpeedUp), h->visualIndex(ui::RunsModel::MsPerStep) + 1);
+    QCOMPARE(h->visualIndex(ui::RunsModel::MemoryRatio), h->visualIndex(ui::RunsModel::PeakMemory) + 1);
   }
 
   void dockTitlesScaleWithPresentation() {
