@@ -170,6 +170,7 @@ class MainWindow : public QMainWindow {
   // is a tab beside the runs table instead of a narrow column that wraps every line; wider,
   // beside it again. Only while both sit in the bottom row, as the window placed them.
   void arrangeBottomDocks();
+  void fitToolBar();  // icons only in a window narrow for its scale
   // In a window short for its scale (1024x640, or 1280x800 at x1.5) the bottom row took half of
   // the height and left the charts slivers under the result panel: the runs table, inspector and
   // event log become tabs of the side panel instead, and go back below once there is room.

@@ -4,7 +4,9 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDockWidget>
+#include <QLabel>
 #include <QMessageBox>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QResizeEvent>
 #include <QStatusBar>
@@ -95,7 +97,18 @@ void MainWindow::moveBottomDocksToSide(bool side) {
   if (!side) m_runsDock->raise();
 }
 
+void MainWindow::fitToolBar() {
+  // Narrow for the scale (1024 wide, 1280 at x1.5): icons without their words (tooltips keep
+  // them), so the speed control and the progress bar stay in view instead of behind "»".
+  const bool narrow = width() < kNarrowWindowPx * m_presentationScale;
+  for (QToolBar* bar : findChildren<QToolBar*>())
+    bar->setToolButtonStyle(narrow ? Qt::ToolButtonIconOnly : Qt::ToolButtonTextBesideIcon);
+  m_progress->setFixedWidth(int((narrow ? 100 : 160) * m_presentationScale));
+  m_progressLabel->setMinimumWidth(int((narrow ? 120 : 200) * m_presentationScale));
+}
+
 void MainWindow::arrangeBottomDocks() {
+  fitToolBar();
   const bool shortWindow = height() < kShortWindowPx * m_presentationScale;
   if (shortWindow != m_bottomInSide) moveBottomDocksToSide(shortWindow);
   if (m_bottomInSide) return;

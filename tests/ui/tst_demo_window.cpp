@@ -10,6 +10,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
+#include <QProgressBar>
 #include <QFontMetrics>
 #include <QHeaderView>
 #include <QTableView>
@@ -221,6 +222,13 @@ class TestDemoWindow : public test::SessionFixture {
     // The centre has the whole height but the tool bar's: the dashboard is most of the window.
     QTRY_VERIFY2(window()->dashboard()->height() > 800 / 2,
                  qPrintable(QStringLiteral("%1 px of 800 (%2 at 1920x1080)").arg(window()->dashboard()->height()).arg(chartsTall)));
+    // The tool bar keeps the progress bar in view (icons without words), not behind "»".
+    window()->resize(1024, 640);
+    QApplication::processEvents();
+    auto* progress = window()->findChild<QProgressBar*>();
+    QVERIFY(progress);
+    QTRY_VERIFY(progress->isVisible());
+    window()->resize(1280, 800);
     window()->setPresentationScale(1.0);  // 800 at x1: the bottom row is back
     QTRY_VERIFY(!window()->bottomDocksInSidePanel());
     QVERIFY(inArea(Qt::BottomDockWidgetArea));

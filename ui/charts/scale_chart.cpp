@@ -133,7 +133,7 @@ void ScaleChart::rebuildSeries() {
 
     set.label = new QGraphicsSimpleTextItem(m_view->chart());
     QFont font = set.label->font();
-    font.setPointSize(8);
+    font.setPointSizeF(8 * m_view->presentationScale());  // grows with the presentation scale
     set.label->setFont(font);
     set.label->setBrush(m_view->theme() == ChartView::Theme::Dark ? color.lighter(130) : color.darker(130));
     set.label->setZValue(50);
