@@ -209,6 +209,14 @@ class TestChartsReadability : public QObject {
       }
     }
     QVERIFY(dots >= 10);
+    // Narrow, at x1.5 (a projector's 1024x640): both y axes keep their titles, so the solid and
+    // the dashed lines say what they are (both were hidden: no y label, test loss without axis).
+    d.setPresentationScale(1.5);
+    d.resize(640, 480);
+    QApplication::processEvents();
+    d.refresh();
+    QVERIFY(v->yAxis()->isTitleVisible());
+    QVERIFY(v->secondaryYAxis() && v->secondaryYAxis()->isTitleVisible());
   }
 
   // TensorBoard's distributions: a "layers" tab with one heat map per tensor of the focused run.

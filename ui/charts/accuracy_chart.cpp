@@ -96,7 +96,10 @@ void AccuracyChart::updateSeries() {
                                               : tr("no test set evaluated yet"));
   // A little room past the first and last evaluation: their dots sat on the frame, half cut.
   const double lo = any ? xMin : stepMin, hi = any ? xMax : stepMax;
-  const double pad = std::isfinite(hi - lo) ? std::max(0.5, (hi - lo) * 0.015) : 0.0;
+  // Half a dot and a little more, in data units for the plot's present width.
+  const double plotWidth = std::max(50.0, m_view->chart()->plotArea().width());
+  const double share = std::max(0.015, 6.0 * m_view->presentationScale() / plotWidth);
+  const double pad = std::isfinite(hi - lo) ? std::max(0.5, (hi - lo) * share) : 0.0;
   m_view->applyAutoRange(lo - pad, hi + pad);
 }
 

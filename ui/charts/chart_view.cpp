@@ -196,9 +196,12 @@ void ChartView::setRunLegend(const QString& heading, const QList<LegendEntry>& e
 void ChartView::updateCompactAxes() {
   int vertical = 0;
   for (QAbstractAxis* axis : m_chart->axes(Qt::Vertical)) vertical += axis->isVisible() ? 1 : 0;
-  m_compactAxes = vertical >= 2 && m_chart->size().width() < 480 * m_presentationScale;
+  m_compactAxes = vertical >= 2 && m_chart->size().width() < 420 * m_presentationScale;
+  // Narrow: only the secondary axis' tick labels go (the hover readout gives those values). Its
+  // title and the primary's stay, so the dashed lines still say what they are: hiding the titles
+  // too left the accuracy chart without a y label and its test-loss lines without an axis.
   for (QAbstractAxis* axis : m_chart->axes(Qt::Vertical))
-    if (axis->isTitleVisible() == m_compactAxes) axis->setTitleVisible(!m_compactAxes);
+    if (!axis->isTitleVisible()) axis->setTitleVisible(true);
   updateLabelVisibility();
 }
 
