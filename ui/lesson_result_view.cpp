@@ -23,28 +23,38 @@ QLabel* wrappedLabel(QWidget* parent, const QString& name) {
   return l;
 }
 
-// The button's short form, for a narrow card: beside the headline the long one wrapped the
-// title onto three lines at 1024x640 x1.5.
-QString chartShortTitle(const QString& chart) {
-  if (chart == QLatin1String("histogram")) return LessonResultView::tr("Exponents ▸");
-  if (chart == QLatin1String("scale")) return LessonResultView::tr("Loss scale ▸");
-  if (chart == QLatin1String("accuracy")) return LessonResultView::tr("Accuracy ▸");
-  if (chart == QLatin1String("throughput")) return LessonResultView::tr("Throughput ▸");
-  if (chart == QLatin1String("memory")) return LessonResultView::tr("Memory ▸");
-  if (chart == QLatin1String("updates")) return LessonResultView::tr("Lost updates ▸");
-  if (chart == QLatin1String("data")) return LessonResultView::tr("Data ▸");
-  return LessonResultView::tr("Loss ▸");
-}
+// What the "Show the …" button says for each chart a result can open on; the short form for a
+// narrow card (beside the headline the long one wrapped the title onto three lines at 1024x640
+// x1.5).
+struct ChartButtonText {
+  const char* chart;
+  const char* full;
+  const char* brief;
+};
+constexpr ChartButtonText kChartButtons[] = {
+    {"histogram", QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Show the exponent histogram"),
+     QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Exponents ▸")},
+    {"scale", QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Show the loss scale"),
+     QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Loss scale ▸")},
+    {"accuracy", QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Show the accuracy"),
+     QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Accuracy ▸")},
+    {"throughput", QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Show the throughput"),
+     QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Throughput ▸")},
+    {"memory", QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Show the memory"),
+     QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Memory ▸")},
+    {"updates", QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Show the lost updates"),
+     QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Lost updates ▸")},
+    {"data", QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Show the decision regions"),
+     QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Data ▸")},
+    {"loss", QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Show the loss"),
+     QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Loss ▸")},
+};
 
-QString chartTitle(const QString& chart) {
-  if (chart == QLatin1String("histogram")) return LessonResultView::tr("Show the exponent histogram");
-  if (chart == QLatin1String("scale")) return LessonResultView::tr("Show the loss scale");
-  if (chart == QLatin1String("accuracy")) return LessonResultView::tr("Show the accuracy");
-  if (chart == QLatin1String("throughput")) return LessonResultView::tr("Show the throughput");
-  if (chart == QLatin1String("memory")) return LessonResultView::tr("Show the memory");
-  if (chart == QLatin1String("updates")) return LessonResultView::tr("Show the lost updates");
-  if (chart == QLatin1String("data")) return LessonResultView::tr("Show the decision regions");
-  return LessonResultView::tr("Show the loss");
+QString chartButtonText(const QString& chart, bool brief) {
+  const ChartButtonText* found = &kChartButtons[std::size(kChartButtons) - 1];  // the loss
+  for (const ChartButtonText& t : kChartButtons)
+    if (chart == QLatin1String(t.chart)) found = &t;
+  return LessonResultView::tr(brief ? found->brief : found->full);
 }
 
 }  // namespace
@@ -185,11 +195,11 @@ void LessonResultView::setHeightCap(int pixels) {
 }
 
 void LessonResultView::updateShowChartText() {
-  const QString full = chartTitle(m_result.chart);
+  const QString full = chartButtonText(m_result.chart, false);
   // Narrow: under 2.5 button widths left for the headline.
   const int fullWidth = m_showChart->fontMetrics().horizontalAdvance(full) + 24;
   const bool narrow = width() < fullWidth * 7 / 2;
-  m_showChart->setText(narrow ? chartShortTitle(m_result.chart) : full);
+  m_showChart->setText(narrow ? chartButtonText(m_result.chart, true) : full);
   m_showChart->setToolTip(full);
 }
 

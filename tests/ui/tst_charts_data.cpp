@@ -34,6 +34,16 @@ class TestChartsData : public QObject {
     m->labels = std::make_shared<const std::vector<std::int32_t>>(std::vector<std::int32_t>{0, 0, 1});
     return m;
   }
+  // The dashboard at 1280x800 on `run` alone, open on the Data chart; false if it never showed.
+  static bool showData(Dashboard& d, RunData& run) {
+    d.resize(1280, 800);
+    d.setRuns({&run});
+    d.show();
+    if (!QTest::qWaitForWindowExposed(&d)) return false;
+    d.showChart(QStringLiteral("data"));
+    d.refresh();
+    return true;
+  }
 
  private slots:
   void thePointsSitOnTheRegionsTheModelPredicts() {
@@ -43,12 +53,7 @@ class TestChartsData : public QObject {
     run.config.data.name = "spirals";
     run.decisionMap = map();
     Dashboard d;
-    d.resize(1280, 800);
-    d.setRuns({&run});
-    d.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&d));
-    d.showChart(QStringLiteral("data"));
-    d.refresh();
+    QVERIFY(showData(d, run));
     DecisionChart* chart = d.decisionChart();
     QCOMPARE(chart->shownRun(), &run);
     ChartView* v = chart->chartView();
@@ -78,12 +83,7 @@ class TestChartsData : public QObject {
     run.name = QStringLiteral("recipe/fp16");
     run.config.data.name = "synthetic";
     Dashboard d;
-    d.resize(1280, 800);
-    d.setRuns({&run});
-    d.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&d));
-    d.showChart(QStringLiteral("data"));
-    d.refresh();
+    QVERIFY(showData(d, run));
     QVERIFY(d.decisionChart()->shownRun() == nullptr);
     QVERIFY(d.decisionChart()->chartView()->placeholder().contains(QStringLiteral("2-D")));
   }

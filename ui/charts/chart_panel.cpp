@@ -345,6 +345,20 @@ QImage ChartPanel::markerImage(const QColor& fill, const QColor& border, int siz
   return image;
 }
 
+QLineSeries* ChartPanel::addRawLine(const RunData* run, int index, const QString& value, float alpha,
+                                    Qt::PenStyle style) {
+  QColor faint = runColor(run, index);
+  faint.setAlphaF(alpha);
+  auto* raw = new QLineSeries;
+  raw->setName(run->name + tr(" (raw)"));
+  tagSeries(raw, run, value);
+  raw->setProperty("ampAside", tr("raw"));  // beside the smoothed value in the readout
+  m_view->addSeries(raw);
+  raw->setPen(pen(faint, 1.0, style));  // noisy lines: 1 px strokes on Qt's fast path
+  m_view->setLegendEntryVisible(raw, false);
+  return raw;
+}
+
 void ChartPanel::tagSeries(QAbstractSeries* series, const RunData* run, const QString& value, bool hover) {
   tagSeries(series, run->name, value, hover);
   series->setProperty("ampRunId", run->id);

@@ -102,6 +102,10 @@ class ChartPanel : public QWidget {
   QHash<int, QString> markCoincidingRuns(const QVector<const RunData*>& runs, const QList<QLineSeries*>& lines,
                                          const std::vector<std::span<const double>>& values, double relTol,
                                          int minCommon, qreal width, qreal haloWidth);
+  // The faint raw line of run `index` beneath its smoothed one (loss, throughput, lost updates):
+  // added to the main view, out of the legend, its value an aside in the hover readout.
+  QLineSeries* addRawLine(const RunData* run, int index, const QString& value, float alpha,
+                          Qt::PenStyle style = Qt::SolidLine);
   // A pen `width` wide at normal size, thicker in presentation mode.
   QPen pen(const QColor& color, qreal width, Qt::PenStyle style = Qt::SolidLine) const;
   // The wrapping run legend on `view`: every run given (hidden ones greyed, clickable to show

@@ -78,15 +78,7 @@ void LossChart::rebuildSeries() {
     RunSeriesSet& set = m_sets[i];
     set.run = runs[i];
     set.ema.setWeight(m_smoothingWeight);
-    QColor faint = runColor(runs[i], i);
-    faint.setAlphaF(0.25f);
-    set.raw = new QLineSeries;
-    set.raw->setName(runs[i]->name + tr(" (raw)"));
-    tagSeries(set.raw, runs[i], tr("loss (raw)"));
-    set.raw->setProperty("ampAside", tr("raw"));  // beside the smoothed value in the readout
-    m_view->addSeries(set.raw);
-    set.raw->setPen(pen(faint, 1.0, runPenStyle(runs[i])));
-    m_view->setLegendEntryVisible(set.raw, false);
+    set.raw = addRawLine(runs[i], i, tr("loss (raw)"), 0.25f, runPenStyle(runs[i]));
   }
   for (int i = 0; i < runs.size(); ++i) {
     RunSeriesSet& set = m_sets[i];

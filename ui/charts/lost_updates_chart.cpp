@@ -26,15 +26,7 @@ void LostUpdatesChart::rebuildSeries() {
     RunSeriesSet& set = m_sets[std::size_t(i)];
     set.run = runs[i];
     set.ema.setWeight(kSmoothing);
-    QColor faint = runColor(runs[i], i);
-    faint.setAlphaF(0.22f);
-    set.raw = new QLineSeries;
-    set.raw->setName(runs[i]->name + tr(" (raw)"));
-    tagSeries(set.raw, runs[i], tr("updates lost, % (raw)"));
-    set.raw->setProperty("ampAside", tr("raw"));
-    m_view->addSeries(set.raw);
-    set.raw->setPen(pen(faint, 1.0));
-    m_view->setLegendEntryVisible(set.raw, false);
+    set.raw = addRawLine(runs[i], i, tr("updates lost, % (raw)"), 0.22f);
   }
   for (int i = 0; i < runs.size(); ++i) {
     RunSeriesSet& set = m_sets[std::size_t(i)];

@@ -65,15 +65,7 @@ void ThroughputChart::rebuildSeries() {
     set.samplesEma.setWeight(kSmoothing);
     set.stepMsEma.setWeight(kSmoothing);
     if (samples) {
-      QColor faint = runColor(runs[i], i);
-      faint.setAlphaF(0.18f);
-      set.samplesRaw = new QLineSeries;
-      set.samplesRaw->setName(runs[i]->name + tr(" (raw)"));
-      tagSeries(set.samplesRaw, runs[i], tr("samples/s (raw)"));
-      set.samplesRaw->setProperty("ampAside", tr("raw"));  // beside the smoothed value in the readout
-    m_view->addSeries(set.samplesRaw);
-      set.samplesRaw->setPen(pen(faint, 1.0));  // noisy lines: 1 px strokes on Qt's fast path
-      m_view->setLegendEntryVisible(set.samplesRaw, false);
+      set.samplesRaw = addRawLine(runs[i], i, tr("samples/s (raw)"), 0.18f);
     }
   }
   for (int i = 0; i < runs.size(); ++i) {
