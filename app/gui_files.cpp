@@ -18,14 +18,14 @@
 #include "engine/io/run_bundle.h"
 #include "engine/io/run_output.h"
 #include "engine/io/run_record.h"
-#include "engine/train/run_summary.h"
 #include "engine/io/weights_export.h"
+#include "engine/train/run_summary.h"
 #include "ui/charts/dashboard.h"
 #include "ui/charts/loss_chart.h"
+#include "ui/last_folder.h"
 #include "ui/main_window.h"
 #include "ui/runs_model.h"
 #include "ui/runs_panel.h"
-#include "ui/last_folder.h"
 
 namespace amp::gui {
 

@@ -192,8 +192,8 @@ void RunController::startRun(ui::RunData* run, bool paused) {
   auto* worker = new TrainingWorker(run->config, paused, this);
   worker->setStepsPerSecond(m_stepsPerSecond);
   worker->setResume(m_resumeFrom.take(run->id));
-  if (run->config.checkpoint.every > 0 || run->config.checkpoint.atEnd)
-    worker->setCheckpointDir(checkpointDir(*run));
+  worker->setCheckpointDir(checkpointDir(*run));
+  worker->setKeepFinalState(true);
   connect(worker, &TrainingWorker::checkpointWritten, this,
           [this, run](qint64 step, const QString& path, bool ok, const QString& message,
                       bool periodic) {
@@ -205,7 +205,6 @@ void RunController::startRun(ui::RunData* run, bool paused) {
             }
             emit checkpointSaved(run, path, ok, message, periodic);
           });
-  worker->setFinalStateDir(checkpointDir(*run));
   connect(worker, &TrainingWorker::decisionMapReady, this,
           [run, worker] { run->decisionMap = worker->latestDecisionMap(); });
   connect(worker, &TrainingWorker::finalStateKept, this, [this, run](const QString& path) {

@@ -6,7 +6,6 @@
 #include <QDir>
 #include <QFileInfo>
 
-#include "engine/core/checked_file.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/model_files.h"
 #include "engine/io/metrics_json.h"
@@ -266,12 +265,11 @@ void TrainingWorker::run() {
   const bool finalWritten = m_lastCheckpoint.first == trainer->stepsDone();
   if (m_config.checkpoint.atEnd && !m_checkpointDir.isEmpty() && !finalWritten)
     writeCheckpoint(*trainer, QDir(m_checkpointDir).filePath(checkpointFileName(trainer->stepsDone())), true);
-  if (m_lastCheckpoint.first != trainer->stepsDone() && !m_finalStateDir.isEmpty()) {
+  if (m_keepFinalState && !m_checkpointDir.isEmpty() && m_lastCheckpoint.first != trainer->stepsDone()) {
     // Kept where the run's checkpoints go (the same write the size measurement below made to a
     // temporary folder before): the weights can be exported and the run resumed.
-    const QString path = QDir(m_finalStateDir).filePath(checkpointFileName(trainer->stepsDone()));
+    const QString path = QDir(m_checkpointDir).filePath(checkpointFileName(trainer->stepsDone()));
     try {
-      makeFolders(m_finalStateDir.toStdString());
       saveCheckpoint(*trainer, path, m_metricsJsonl);
       m_lastCheckpoint = {trainer->stepsDone(), path};
       emit finalStateKept(path);

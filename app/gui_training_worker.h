@@ -36,13 +36,14 @@ class TrainingWorker : public QThread {
  public:
   explicit TrainingWorker(RunConfig config, bool startPaused = false, QObject* parent = nullptr);
   // resumeFrom: a checkpoint loaded into the fresh Trainer before the first step.
-  // checkpointDir: where `checkpoint.every` and `checkpoint.at_end` write step-N.zip ("" = nowhere).
+  // checkpointDir: where `checkpoint.every`, `checkpoint.at_end` and the kept final state write
+  // step-N.zip ("" = nowhere).
   void setResume(const QString& resumeFrom) { m_resumeFrom = resumeFrom; }
   void setCheckpointDir(const QString& dir) { m_checkpointDir = dir; }
-  // finalStateDir: where a run that trained to its end keeps its final state (step-N.zip) when
+  // keep: a run that trained to its end keeps its final state (step-N.zip in checkpointDir) when
   // no checkpoint of it was written: File > Export weights and Resume then work for every run
-  // (the runs table showed a weights-file size for runs it refused to export). "" = nowhere.
-  void setFinalStateDir(const QString& dir) { m_finalStateDir = dir; }
+  // (the runs table showed a weights-file size for runs it refused to export).
+  void setKeepFinalState(bool keep) { m_keepFinalState = keep; }
   ~TrainingWorker() override;  // cancels, then waits for the thread
 
   MetricsBuffer& buffer() { return m_buffer; }
@@ -80,7 +81,7 @@ class TrainingWorker : public QThread {
   void metricsReady();             // the buffer went from empty to non-empty
   void runPaused(qint64 stepsDone);  // the worker is waiting; every step so far is in the buffer
   void runEnded(int outcome, const QString& message);  // outcome: RunOutcome
-  // The final state kept in finalStateDir (before modelFilesMeasured and runEnded).
+  // The final state kept (setKeepFinalState; before modelFilesMeasured and runEnded).
   void finalStateKept(const QString& path);
   // A new latestDecisionMap() (2-D classification data only: spirals, circles, blobs).
   void decisionMapReady();
@@ -118,7 +119,7 @@ class TrainingWorker : public QThread {
   QString m_checkpointRequest;  // pending "save now" path
   QString m_resumeFrom;
   QString m_checkpointDir;
-  QString m_finalStateDir;
+  bool m_keepFinalState = false;
   std::shared_ptr<const DecisionMap> m_decisionMap;  // under m_mutex
   std::shared_ptr<const std::vector<float>> m_planePoints;  // the training points, once
   std::shared_ptr<const std::vector<std::int32_t>> m_planeLabels;

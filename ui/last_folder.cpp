@@ -2,7 +2,8 @@
 
 #include <QDir>
 #include <QFileInfo>
-#include <QSettings>
+
+#include "ui/app_settings.h"
 
 namespace amp::ui {
 
@@ -12,7 +13,6 @@ bool g_persistent = false;
 bool g_loaded = false;
 QString g_folder;
 
-QSettings settings() { return QSettings(QStringLiteral("AMP Studio"), QStringLiteral("ampstudio")); }
 
 }  // namespace
 
@@ -25,7 +25,7 @@ QString lastFolder() {
   if (!g_loaded) {
     g_loaded = true;
     if (g_persistent) {
-      const QString saved = settings().value(QStringLiteral("files/lastFolder")).toString();
+      const QString saved = appSettings().value(QStringLiteral("files/lastFolder")).toString();
       if (!saved.isEmpty() && QFileInfo(saved).isDir()) g_folder = saved;
     }
   }
@@ -41,7 +41,7 @@ void rememberFolderOf(const QString& path) {
   const QString folder = info.isDir() ? info.absoluteFilePath() : info.absolutePath();
   g_loaded = true;
   g_folder = folder;
-  if (g_persistent) settings().setValue(QStringLiteral("files/lastFolder"), folder);
+  if (g_persistent) appSettings().setValue(QStringLiteral("files/lastFolder"), folder);
 }
 
 }  // namespace amp::ui

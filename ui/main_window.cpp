@@ -281,9 +281,10 @@ void MainWindow::setFocusView(bool on) {
   for (QAction* a : {m_actions.nextChart, m_actions.previousChart, m_leaveFocus}) a->setEnabled(on);
   const QSignalBlocker block(m_actions.focusView);
   m_actions.focusView->setChecked(on);
-  statusBar()->showMessage(on ? tr("Focus view: Page Down / Page Up for the next / previous chart, Esc or F11 to leave")
-                              : QString(),
-                           on ? 8000 : 1);
+  if (on)
+    statusBar()->showMessage(tr("Focus view: Page Down / Page Up for the next / previous chart, Esc or F11 to leave"), 8000);
+  else
+    statusBar()->clearMessage();
 }
 
 QString MainWindow::aboutText() const {

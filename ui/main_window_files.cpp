@@ -11,19 +11,19 @@
 #include <QStatusBar>
 
 #include "engine/io/config_json.h"
+#include "ui/app_settings.h"
 #include "ui/charts/dashboard.h"
 #include "ui/event_log_view.h"
 #include "ui/experiment_panel.h"
+#include "ui/last_folder.h"
 #include "ui/main_window.h"
 #include "ui/runs_panel.h"
 #include "ui/theme.h"
-#include "ui/last_folder.h"
 
 namespace amp::ui {
 
 namespace {
 constexpr int kMaxRecent = 8;
-QSettings settings() { return QSettings(QStringLiteral("AMP Studio"), QStringLiteral("ampstudio")); }
 }  // namespace
 
 bool MainWindow::openConfigFile(const QString& path) {
@@ -114,7 +114,7 @@ void MainWindow::openRecentFile(const QString& path) {
 }
 
 void MainWindow::restoreSettings() {
-  QSettings s = settings();
+  QSettings s = appSettings();
   if (s.value(QStringLiteral("view/dark"), false).toBool()) m_actions.dark->trigger();
   restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
   restoreState(s.value(QStringLiteral("window/state")).toByteArray());
@@ -141,7 +141,7 @@ void MainWindow::restoreSettings() {
 }
 
 void MainWindow::saveSettings() {
-  QSettings s = settings();
+  QSettings s = appSettings();
   s.setValue(QStringLiteral("window/geometry"), saveGeometry());
   s.setValue(QStringLiteral("window/state"), saveState());
   s.setValue(QStringLiteral("view/dark"), currentTheme() == Theme::Dark);

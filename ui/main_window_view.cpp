@@ -79,7 +79,6 @@ void MainWindow::moveBottomDocksToSide(bool side) {
       tabifyDockWidget(m_lessonDock, d);
       if (closed) d->hide();
     }
-    m_logTabbed = true;  // a tab, as in a narrow window
   } else {
     for (QDockWidget* d : bottom) {
       const bool closed = d->isHidden() && isVisible();
@@ -90,9 +89,10 @@ void MainWindow::moveBottomDocksToSide(bool side) {
         tabifyDockWidget(m_runsDock, d);
       d->setVisible(!closed);
     }
-    m_logTabbed = true;  // arrangeBottomDocks splits it off again where the window is wide
-    m_fittedHeight = 0;  // and fitDocksToWindow gives the row its height back
+    m_fittedHeight = 0;  // fitDocksToWindow gives the row its height back
   }
+  // The log is a tab either way; back below, arrangeBottomDocks splits it off where it is wide.
+  m_logTabbed = true;
   (lessonOnTop ? m_lessonDock : m_experimentDock)->raise();
   if (!side) m_runsDock->raise();
 }

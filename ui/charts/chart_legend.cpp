@@ -1,7 +1,6 @@
 #include "ui/charts/chart_legend.h"
 
 #include <QFontMetricsF>
-#include <QLinearGradient>
 #include <QPainter>
 #include <QSet>
 #include <algorithm>
@@ -212,10 +211,8 @@ void ChartLegend::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWid
       painter->setPen(pen);
       painter->drawLine(QPointF(glyph.left() + 1, cy), QPointF(glyph.right() - 1, cy));
     } else if (e.glyph == LegendEntry::Glyph::Gradient) {
-      QLinearGradient bar(glyph.topLeft(), glyph.topRight());
-      for (int k = 0; k <= 4; ++k) bar.setColorAt(k / 4.0, heatColor(k / 4.0));
       painter->setPen(QPen(m_textColor, 0.5));
-      painter->setBrush(bar);
+      painter->setBrush(heatGradient(glyph.topLeft(), glyph.topRight()));
       painter->drawRect(glyph.adjusted(0, 1, 0, -1));
       painter->setBrush(Qt::NoBrush);
     } else {

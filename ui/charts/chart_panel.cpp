@@ -13,9 +13,9 @@
 #include <cmath>
 
 #include "ui/charts/coinciding_runs.h"
+#include "ui/last_folder.h"
 #include "ui/run_data.h"
 #include "ui/theme.h"
-#include "ui/last_folder.h"
 
 namespace amp::ui {
 

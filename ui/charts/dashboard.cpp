@@ -109,8 +109,13 @@ QList<ChartPanel*> Dashboard::panels() const {
   return {m_loss, m_scale, m_histogram, m_accuracy, m_throughput, m_memory};
 }
 
-// The panels beyond the grid, each a tab of its own in either layout.
-QList<ChartPanel*> Dashboard::allPanels() const { return panels() << m_updates << m_data << m_layers; }
+QList<ChartPanel*> Dashboard::tabPanels() const { return {m_updates, m_data, m_layers}; }
+
+QList<ChartPanel*> Dashboard::allPanels() const { return panels() << tabPanels(); }
+
+QString Dashboard::tabTitle(const ChartPanel* p) const {
+  return p == m_updates ? tr("Lost updates") : p == m_data ? tr("Data") : tr("Layers");
+}
 
 QStringList Dashboard::chartNames() const {
   QStringList names;
@@ -156,7 +161,7 @@ void Dashboard::showChart(const QString& name) {
   if (m_layout == Layout::Tabs)
     m_tabs->setCurrentWidget(p);
   else
-    m_gridTabs->setCurrentWidget(p == m_layers || p == m_updates || p == m_data ? static_cast<QWidget*>(p) : m_grid);
+    m_gridTabs->setCurrentWidget(tabPanels().contains(p) ? static_cast<QWidget*>(p) : m_grid);
 }
 
 void Dashboard::stepChart(int delta) {
@@ -177,9 +182,7 @@ void Dashboard::applyLayout(Layout layout) {
     m_tabs->clear();  // removes pages, keeps the widgets
     for (int i = 0; i < all.size(); ++i) m_rows[i / 3]->addWidget(all[i]);
     for (QSplitter* row : m_rows) row->setSizes({1, 1, 1});
-    m_gridTabs->addTab(m_updates, tr("Lost updates"));
-    m_gridTabs->addTab(m_data, tr("Data"));
-    m_gridTabs->addTab(m_layers, tr("Layers"));
+    for (ChartPanel* p : tabPanels()) m_gridTabs->addTab(p, tabTitle(p));
     m_stack->setCurrentWidget(m_gridTabs);
     m_tabs->setCornerWidget(nullptr);
     m_gridTabs->setCornerWidget(m_header);
@@ -187,13 +190,9 @@ void Dashboard::applyLayout(Layout layout) {
   } else {
     static const char* const titles[] = {"Loss",     "Loss scale", "Exponents",
                                          "Accuracy", "Throughput", "Memory"};
-    m_gridTabs->removeTab(m_gridTabs->indexOf(m_layers));
-    m_gridTabs->removeTab(m_gridTabs->indexOf(m_updates));
-    m_gridTabs->removeTab(m_gridTabs->indexOf(m_data));
+    for (ChartPanel* p : tabPanels()) m_gridTabs->removeTab(m_gridTabs->indexOf(p));
     for (int i = 0; i < all.size(); ++i) m_tabs->addTab(all[i], tr(titles[i]));
-    m_tabs->addTab(m_updates, tr("Lost updates"));
-    m_tabs->addTab(m_data, tr("Data"));
-    m_tabs->addTab(m_layers, tr("Layers"));
+    for (ChartPanel* p : tabPanels()) m_tabs->addTab(p, tabTitle(p));
     m_stack->setCurrentWidget(m_tabs);
     m_gridTabs->setCornerWidget(nullptr);
     m_tabs->setCornerWidget(m_header);

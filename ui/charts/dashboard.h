@@ -104,7 +104,11 @@ class Dashboard : public QWidget {
 
  private:
   QList<ChartPanel*> panels() const;     // the six of the grid and the dashboard export
-  QList<ChartPanel*> allPanels() const;  // and the layers tab
+  QList<ChartPanel*> allPanels() const;  // and those of tabPanels()
+  // The panels beyond the grid (lost updates, data, layers), each a tab of its own in either
+  // layout, and their tab titles.
+  QList<ChartPanel*> tabPanels() const;
+  QString tabTitle(const ChartPanel* panel) const;
   void applyLayout(Layout layout);
   void applyAutomaticLayout();
   void resizeEvent(QResizeEvent* event) override;

@@ -77,8 +77,7 @@ void DecisionChart::setSelectedRun(int runId) {
   m_selectedId = runId;
   const QSignalBlocker block(m_runBox);
   m_runBox->setCurrentIndex(std::max(0, m_runBox->findData(runId)));
-  invalidateSeries();
-  refreshNow();
+  refreshNow();  // the new run's map and points differ from those drawn: both are redrawn
 }
 
 const RunData* DecisionChart::shownRun() const {
@@ -94,21 +93,13 @@ void DecisionChart::rebuildSeries() {
   {
     const QSignalBlocker block(m_runBox);
     m_runBox->clear();
-    for (const RunData* r : visibleRuns())
-      if (r->config.data.name == "spirals" || r->config.data.name == "circles" || r->config.data.name == "blobs" ||
-          r->decisionMap)
-        m_runBox->addItem(r->name, r->id);
+    // Every run, as the other panels' pickers: a run of other data gets the placeholder's reason.
+    for (const RunData* r : visibleRuns()) m_runBox->addItem(r->name, r->id);
   }
   m_points.clear();
   m_drawn.reset();
   m_drawnPoints = nullptr;
-  for (int k = 0; k < 2; ++k) {  // two classes first; more are added when a map has them
-    auto* s = new QScatterSeries;
-    s->setName(tr("class %1").arg(k));
-    s->setProperty("ampNoHover", true);
-    m_view->addSeries(s);
-    m_points << s;
-  }
+  addClassSeries(2);  // two classes first; more when a map has them
   delete m_regions;
   m_regions = new HeatMapItem(m_view->chart(), m_points.front());
 }
@@ -132,13 +123,7 @@ void DecisionChart::updateSeries() {
   }
   m_view->setPlaceholder({});
   const int classes = std::max(2, map->classes);
-  while (m_points.size() < classes) {
-    auto* s = new QScatterSeries;
-    s->setName(tr("class %1").arg(m_points.size()));
-    s->setProperty("ampNoHover", true);
-    m_view->addSeries(s);
-    m_points << s;
-  }
+  addClassSeries(classes);
   const bool dark = m_view->theme() == ChartView::Theme::Dark;
   if (map->points && (map->points.get() != m_drawnPoints || dark != m_drawnDark)) {
     m_drawnPoints = map->points.get();
@@ -182,6 +167,16 @@ void DecisionChart::updateSeries() {
   keys << LegendEntry{tr("shade: the model's class and confidence"), QColor(0x90, 0x90, 0x90), Qt::SolidLine,
                       LegendEntry::Glyph::Line};
   m_view->setRunLegend({}, keys);
+}
+
+void DecisionChart::addClassSeries(int classes) {
+  while (m_points.size() < classes) {
+    auto* s = new QScatterSeries;
+    s->setName(tr("class %1").arg(m_points.size()));
+    s->setProperty("ampNoHover", true);
+    m_view->addSeries(s);
+    m_points << s;
+  }
 }
 
 QString DecisionChart::hoverText(const QPointF& v) const {

@@ -39,6 +39,7 @@ class DecisionChart : public ChartPanel {
 
  private:
   QString hoverText(const QPointF& value) const;
+  void addClassSeries(int classes);  // scatter series for classes up to `classes`
 
   QComboBox* m_runBox;
   HeatMapItem* m_regions = nullptr;

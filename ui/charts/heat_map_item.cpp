@@ -55,6 +55,12 @@ QColor heatColor(double t) {
                           float(a.blueF() + (b.blueF() - a.blueF()) * f));
 }
 
+QLinearGradient heatGradient(const QPointF& from, const QPointF& to) {
+  QLinearGradient g(from, to);
+  for (int k = 0; k <= 4; ++k) g.setColorAt(k / 4.0, heatColor(k / 4.0));  // heatColor's stops
+  return g;
+}
+
 QString heatScaleLabel(std::int64_t maxCount) {
   return QObject::tr("values per cell: 1 → %1 (log)").arg(QLocale().toString(qlonglong(std::max<std::int64_t>(1, maxCount))));
 }

@@ -5,6 +5,7 @@
 
 #include <QGraphicsItem>
 #include <QImage>
+#include <QLinearGradient>
 #include <vector>
 
 #include "engine/telemetry/exponent_histogram.h"
@@ -46,5 +47,7 @@ QString heatScaleLabel(std::int64_t maxCount);
 
 // The colour for t in [0, 1] on that scale (also used for a legend).
 QColor heatColor(double t);
+// The whole scale as a gradient from `from` (t = 0) to `to` (t = 1): the colour bars.
+QLinearGradient heatGradient(const QPointF& from, const QPointF& to);
 
 }  // namespace amp::ui

@@ -78,6 +78,13 @@ QString scaleText(float scale) {
   return QString::number(scale, 'g', 4);
 }
 
+// The tallest bar's fraction of the values (the y range makes room for it).
+double highestFraction(const ExponentHistogram& h) {
+  double highest = 0;
+  for (std::int64_t n : h.counts) highest = std::max(highest, h.fraction(n));
+  return highest;
+}
+
 const ExponentHistogram& domainOf(const HistogramRecord& r, HistogramView::Domain d) {
   return d == HistogramView::Domain::Unscaled ? r.unscaled : r.scaled;
 }
@@ -136,7 +143,7 @@ void HistogramView::updateComparison(const RunData* shown) {
   // The same values as the bars: unscaled when only those are shown, else as stored.
   const ExponentHistogram& h = m_domain == Domain::Unscaled ? rec->unscaled : rec->scaled;
   m_compare->replace(barOutline(h));
-  for (std::int64_t n : h.counts) m_compareHighest = std::max(m_compareHighest, h.fraction(n));
+  m_compareHighest = highestFraction(h);
   const QColor color = runColor(other, 0);
   m_compare->setPen(pen(color.darker(110), 2.2));
   m_compare->setName(tr("%1, step %2").arg(other->name).arg(other->histograms.back().step));
@@ -191,9 +198,7 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
                        .arg(frame.step));
   m_view->applyAutoRange(kHistAxisMin, kHistAxisMax);
   if (m_view->isAutoY()) {
-    double highest = m_compareHighest;
-    for (const HistogramRecord* r = rec; const ExponentHistogram* h : {&r->scaled, &r->unscaled})
-      for (std::int64_t n : h->counts) highest = std::max(highest, h->fraction(n));
+    const double highest = std::max({m_compareHighest, highestFraction(rec->scaled), highestFraction(rec->unscaled)});
     // A fraction never exceeds 1 (an all-zero gradient's axis read "2"); 4% headroom keeps the
     // tallest bar off the frame.
     m_view->setNiceRange(m_view->yAxis(), 0, std::min(1.0, std::max(highest, 1e-3) * 1.04));

@@ -42,16 +42,18 @@ QList<ReadoutRow> readoutRowsAt(QChart* chart, const QPointF& pointer, double ma
     if (i == points.size() || (i > 0 && cx - points[i - 1].x() <= points[i].x() - cx)) --i;
     // Decimated data holds each pixel column's minimum and maximum: of the points as near in x
     // (to a pixel), the one nearest the pointer in y.
-    const double nearestDx = std::abs(chart->mapToPosition(points[i], s).x() - pointer.x());
-    for (qsizetype j = std::max<qsizetype>(0, i - 3); j < std::min(points.size(), i + 4); ++j) {
-      const QPointF pj = chart->mapToPosition(points[j], s), pi = chart->mapToPosition(points[i], s);
-      if (std::abs(pj.x() - pointer.x()) <= nearestDx + 1.0 &&
-          std::abs(pj.y() - pointer.y()) < std::abs(pi.y() - pointer.y()))
+    QPointF at = chart->mapToPosition(points[i], s);
+    const double nearestDx = std::abs(at.x() - pointer.x());
+    const qsizetype from = std::max<qsizetype>(0, i - 3), to = std::min(points.size(), i + 4);
+    for (qsizetype j = from; j < to; ++j) {
+      const QPointF pj = chart->mapToPosition(points[j], s);
+      if (std::abs(pj.x() - pointer.x()) <= nearestDx + 1.0 && std::abs(pj.y() - pointer.y()) < std::abs(at.y() - pointer.y())) {
         i = j;
+        at = pj;
+      }
     }
+    if (nearestDx > maxDx) continue;
     QPointF value = points[i];
-    const QPointF at = chart->mapToPosition(value, s);
-    if (std::abs(at.x() - pointer.x()) > maxDx) continue;
     if (area && area->lowerSeries() && area->lowerSeries()->count() > i)
       value.ry() -= area->lowerSeries()->at(i).y();  // the layer, not the stack
     ReadoutRow row;

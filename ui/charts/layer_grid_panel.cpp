@@ -2,7 +2,6 @@
 
 #include <QComboBox>
 #include <QHBoxLayout>
-#include <QLinearGradient>
 #include <QLabel>
 #include <QPainter>
 #include <QScrollArea>
@@ -60,12 +59,7 @@ LayerGridPanel::LayerGridPanel(QWidget* parent) : ChartPanel(QStringLiteral("lay
   // The colour bar: each cell on its own scale, from one value to its largest count.
   QPixmap bar(QSize(64, 12) * devicePixelRatioF());
   bar.setDevicePixelRatio(devicePixelRatioF());
-  {
-    QPainter p(&bar);
-    QLinearGradient g(0, 0, 64, 0);
-    for (int k = 0; k <= 4; ++k) g.setColorAt(k / 4.0, heatColor(k / 4.0));
-    p.fillRect(QRectF(0, 0, 64, 12), g);
-  }
+  QPainter(&bar).fillRect(QRectF(0, 0, 64, 12), heatGradient(QPointF(0, 0), QPointF(64, 0)));
   auto* barLabel = new QLabel(this);
   barLabel->setObjectName(QStringLiteral("layerColourBar"));
   barLabel->setPixmap(bar);
