@@ -27,6 +27,8 @@
 #include "engine/io/metrics_json.h"
 #include "engine/io/run_output.h"
 #include "engine/train/event_text.h"
+#include "engine/train/text_sample.h"
+#include "engine/train/trainer.h"
 
 namespace amp::cli {
 
@@ -364,6 +366,12 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
   }
   result.summary = builder.summary();
   if (result.summary.status == "running") result.summary.status = "finished";
+  // A language model shows what it learnt: 200 bytes after a newline, sampled with a fixed seed.
+  if (config.model.name == "gpt" && !trainer.diverged()) {
+    const std::string sample = sampleText(trainer);
+    result.extra["sample"] = QString::fromUtf8(sample.data(), qsizetype(sample.size()));
+    if (!quiet) std::fprintf(stderr, "[%s] sample: %s\n", tag.c_str(), printableSample(sample).c_str());
+  }
   if (measureFiles) {
     // The checkpoint just written at the end when there is one, else a temporary one.
     const bool atEnd = checkpoints && lastCheckpoint == trainer.stepsDone();

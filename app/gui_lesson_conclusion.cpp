@@ -79,8 +79,12 @@ void underflowResult(const Preset& p, const QVector<const ui::RunData*>& runs, u
   out.claim = bf16Lesson
                   ? tr("bf16 has fp32's exponent range: gradients that round to zero in fp16 survive in bf16 "
                        "with no loss scaler at all.")
-                  : tr("Gradients this small round to zero in fp16: without loss scaling the run stops "
-                       "learning, while dynamic loss scaling keeps them and trains as fp32 does.");
+                  : p.name == "gpt-scaling"
+                        ? tr("A language model's gradients, made this small, round to zero in fp16: without "
+                             "loss scaling it never learns, while dynamic loss scaling keeps them and trains "
+                             "as fp32 (and bf16, with no scaler) does.")
+                        : tr("Gradients this small round to zero in fp16: without loss scaling the run stops "
+                             "learning, while dynamic loss scaling keeps them and trains as fp32 does.");
   out.chart = QStringLiteral("histogram");
   for (const ui::RunData* r : runs) {
     const double z = zeroFraction(*r, key);
@@ -330,6 +334,42 @@ void resnetResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out
 
 }  // namespace
 
+// The last validation loss of a run (NaN without one).
+double finalTestLoss(const ui::RunData& r) {
+  return r.series.testLoss.isEmpty() ? std::nan("") : r.series.testLoss.back();
+}
+
+// "Why softmax and layer_norm stay in fp32": how far moving them to the 16-bit list moved the
+// validation loss, against the run with PyTorch's lists.
+void fp32OpsResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
+  out.claim = tr("At this size, softmax and layer_norm in fp16 still train: their kernels keep fp32 "
+                 "statistics (as PyTorch's do), so only their outputs lose precision, and the "
+                 "validation loss moves by less than 5%. The fp32 list guards against what a larger "
+                 "model meets: attention logits beyond fp16's range and statistics of wide rows.");
+  out.chart = QStringLiteral("loss");
+  const ui::RunData* base = variant(runs, QStringLiteral("fp32_lists"));
+  for (const ui::RunData* r : runs) {
+    const double v = finalTestLoss(*r);
+    QString text = tr("validation loss %1 (%2 bits per byte), training loss %3")
+                       .arg(number(v), number(v / std::log(2.0)), lossText(*r));
+    if (base && r != base && std::isfinite(v) && std::isfinite(finalTestLoss(*base)))
+      text += tr(", %1% from PyTorch's lists")
+                  .arg(100 * (v - finalTestLoss(*base)) / finalTestLoss(*base), 0, 'f', 2);
+    addFinding(out, *r, text);
+  }
+  const ui::RunData* soft = variant(runs, QStringLiteral("softmax_fp16"));
+  const ui::RunData* both = variant(runs, QStringLiteral("softmax_layernorm_fp16"));
+  if (!base || !soft || !both)
+    return missingRuns(out, {QStringLiteral("fp32_lists"), QStringLiteral("softmax_fp16"),
+                             QStringLiteral("softmax_layernorm_fp16")});
+  const double b = finalTestLoss(*base), ls = finalTestLoss(*soft), lb = finalTestLoss(*both);
+  const bool finite = std::isfinite(b) && std::isfinite(ls) && std::isfinite(lb);
+  out.verdict = verdictOf(finite && closeTo(ls, b, 0.05) && closeTo(lb, b, 0.05));
+  out.criterion = tr("validation losses %1 (softmax in fp16) and %2 (softmax and layer_norm in fp16) "
+                     "against %3 with PyTorch's lists: within 5% expected")
+                      .arg(number(ls), number(lb), number(b));
+}
+
 QString variantLabel(const ui::RunData& run) {
   const QString name = QString::fromStdString(run.config.name);
   const int slash = name.lastIndexOf(QLatin1Char('/'));
@@ -359,7 +399,7 @@ ui::LessonResult lessonResult(const Preset& p, const QVector<const ui::RunData*>
   out.title = QString::fromStdString(p.title);
   const bool anySteps = std::any_of(runs.begin(), runs.end(), [](const ui::RunData* r) { return r->series.size() > 0; });
   if (!anySteps) return out;
-  if (p.name == "underflow" || p.name == "bf16-no-scaler")
+  if (p.name == "underflow" || p.name == "bf16-no-scaler" || p.name == "gpt-scaling")
     underflowResult(p, runs, out);
   else if (p.name == "overflow")
     overflowResult(runs, out);
@@ -367,6 +407,8 @@ ui::LessonResult lessonResult(const Preset& p, const QVector<const ui::RunData*>
     lostUpdatesResult(runs, out);
   else if (p.name == "resnet")
     resnetResult(runs, out);
+  else if (p.name == "gpt-fp32-ops")
+    fp32OpsResult(runs, out);
   else
     modesResult(p, runs, out);
   return out;

@@ -2,9 +2,10 @@
 # Builds AMP Studio's Qt-free GPU programs (the GPU suite and the recipe benchmark) for one
 # architecture and packs them into one folder that runs as it is on a CUDA machine without Qt,
 # oneDNN or GoogleTest: the programs and the libraries such a machine lacks (oneDNN and what it
-# needs), xz-compressed; the four Fashion-MNIST files; the PyTorch peers; and `run`, which prints
-# the device, the suite's result, the benchmark interleaved with the peers (with ratios) and,
-# where ncu is installed, kernel times per step (tests/gpu/check/run says more).
+# needs), xz-compressed; the four Fashion-MNIST files; the GPT's text corpus (Debian's fortunes
+# file); the PyTorch peers; and `run`, which prints the device, the suite's result, the benchmarks
+# (the recipe, the CNN, the GPT) interleaved with the peers (with ratios) and, where ncu is
+# installed, kernel times per step (tests/gpu/check/run says more).
 #
 #   bash installer/gpu-check.sh [--arch 90] [--build-dir DIR] [--no-build] [--out DIR]
 #                               [--peers DIR] [--run]
@@ -15,6 +16,7 @@
 # --out: the folder to write (default build/gpu-check/amp-gpu-check; replaced if it exists).
 # --peers: the PyTorch peer scripts (default ../shared/peers beside the checkout, if there).
 # --run: run the packed folder here too (without a GPU the suite skips: CI's half).
+# AMP_GPT_CORPUS=FILE packs another text file as the GPT's corpus.
 # The last line printed is the folder's path. On the device machine: `bash FOLDER/run`.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -64,6 +66,13 @@ for d in "${AMP_FASHION_MNIST_DIR:-}" /usr/share/datasets/fashion-mnist; do
   fi
 done
 [ -d "$OUTDIR/fm" ] || echo "(no Fashion-MNIST found: the CNN timing will be skipped)"
+# The GPT's corpus, the one pytorch_gpt.py reads by default (Debian's fortunes package).
+CORPUS=${AMP_GPT_CORPUS:-/usr/share/games/fortunes/fortunes}
+if [ -f "$CORPUS" ]; then
+  mkdir -p "$OUTDIR/corpus" && cp "$CORPUS" "$OUTDIR/corpus/fortunes"
+else
+  echo "(no text corpus at $CORPUS (apt install fortunes): the GPT timing will be skipped)"
+fi
 cp "$ROOT/tests/gpu/check/run" "$ROOT/tests/gpu/check/summarize.py" "$OUTDIR/"
 cp "$ROOT/tests/gpu/check/pytorch_recipe_graph.py" "$OUTDIR/peers/"
 if [ -d "$PEERS" ]; then

@@ -7,7 +7,7 @@ PKGS=(
   build-essential cmake ninja-build ccache pkg-config
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libquazip1-qt6-dev
   libdnnl-dev ocl-icd-opencl-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev libgtest-dev libgmock-dev libbenchmark-dev
-  dataset-fashion-mnist fonts-dejavu-core xvfb xauth x11-apps
+  dataset-fashion-mnist fortunes fonts-dejavu-core xvfb xauth x11-apps
   python3-numpy xz-utils
   clang clang-14 libclang-rt-14-dev libomp-14-dev
   help2man dpkg-dev lintian desktop-file-utils appstream shared-mime-info

@@ -52,7 +52,7 @@ AutocastPolicy AutocastPolicy::pytorchDefault() {
   for (const char* op : kBanned) p.m_defaults[op] = CastPolicy::Banned;
   // Ops our layers run that PyTorch leaves unlisted, named so the trace and editor show them.
   for (const char* op : {"relu", "tanh", "sigmoid", "gelu", "max_pool2d", "dropout",
-                         "batch_norm", "flatten", "add", "adaptive_avg_pool2d"})
+                         "batch_norm", "flatten", "add", "adaptive_avg_pool2d", "embedding"})
     p.m_defaults[op] = CastPolicy::PassThrough;
   p.m_table = p.m_defaults;
   return p;

@@ -231,6 +231,52 @@ class Backend : public BufferAllocator {
   // dx (N, C, H, W) = dy (N, C) / (H*W) over each plane, in fp32, rounded once to dx's dtype.
   virtual void globalAvgPoolBackward(const Tensor& dy, Tensor& dx) = 0;
 
+  // ---- transformers (the GPT model: transformer_layers.h) ---------------------------------
+  // Token and position embeddings: y (M, C) row m = wte[tokens[m]] + wpe[m % T], tokens (M) I32
+  // in [0, V) with M a multiple of T, wte (V, C) and wpe (>= T, C) of any float dtypes; the sum
+  // in fp32, rounded once to y's dtype (PyTorch's two embedding lookups and add, in fp32).
+  virtual void embeddingForward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
+                                std::int64_t T, Tensor& y) = 0;
+  // Its backward: dwte (V, C) row v = the sum of dy's rows m with tokens[m] == v, dwpe (>= T, C)
+  // row t = the sum of dy's rows m with m % T == t (rows past T zero). Each sum runs in fp32 in
+  // increasing m (deterministic, as embedding_dense_backward with deterministic algorithms),
+  // rounded once to the gradient's dtype; rows no token chose are 0.
+  virtual void embeddingBackward(const Tensor& dy, const Tensor& tokens, std::int64_t T,
+                                 Tensor& dwte, Tensor& dwpe) = 0;
+  // LayerNorm over the last dimension: x (M, C), gamma and beta (C), y (M, C) of any float
+  // dtypes. Per row in fp32: mean, biased variance (mean of squared deviations), rstd =
+  // 1/sqrt(var + eps), y = (x - mean) * rstd * gamma + beta rounded once to y's dtype. mean and
+  // rstd (M) fp32, kept for the backward. 16-bit inputs get fp32 statistics, as PyTorch's kernels.
+  virtual void layerNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                float eps, Tensor& y, Tensor& mean, Tensor& rstd) = 0;
+  // dx (M, C) = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * gamma and xhat =
+  // (x - mean) * rstd, in fp32 rounded once to dx's dtype; dgamma = sum over rows of dy * xhat
+  // and dbeta = sum of dy (C), in fp32 in row order, rounded once to their dtypes.
+  virtual void layerNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                 const Tensor& mean, const Tensor& rstd, Tensor& dx,
+                                 Tensor& dgamma, Tensor& dbeta) = 0;
+  // Causal attention softmax: scores and probs (N, T, T) of any float dtypes. Row i of matrix n:
+  // s_j = scores[n,i,j] * scale rounded to scores' dtype (PyTorch multiplies in that dtype
+  // before the softmax), probs = softmax over j <= i in fp32 (max subtracted), 0 for j > i (the
+  // -inf mask), rounded once to probs' dtype.
+  virtual void causalSoftmaxForward(const Tensor& scores, float scale, Tensor& probs) = 0;
+  // dscores = round(round(probs * (dprobs - sum_j probs * dprobs)) * scale), both roundings to
+  // dscores' dtype (the softmax gradient is cast back to the scores' dtype, then the multiply's
+  // backward runs in it); 0 above the diagonal. probs and dprobs of any float dtypes.
+  virtual void causalSoftmaxBackward(const Tensor& probs, const Tensor& dprobs, float scale,
+                                     Tensor& dscores) = 0;
+  // Attention heads out of and back into the token rows. x (B*T, P*C) holds P blocks of C = H*D
+  // columns (q, k, v: P = 3); splitHeads copies block `part` into y (B*H, T, D): y[b*H+h, t, d] =
+  // x[b*T+t, part*C + h*D + d]. mergeHeads is the inverse: it writes block `part` of y (B*T, P*C)
+  // from x (B*H, T, D) and leaves y's other columns alone. Values converted to the destination's
+  // dtype (RNE; exact between equal dtypes).
+  virtual void splitHeads(const Tensor& x, std::int64_t heads, int part, Tensor& y) = 0;
+  virtual void mergeHeads(const Tensor& x, std::int64_t heads, int part, Tensor& y) = 0;
+  // Batched GEMM: c[i] = op(a[i]) · op(b[i]) for every i of the leading dimension, a, b and c
+  // of rank 3 with one batch size; dtypes and numerics as gemm (attention's two bmm products).
+  virtual void gemmBatched(const Tensor& a, bool transA, const Tensor& b, bool transB,
+                           Tensor& c) = 0;
+
   // ---- losses (computed in fp32, as autocast's fp32 list demands) -------------------------
   // Inputs of any float dtype are widened as they are read and gradients rounded once into
   // their tensor's dtype: the numerics of cast-to-fp32 + fp32 loss + cast back, without the

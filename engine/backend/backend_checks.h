@@ -53,4 +53,35 @@ void requireF32(const Tensor& t, const char* what);
 // Logits (M, C) with M int32 labels.
 void labelsMatch(const Tensor& logits, const Tensor& labels);
 
+// ---- transformer ops (backend_checks_transformer.cpp) ------------------------------------
+struct EmbeddingDims {
+  std::int64_t rows = 0, vocab = 0, width = 0, positions = 0;  // M, V, C, wpe rows
+};
+// tokens (M) I32, wte (V, C), wpe (>= T, C), y (M, C) float; T > 0 divides M.
+EmbeddingDims embedding(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
+                        std::int64_t T, const Tensor& y);
+struct RowDims {
+  std::int64_t rows = 0, width = 0;  // M, C
+};
+// x and y (M, C), gamma and beta (C) float, mean and rstd (M) fp32. `op` names the op.
+RowDims layerNorm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                  const Tensor& mean, const Tensor& rstd, const char* op);
+struct SoftmaxDims {
+  std::int64_t matrices = 0, t = 0;  // N, T
+};
+// a and b (N, T, T) float.
+SoftmaxDims causalSoftmax(const Tensor& a, const Tensor& b, const char* op);
+struct HeadDims {
+  std::int64_t batch = 0, t = 0, heads = 0, headDim = 0, parts = 0;  // B, T, H, D, P
+};
+// rows (B*T, P*H*D) and heads (B*H, T, D) float, 0 <= part < P.
+HeadDims heads(const Tensor& rows, const Tensor& perHead, std::int64_t heads, int part,
+               const char* op);
+struct BatchedGemmDims {
+  std::int64_t batch = 0, m = 0, n = 0, k = 0;
+};
+// Rank-3 a, b, c of one batch size whose matrices chain as gemm's; dtypes as gemm's.
+BatchedGemmDims gemmBatched(const Tensor& a, bool transA, const Tensor& b, bool transB,
+                            const Tensor& c);
+
 }  // namespace amp::checks

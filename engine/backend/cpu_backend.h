@@ -116,6 +116,24 @@ class CpuBackend final : public Backend {
   bool keepsWeightCopies() const override { return m_keepsWeightCopies; }
   void setKeepsWeightCopies(bool on) { m_keepsWeightCopies = on; }
 
+  // Transformer ops (cpu_backend_transformer.cpp).
+  void embeddingForward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
+                        std::int64_t T, Tensor& y) override;
+  void embeddingBackward(const Tensor& dy, const Tensor& tokens, std::int64_t T, Tensor& dwte,
+                         Tensor& dwpe) override;
+  void layerNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                        Tensor& y, Tensor& mean, Tensor& rstd) override;
+  void layerNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                         const Tensor& mean, const Tensor& rstd, Tensor& dx, Tensor& dgamma,
+                         Tensor& dbeta) override;
+  void causalSoftmaxForward(const Tensor& scores, float scale, Tensor& probs) override;
+  void causalSoftmaxBackward(const Tensor& probs, const Tensor& dprobs, float scale,
+                             Tensor& dscores) override;
+  void splitHeads(const Tensor& x, std::int64_t heads, int part, Tensor& y) override;
+  void mergeHeads(const Tensor& x, std::int64_t heads, int part, Tensor& y) override;
+  void gemmBatched(const Tensor& a, bool transA, const Tensor& b, bool transB,
+                   Tensor& c) override;
+
   // Off (0 or 1) by default. With `parts` >= 2, every fp32 GEMM with K >= parts runs as that many
   // GEMMs over consecutive slices of K whose results are added in order (the split-K order a GPU
   // library may choose): the same products summed in another order. How far a run moves under

@@ -95,6 +95,24 @@ class CudaBackend final : public Backend {
   void globalAvgPoolForward(const Tensor& x, Tensor& y) override;
   void globalAvgPoolBackward(const Tensor& dy, Tensor& dx) override;
 
+  // The transformer ops (cuda_backend_transformer.cpp; kernels/cuda/transformer_kernels.h).
+  void embeddingForward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe, std::int64_t T,
+                        Tensor& y) override;
+  void embeddingBackward(const Tensor& dy, const Tensor& tokens, std::int64_t T, Tensor& dwte,
+                         Tensor& dwpe) override;
+  void layerNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                        Tensor& y, Tensor& mean, Tensor& rstd) override;
+  void layerNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                         const Tensor& mean, const Tensor& rstd, Tensor& dx, Tensor& dgamma,
+                         Tensor& dbeta) override;
+  void causalSoftmaxForward(const Tensor& scores, float scale, Tensor& probs) override;
+  void causalSoftmaxBackward(const Tensor& probs, const Tensor& dprobs, float scale,
+                             Tensor& dscores) override;
+  void splitHeads(const Tensor& x, std::int64_t heads, int part, Tensor& y) override;
+  void mergeHeads(const Tensor& x, std::int64_t heads, int part, Tensor& y) override;
+  void gemmBatched(const Tensor& a, bool transA, const Tensor& b, bool transB,
+                   Tensor& c) override;
+
   double crossEntropyForward(const Tensor& logits, const Tensor& labels, Tensor& probs) override;
   void crossEntropyBackward(const Tensor& probs, const Tensor& labels, float gradScale,
                             Tensor& dlogits) override;

@@ -203,9 +203,12 @@ std::vector<ConfigKey> buildKeys() {
   k.push_back(numKey("schedule.gamma", "step: decay factor", [](RunConfig& c) { return &c.schedule.gamma; }));
   k.push_back(intKey("schedule.warmup_steps", "cosine: linear warm-up steps", [](RunConfig& c) { return &c.schedule.warmupSteps; }));
   k.push_back(numKey("schedule.min_lr", "cosine: final learning rate", [](RunConfig& c) { return &c.schedule.minLr; }));
-  k.push_back(choiceKey("model.name", "recipe_mlp | mlp | cnn | resnet", {"recipe_mlp", "mlp", "cnn", "resnet"}, [](RunConfig& c) { return &c.model.name; }));
+  k.push_back(choiceKey("model.name", "recipe_mlp | mlp | cnn | resnet | gpt (a byte-level transformer language model: data.name=text or a sequence task)", {"recipe_mlp", "mlp", "cnn", "resnet", "gpt"}, [](RunConfig& c) { return &c.model.name; }));
   k.push_back(intKey("model.width", "recipe_mlp: width of every layer", [](RunConfig& c) { return &c.model.width; }));
-  k.push_back(intKey("model.layers", "recipe_mlp: number of Linear layers", [](RunConfig& c) { return &c.model.layers; }));
+  k.push_back(intKey("model.layers", "recipe_mlp: number of Linear layers; gpt: number of transformer blocks", [](RunConfig& c) { return &c.model.layers; }));
+  k.push_back(intKey("model.heads", "gpt: attention heads per block (model.embd must divide by it)", [](RunConfig& c) { return &c.model.heads; }));
+  k.push_back(intKey("model.embd", "gpt: width of the token rows (embedding size)", [](RunConfig& c) { return &c.model.embd; }));
+  k.push_back(intKey("model.block", "gpt: context in tokens (bytes); each training sample is a window of block + 1 bytes", [](RunConfig& c) { return &c.model.block; }));
   k.push_back(listKey("model.hidden", "mlp: hidden layer sizes, e.g. 256,256", [](RunConfig& c) { return &c.model.hidden; }));
   k.push_back(choiceKey("model.activation", "relu | tanh | sigmoid | gelu", {"relu", "tanh", "sigmoid", "gelu"}, [](RunConfig& c) { return &c.model.activation; }));
   k.push_back(numKey("model.dropout", "mlp: dropout probability after hidden activations", [](RunConfig& c) { return &c.model.dropout; }));
@@ -214,8 +217,8 @@ std::vector<ConfigKey> buildKeys() {
   k.push_back(intKey("model.depth", "resnet: 6n+2 (20, 32, 44, 56, 110: CIFAR ResNets, 3 stages) or 18, 34 (4 stages)", [](RunConfig& c) { return &c.model.depth; }));
   k.push_back(intKey("model.base_width", "resnet: channels of the first stage, doubled per stage (0 = 16 for 6n+2, 64 for 18/34)", [](RunConfig& c) { return &c.model.baseWidth; }));
   k.push_back(choiceKey("model.stem", "resnet: auto | cifar (3x3 conv) | imagenet (7x7/2 conv + 3x3/2 max-pool)", {"auto", "cifar", "imagenet"}, [](RunConfig& c) { return &c.model.stem; }));
-  k.push_back(choiceKey("data.name", "synthetic | fmnist | cifar10 | images (a folder, one sub-folder per class) | spirals | circles | blobs | csv", {"synthetic", "fmnist", "cifar10", "images", "spirals", "circles", "blobs", "csv"}, [](RunConfig& c) { return &c.data.name; }));
-  k.push_back(strKey("data.path", "fmnist folder (default /usr/share/datasets/fashion-mnist), csv file, cifar10 folder (data_batch_1.bin ... test_batch.bin, or its parent) or images training folder (one sub-folder per class)", [](RunConfig& c) { return &c.data.path; }));
+  k.push_back(choiceKey("data.name", "synthetic | fmnist | cifar10 | images (a folder, one sub-folder per class) | spirals | circles | blobs | csv | text (bytes of a text file as tokens: first 90% train, last 10% validation) | copy | reverse | sort | add (generated sequence tasks, no corpus needed: copy, reverse or sort a short string; add two numbers)", {"synthetic", "fmnist", "cifar10", "images", "spirals", "circles", "blobs", "csv", "text", "copy", "reverse", "sort", "add"}, [](RunConfig& c) { return &c.data.name; }));
+  k.push_back(strKey("data.path", "fmnist folder (default /usr/share/datasets/fashion-mnist), csv file, cifar10 folder (data_batch_1.bin ... test_batch.bin, or its parent), images training folder (one sub-folder per class) or text file, or folder of text files read in name order (default /usr/share/games/fortunes/fortunes)", [](RunConfig& c) { return &c.data.path; }));
   k.push_back(strKey("data.test_path", "images: a test folder with the same class sub-folders (empty: hold out data.test_fraction of each class)", [](RunConfig& c) { return &c.data.testPath; }));
   k.push_back(intKey("data.image_size", "images: every image resized (antialiased) to N x N pixels, 1 to 1024", [](RunConfig& c) { return &c.data.imageSize; }));
   k.push_back(intKey("data.channels", "images: 3 (RGB) | 1 (grayscale, ITU-R 601 luma)", [](RunConfig& c) { return &c.data.channels; }));
@@ -227,8 +230,8 @@ std::vector<ConfigKey> buildKeys() {
   k.push_back(intKey("data.test_subset", "evaluate on a random N of the test samples, the same N for the same seed (0 = all)", [](RunConfig& c) { return &c.data.testSubset; }));
   k.push_back(choiceKey("data.device_cache", "keep the training set on the device: auto (GPU, when it fits) | on | off", {"auto", "on", "off"}, [](RunConfig& c) { return &c.data.deviceCache; }));
   k.push_back(choiceKey("data.normalize", "image data: unit (x/255) | standard (fmnist: mean 0.2860, std 0.3530; cifar10, images: per-channel mean/std of the training split) | none (0..255)", {"unit", "standard", "none"}, [](RunConfig& c) { return &c.data.normalize; }));
-  k.push_back(numKey("data.test_fraction", "generated sets, csv and images without data.test_path: held-out share", [](RunConfig& c) { return &c.data.testFraction; }));
-  k.push_back(intKey("data.samples", "generated sets: number of points", [](RunConfig& c) { return &c.data.samples; }));
+  k.push_back(numKey("data.test_fraction", "generated sets (also the sequence tasks' test examples), csv and images without data.test_path: held-out share", [](RunConfig& c) { return &c.data.testFraction; }));
+  k.push_back(intKey("data.samples", "generated sets: number of points (0 = 1000); copy, reverse, sort, add: number of examples (0 = 20000)", [](RunConfig& c) { return &c.data.samples; }));
   k.push_back(numKey("data.noise", "generated sets: noise", [](RunConfig& c) { return &c.data.noise; }));
   k.push_back(intKey("data.classes", "blobs: number of classes", [](RunConfig& c) { return &c.data.classes; }));
   k.push_back(intKey("data.batches", "synthetic: number of distinct batches", [](RunConfig& c) { return &c.data.batches; }));
@@ -326,6 +329,16 @@ std::optional<std::string> validateRunConfig(const RunConfig& c) {
   if (t.steps == 0 && t.epochs <= 0) return "train.epochs must be > 0 when train.steps is 0";
   if (t.epochs < 0) return "train.epochs must be >= 0";
   if (t.batchSize <= 0) return "train.batch_size must be > 0";
+  // Token sequences and the language model belong together: anything else would fail later
+  // with a message about shapes.
+  const std::string& dn = c.data.name;
+  const bool tokens = dn == "text" || dn == "copy" || dn == "reverse" || dn == "sort" || dn == "add";
+  if (tokens && c.model.name != "gpt")
+    return "model.name: data.name=" + dn + " gives byte sequences, which only model.name=gpt reads (got " +
+           c.model.name + ")";
+  if (!tokens && c.model.name == "gpt")
+    return "data.name: model.name=gpt reads byte sequences: data.name=text (a text file) or a "
+           "sequence task (copy, reverse, sort, add), not " + dn;
   if (t.accumulation <= 0) return "train.accumulation must be > 0";
   if (!(t.clipNorm >= 0) || !std::isfinite(t.clipNorm)) return "train.clip_norm must be a finite number >= 0";
   if (!std::isfinite(t.lossWeight) || !(t.lossWeight > 0)) return "train.loss_weight must be a finite number > 0";

@@ -164,6 +164,63 @@ std::vector<Preset> build() {
                 {"fp16", {{"amp.mode", "fp16"}}},
                 {"bf16", {{"amp.mode", "bf16"}}}},
                false, {}, "weight_grad|layers.0.c1.weight", "fp16"});
+  // The transformer (gpt_builder.h) on Debian's fortunes, as ../shared/peers/pytorch_gpt.py
+  // trains it: AdamW (betas 0.9, 0.99, no weight decay), lr 1e-3, batch 32 windows of 128 bytes.
+  // About 0.4-0.5 s a step on two CPU cores.
+  const Overrides gpt = {{"model.name", "gpt"}, {"model.layers", "4"}, {"model.heads", "4"},
+                         {"model.embd", "128"}, {"model.block", "128"}, {"data.name", "text"},
+                         {"optimizer.name", "adamw"}, {"optimizer.lr", "0.001"},
+                         {"optimizer.beta2", "0.99"}, {"optimizer.weight_decay", "0"},
+                         {"train.batch_size", "32"}, {"train.steps", "300"},
+                         {"train.eval_every", "50"}, {"train.histogram_every", "50"}};
+  auto with = [](Overrides base, const Overrides& more) {
+    base.insert(base.end(), more.begin(), more.end());
+    return base;
+  };
+  v.push_back({"gpt", "A transformer language model",
+               "A small GPT (4 pre-LayerNorm blocks of causal self-attention and a 4x MLP, 128 "
+               "wide, byte-level, its output layer tied to the token embedding) learns to write "
+               "fortune cookies from Debian's fortunes file, with AMP fp16 and dynamic loss "
+               "scaling. Under autocast the Linear layers and the attention matmuls run in fp16, "
+               "while layer_norm, softmax and cross_entropy stay in fp32: the per-op trace shows "
+               "every one. Validation loss in bits per byte falls from 8 (a uniform guess) as it "
+               "learns; at the end it writes a sample. Set data.path to any text file.",
+               with(gpt, {{"amp.mode", "fp16"}}), {}, false, {},
+               "weight_grad|transformer.h.0.attn.c_attn.weight", "", 0, "loss"});
+  // Figure 1 of the mixed-precision paper on a transformer: gradients scaled down by a small loss
+  // weight (1e-4) underflow fp16 without loss scaling (the loss stays at ln 256, a uniform
+  // guess), while dynamic scaling recovers them and trains as fp32 and bf16 do.
+  v.push_back({"gpt-scaling", "Loss scaling saves the language model",
+               "The mixed-precision paper's first figure, on our transformer: the same run in "
+               "fp32, in fp16 without loss scaling, in fp16 with dynamic loss scaling and in bf16. "
+               "A small loss weight (1e-4, as an auxiliary loss would have) pushes the gradients "
+               "below fp16's range: unscaled, most of them round to zero (see the histogram) and "
+               "the model never learns; the scaler multiplies them back into range and the run "
+               "follows fp32's. bf16 has fp32's exponent range and needs no scaler.",
+               with(gpt, {{"train.steps", "150"}, {"train.eval_every", "25"},
+                          {"train.histogram_every", "25"}, {"train.loss_weight", "0.0001"}}),
+               {{"fp32", {{"amp.mode", "fp32"}}},
+                {"fp16_noscale", {{"amp.mode", "fp16"}, {"scaler.kind", "none"}}},
+                {"fp16_dynamic", {{"amp.mode", "fp16"}, {"scaler.kind", "dynamic"}}},
+                {"bf16", {{"amp.mode", "bf16"}}}},
+               false, {}, "weight_grad|transformer.h.0.attn.c_attn.weight", "fp16_noscale", 0,
+               "histogram"});
+  // Autocast's fp32 list, tested: softmax, then layer_norm too, moved to the 16-bit list.
+  v.push_back({"gpt-fp32-ops", "Why softmax and layer_norm stay in fp32",
+               "PyTorch's autocast runs the matmuls in fp16 but keeps softmax and layer_norm in "
+               "fp32. Here the same fp16 run is repeated with softmax moved to the 16-bit list, "
+               "then layer_norm too (the autocast editor can move any op). Their kernels still "
+               "compute statistics in fp32, as PyTorch's do, so what changes is the rounding of "
+               "their outputs: the attention probabilities and the normalised rows get fp16's 11 "
+               "bits. The result panel says how far the losses moved at this size; the trace shows "
+               "which op ran in which dtype.",
+               with(gpt, {{"train.steps", "150"}, {"train.eval_every", "25"},
+                          {"train.histogram_every", "25"}, {"amp.mode", "fp16"}}),
+               {{"fp32_lists", {}},
+                {"softmax_fp16", {{"autocast.softmax", "lower_precision"}}},
+                {"softmax_layernorm_fp16",
+                 {{"autocast.softmax", "lower_precision"}, {"autocast.layer_norm", "lower_precision"}}}},
+               false, {}, "weight_grad|transformer.h.0.attn.c_attn.weight", "", 0, "loss"});
   v.push_back({"spirals", "Two spirals",
                "A small MLP learns two interleaved spirals: quick to train, good for trying "
                "every setting live.",

@@ -51,6 +51,9 @@ struct ModelConfig {
   int depth = 20;
   std::int64_t baseWidth = 0;
   std::string stem = "auto";
+  // gpt: nanoGPT's layout (gpt_builder.h): `layers` blocks of `heads` heads, `embd` wide, a
+  // context of `block` tokens; byte-level (256 tokens), the LM head tied to the token embedding.
+  std::int64_t heads = 4, embd = 128, block = 128;
 };
 
 struct TrainConfig {

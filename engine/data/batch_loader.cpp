@@ -1,14 +1,50 @@
 // Batch assembly is a memcpy per row, so an epoch costs about one pass over the features.
+// Token data (text_dataset.h) is copied window by window, inputs and next-byte labels together.
 #include "engine/data/batch_loader.h"
 
 #include <algorithm>
 #include <cstring>
+
+#include "engine/data/token_windows.h"
 
 namespace amp {
 namespace {
 
 // Base of the per-epoch streams: epoch e draws its permutation from Rng(seed, base + e).
 constexpr std::uint64_t kEpochStreamBase = 0xE90C0000'00000000ULL;
+
+// Token data must hold every window it names. A hand-made Dataset with a wrong count or start
+// is refused when the loader is made, in a DataError naming it, not at whichever later batch
+// happens to draw the bad window.
+void checkTokenData(const Dataset& d) {
+  const auto bytes = static_cast<std::int64_t>(d.tokens.size());
+  const std::int64_t lastStart = bytes - d.sequence - 1;
+  auto refuse = [&](const std::string& why) { throw DataError(d.name + ": " + why); };
+  if (d.windowStarts.empty()) {
+    if (d.count > 0 && d.count - 1 > lastStart)
+      refuse(std::to_string(d.count) + " windows of " + std::to_string(d.sequence + 1) + " bytes do not fit in its " +
+             std::to_string(bytes) + " bytes");
+    return;
+  }
+  if (static_cast<std::int64_t>(d.windowStarts.size()) != d.count)
+    refuse(std::to_string(d.windowStarts.size()) + " window starts for " + std::to_string(d.count) + " samples");
+  for (const std::int64_t s : d.windowStarts)
+    if (s < 0 || s > lastStart)
+      refuse("a window at byte " + std::to_string(s) + " does not fit in its " + std::to_string(bytes) + " bytes");
+}
+
+// The windows of rows order[begin .. begin + n): input tokens and next-byte labels, made where
+// evaluation makes them too (token_windows.h). clear() keeps the capacity, so a reused Batch
+// is filled without reallocating.
+void fillTokens(const Dataset& d, const std::vector<std::int64_t>& order, std::int64_t begin, std::int64_t n,
+                Batch& out) {
+  out.x.clear();
+  out.targets.clear();
+  out.tokens.clear();
+  out.labels.clear();
+  for (std::int64_t i = begin; i < begin + n; ++i)
+    appendTokenWindow(d, order[static_cast<std::size_t>(i)], out.tokens, out.labels);
+}
 
 }  // namespace
 
@@ -31,6 +67,13 @@ BatchLoader::BatchLoader(const Dataset& data, const BatchLoaderOptions& opt)
     // indices cannot augment, and must not pretend to.
     if (!opt.copyData)
       throw DataError(data.name + ": augmented batches must carry their data (the device cache cannot augment)");
+  }
+  if (data.isTokenData()) {
+    // A device cache of row indices would need the windows gathered on the device; token
+    // batches are small (batch * block int32s), so they always travel from the host.
+    if (!opt.copyData)
+      throw DataError(data.name + ": token batches must carry their data (no device cache for token windows)");
+    checkTokenData(data);
   }
   reset(0);
 }
@@ -79,10 +122,17 @@ bool BatchLoader::next(Batch& out) {
   if (!m_opt.copyData) {
     out.x.clear();
     out.labels.clear();
+    out.tokens.clear();
     out.targets.clear();
     ++m_position;
     return true;
   }
+  if (d.isTokenData()) {
+    fillTokens(d, m_order, begin, n, out);
+    ++m_position;
+    return true;
+  }
+  out.tokens.clear();
   out.x.resize(static_cast<std::size_t>(n) * fs);
   out.labels.resize(hasLabels ? static_cast<std::size_t>(n) : 0);
   out.targets.resize(hasTargets ? static_cast<std::size_t>(n) * td : 0);

@@ -17,7 +17,8 @@ namespace amp {
 
 struct Batch {
   std::vector<float> x;                // size * featureSize, row-major
-  std::vector<std::int32_t> labels;    // size (classification), else empty
+  std::vector<std::int32_t> labels;    // size (classification; size * sequence for token data)
+  std::vector<std::int32_t> tokens;    // token data: size * sequence input bytes (x stays empty)
   std::vector<float> targets;          // size * targetDim (regression), else empty
   std::int64_t size = 0;               // rows in this batch (the last one may be short)
   Shape xShape;                        // {size, sampleShape...}

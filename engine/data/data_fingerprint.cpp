@@ -31,7 +31,15 @@ std::uint64_t foldSet(std::uint64_t h, const Dataset& d) {
   h = fold(h, &d.count, sizeof d.count);
   h = fold(h, d.features.data(), d.features.size() * sizeof(float));
   h = fold(h, d.labels.data(), d.labels.size() * sizeof(std::int32_t));
-  return fold(h, d.targets.data(), d.targets.size() * sizeof(float));
+  h = fold(h, d.targets.data(), d.targets.size() * sizeof(float));
+  // Token data (text, sequence tasks) keeps its samples as bytes and window starts. Folded only
+  // for it, so the digests of other data, and the checkpoints that store them, stay as they were.
+  if (d.isTokenData()) {
+    h = fold(h, &d.sequence, sizeof d.sequence);
+    h = fold(h, d.tokens.data(), d.tokens.size());
+    h = fold(h, d.windowStarts.data(), d.windowStarts.size() * sizeof(std::int64_t));
+  }
+  return h;
 }
 
 }  // namespace

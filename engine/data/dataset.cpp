@@ -9,7 +9,9 @@
 #include "engine/data/idx_reader.h"
 #include "engine/data/image_dataset.h"
 #include "engine/data/rng.h"
+#include "engine/data/sequence_tasks.h"
 #include "engine/data/synthetic_dataset.h"
+#include "engine/data/text_dataset.h"
 #include "engine/data/toy_datasets.h"
 
 namespace amp {
@@ -70,12 +72,14 @@ void validateImageOptions(const DataOptions& o) {
 }
 
 void validateOptions(const DataOptions& o) {
-  static const char* kNames[] = {"synthetic", "fmnist", "cifar10", "images", "spirals", "circles", "blobs", "csv"};
+  static const char* kNames[] = {"synthetic", "fmnist", "cifar10", "images", "spirals", "circles", "blobs", "csv",
+                                 "text",      "copy",   "reverse", "sort",   "add"};
   bool known = false;
   for (const char* n : kNames) known = known || o.name == n;
   if (!known)
     badOption("data.name", "'" + o.name + "'",
-              "unknown data set (expected synthetic, fmnist, cifar10, images, spirals, circles, blobs or csv)");
+              "unknown data set (expected synthetic, fmnist, cifar10, images, spirals, circles, blobs, csv, text, "
+              "copy, reverse, sort or add)");
   if (o.subset < 0) badOption("data.subset", str(o.subset), "must be >= 0 (0 = all samples)");
   if (o.testSubset < 0) badOption("data.test_subset", str(o.testSubset), "must be >= 0 (0 = all samples)");
   if (o.normalize != "unit" && o.normalize != "standard" && o.normalize != "none")
@@ -93,6 +97,17 @@ void validateOptions(const DataOptions& o) {
     if (o.width <= 0) badOption("model.width", str(o.width), "must be > 0");
     if (o.targetWidth < 0) badOption("the synthetic target width", str(o.targetWidth), "must be >= 0 (0 = width)");
   }
+  // Token data: the trainer sets the window from model.block; without one there is no sample.
+  if (o.name == "text" || isSequenceTask(o.name)) {
+    if (o.sequence <= 0 || o.sequence > kMaxTextBytes)
+      badOption("model.block", str(o.sequence),
+                "data.name=" + o.name + " reads windows of model.block + 1 bytes: must be from 1 to " +
+                    str(kMaxTextBytes));
+    if (isSequenceTask(o.name) && o.samples > kMaxTaskExamples)
+      badOption("data.samples", str(o.samples),
+                "at most " + str(kMaxTaskExamples) + " examples for data.name=" + o.name + " (0 = default " +
+                    str(kDefaultTaskExamples) + ")");
+  }
   if (o.name == "csv" && o.path.empty())
     badOption("data.path", "''", "the csv data set needs the path of a .csv file");
   validateImageOptions(o);
@@ -107,11 +122,32 @@ void applySubset(Dataset& d, std::int64_t n, std::uint64_t seed, std::uint64_t s
   d = selectSamples(d, order);
 }
 
+// Token data: the chosen samples become an explicit list of window starts over the same bytes.
+Dataset selectWindows(const Dataset& src, std::span<const std::int64_t> indices) {
+  Dataset out;
+  out.name = src.name;
+  out.sampleShape = src.sampleShape;
+  out.numClasses = src.numClasses;
+  out.classNames = src.classNames;
+  out.sequence = src.sequence;
+  out.tokens = src.tokens;
+  out.count = static_cast<std::int64_t>(indices.size());
+  out.windowStarts.resize(indices.size());
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    const std::int64_t j = indices[i];
+    if (j < 0 || j >= src.count)
+      throw std::out_of_range("selectSamples: index " + str(j) + " outside " + src.name);
+    out.windowStarts[i] = src.windowStart(j);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::int64_t Dataset::featureSize() const { return shapeNumel(sampleShape); }
 
 Dataset selectSamples(const Dataset& src, std::span<const std::int64_t> indices) {
+  if (src.isTokenData()) return selectWindows(src, indices);
   Dataset out;
   out.name = src.name;
   out.sampleShape = src.sampleShape;
@@ -203,6 +239,10 @@ DataSplit loadDataset(const DataOptions& opt) {
       return splitTrainTest(readCsvDataset(opt.path, opt.labelColumn, opt.csvHeader), opt.testFraction, opt.seed,
                             csvBaseName(opt.path));
     });
+  } else if (opt.name == "text") {
+    split = fromPath([&] { return loadTextDataset(opt); });
+  } else if (isSequenceTask(opt.name)) {
+    split = makeSequenceTask(opt);
   } else if (opt.name == "synthetic") {
     split = makeSyntheticRegression(opt);
   } else {

@@ -27,6 +27,19 @@ struct Dataset {
   // that were subtracted and divided by, so the UI and CLI can show them. Empty otherwise.
   std::vector<double> channelMean, channelStd;
 
+  // Token sequences (data.name=text and the sequence tasks: text_dataset.h). `tokens` holds the
+  // split's bytes; sample i is the window of sequence + 1 bytes starting at windowStarts[i] (or
+  // at i when windowStarts is empty: every offset of the training split): its first `sequence`
+  // bytes are the inputs, its last `sequence` the labels (each position's next byte). features
+  // and labels stay empty; sampleShape is {sequence}; numClasses is the vocabulary (256).
+  std::int64_t sequence = 0;
+  std::vector<std::uint8_t> tokens;
+  std::vector<std::int64_t> windowStarts;
+  bool isTokenData() const { return sequence > 0; }
+  std::int64_t windowStart(std::int64_t i) const {
+    return windowStarts.empty() ? i : windowStarts[static_cast<std::size_t>(i)];
+  }
+
   std::int64_t featureSize() const;  // product of sampleShape (1 for an empty shape)
   bool isClassification() const { return numClasses > 0; }
 };
@@ -43,7 +56,7 @@ class DataError : public std::runtime_error {
 };
 
 struct DataOptions {
-  // synthetic | fmnist | cifar10 | images | spirals | circles | blobs | csv
+  // synthetic | fmnist | cifar10 | images | spirals | circles | blobs | csv | text | copy | reverse | sort | add
   std::string name = "synthetic";
   // fmnist: folder (default kFashionMnistDir); csv: file; cifar10: the folder holding
   // data_batch_1.bin ... data_batch_5.bin and test_batch.bin (or its parent, holding
@@ -65,6 +78,10 @@ struct DataOptions {
   std::int64_t samples = 0;    // generated sets: total samples (0 = default 1000)
   double noise = 0.1;          // generated sets: std of Gaussian jitter (points lie in ~[-1,1]^2)
   int classes = 0;             // blobs: number of blobs (0 = default 3)
+  // text: the corpus file, or a folder whose plain-text files are read in name order (default
+  // kDefaultTextCorpus). text and the sequence tasks: the model's context (model.block, set by the
+  // trainer); each sample is a window of sequence + 1 bytes.
+  std::int64_t sequence = 0;
   // synthetic (the PyTorch AMP recipe's data): `batches` batches of `batchSize` Gaussian
   // inputs of `width` with Gaussian regression targets of `targetWidth` (0 = width). All of
   // it is training data; the test split is empty (the recipe has none).
@@ -99,6 +116,8 @@ struct DataOptions {
 };
 
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+// Debian's fortunes package: plain-text quotations (the .dat files beside it are indexes).
+inline constexpr const char* kDefaultTextCorpus = "/usr/share/games/fortunes/fortunes";
 
 // Validates the options, loads or generates the data, applies `subset`. Throws DataError.
 DataSplit loadDataset(const DataOptions& opt);

@@ -253,6 +253,9 @@ void saveCheckpoint(Trainer& trainer, const QString& zipPath, const QByteArray& 
     model.push_back(toSafeTensor(be, name, *t));
     m.buffers.push_back({name, t->dtype(), t->shape()});
   }
+  // A tied weight under its second name too ("lm_head.weight"), as PyTorch's state_dict holds it:
+  // torch's load_state_dict(strict=True) wants every key.
+  for (const auto& [name, prm] : trainer.model().tiedParameters()) model.push_back(toSafeTensor(be, name, prm->value));
   for (const auto& [name, t] : trainer.optimizer().stateTensors()) optimizer.push_back(toSafeTensor(be, name, *t));
   m.optimizerName = trainer.optimizer().config().name;
   m.optimizerScalars = trainer.optimizer().stateScalars();
@@ -295,6 +298,7 @@ std::vector<SafeTensor> modelTensors(Trainer& trainer) {
   std::vector<SafeTensor> out;
   for (Parameter* prm : trainer.model().parameters()) out.push_back(toSafeTensor(be, prm->name, prm->value));
   for (const auto& [name, t] : trainer.model().buffers()) out.push_back(toSafeTensor(be, name, *t));
+  for (const auto& [name, prm] : trainer.model().tiedParameters()) out.push_back(toSafeTensor(be, name, prm->value));
   return out;
 }
 
@@ -313,6 +317,8 @@ void loadCheckpoint(Trainer& trainer, const QString& zipPath) {
                                       " (a checkpoint of another model?)");
   std::vector<Slot> all = params;
   all.insert(all.end(), buffers.begin(), buffers.end());
+  // A tied weight's second copy loads into the same tensor, after its owner's (the same values).
+  for (const auto& [name, prm] : trainer.model().tiedParameters()) all.push_back({name, &prm->value});
   const auto modelTensors = matchTensors(zipPath, kModelEntry, c.model, all);
   validateOptimizer(zipPath, c, trainer.optimizer());
   validateScaler(zipPath, c, trainer.scaler());

@@ -54,6 +54,9 @@ class Layer {
   // when !needInputGrad). Parameter gradients are accumulated into Parameter::grad.
   virtual Tensor backward(LayerContext& ctx, const Tensor& dy, bool needInputGrad) = 0;
   virtual std::vector<Parameter*> parameters() { return {}; }
+  // Parameters this layer computes with but another layer owns (a tied weight), under the name
+  // a PyTorch state_dict gives them here: exports write them, nothing else counts them twice.
+  virtual std::vector<std::pair<std::string, Parameter*>> tiedParameters() { return {}; }
   // Non-trainable state saved in checkpoints (BatchNorm running statistics).
   virtual std::vector<std::pair<std::string, Tensor*>> buffers() { return {}; }
   // Allocates parameters on the backend, in `dtype`, with PyTorch's initialisation.

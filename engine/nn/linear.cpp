@@ -18,6 +18,12 @@ std::string Linear::describe() const {
 }
 
 Shape Linear::outputShape(const Shape& in) const {
+  // Token rows (a transformer's per-sample {T, C}): applied to each position's features.
+  if (in.size() >= 2 && in.back() == m_in && shapeNumel(in) != m_in) {
+    Shape out = in;
+    out.back() = m_out;
+    return out;
+  }
   if (shapeNumel(in) != m_in)
     throw std::invalid_argument("Linear expects " + std::to_string(m_in) + " input features, got " +
                                 shapeString(in));
@@ -25,11 +31,33 @@ Shape Linear::outputShape(const Shape& in) const {
 }
 
 std::vector<Parameter*> Linear::parameters() {
-  if (m_hasBias) return {&m_weight, &m_bias};
-  return {&m_weight};
+  std::vector<Parameter*> out;
+  if (!m_tied) out.push_back(&m_weight);
+  if (m_hasBias) out.push_back(&m_bias);
+  return out;
+}
+
+std::vector<std::pair<std::string, Parameter*>> Linear::tiedParameters() {
+  if (!m_tied) return {};
+  return {{m_name + ".weight", m_tied}};
 }
 
 void Linear::initialize(Backend& be, Rng& rng, DType dtype, MemCategory category) {
+  if (m_tied) {
+    if (m_hasBias) m_bias = {m_name + ".bias", be.zeros({m_out}, dtype, category)};
+    return;
+  }
+  if (m_normalStd > 0) {
+    std::vector<float> w(static_cast<std::size_t>(m_out * m_in));
+    for (float& v : w) v = static_cast<float>(rng.normal() * m_normalStd);
+    m_weight.name = m_name + ".weight";
+    m_weight.value = be.fromHost(w, {m_out, m_in}, dtype, category);
+    if (m_hasBias) {
+      m_bias.name = m_name + ".bias";
+      m_bias.value = be.zeros({m_out}, dtype, category);
+    }
+    return;
+  }
   initWeightAndBias(be, rng, m_name, m_weight, {m_out, m_in}, m_hasBias ? &m_bias : nullptr, m_in,
                     dtype, category);
 }
@@ -41,7 +69,7 @@ Tensor Linear::forward(LayerContext& ctx, const Tensor& xIn) {
     throw std::invalid_argument(describe() + ": input " + shapeString(xIn.shape()));
   m_inputDtype = x.dtype();
   m_inputShape = xIn.shape();
-  AutocastOperands o = autocastOperands(ctx, "linear", x, m_weight, m_hasBias ? &m_bias : nullptr);
+  AutocastOperands o = autocastOperands(ctx, "linear", x, weight(), m_hasBias ? &m_bias : nullptr);
   m_savedX = o.x;
   m_savedW = o.weight;
   Tensor y = be.empty({x.dim(0), m_out}, o.dtype, MemCategory::Activations);
@@ -60,8 +88,8 @@ Tensor Linear::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
   // bits — where small gradients underflow), then handed to the fp32 .grad. When .grad is
   // still empty the GEMM writes fp32 straight into it and rounds through 16 bits in place:
   // the same values, without a 16-bit temporary and a separate cast.
-  const bool dwCast = isLowPrecision(d) && m_weight.value.dtype() == DType::F32;
-  const bool direct = dwCast && !m_weight.grad.defined();
+  const bool dwCast = isLowPrecision(d) && weight().value.dtype() == DType::F32;
+  const bool direct = dwCast && !weight().grad.defined();
   // On histogram steps (an observer is set) each 16-bit result is also counted against the
   // same product with fp32 output: how many values rounding flushed to zero or made inf.
   TensorObserver* measure =
@@ -76,14 +104,14 @@ Tensor Linear::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
     // dw holds the fp32 result until it is rounded in place: the reference costs nothing.
     const ExponentHistogram reference = measure ? be.histogram(dw, 1.0) : ExponentHistogram{};
     be.roundThrough(dw, d);
-    if (measure) measure->weightGradRounding(m_weight.name, roundingBetween(reference, be.histogram(dw, 1.0)));
+    if (measure) measure->weightGradRounding(weight().name, roundingBetween(reference, be.histogram(dw, 1.0)));
   } else if (measure) {
-    measure->weightGradRounding(m_weight.name, measureRounding(be, dw, [&](Tensor& ref) {
+    measure->weightGradRounding(weight().name, measureRounding(be, dw, [&](Tensor& ref) {
       be.gemm(dy, true, m_savedX, false, ref);
     }));
   }
-  accumulateGrad(be, m_weight, std::move(dw));
-  if (deferRounding) m_weight.gradRoundThrough = d;
+  accumulateGrad(be, weight(), std::move(dw));
+  if (deferRounding) weight().gradRoundThrough = d;
   if (m_hasBias) {
     Tensor db = be.empty({m_out}, d, MemCategory::Gradients);
     be.biasGrad(dy, db);

@@ -17,6 +17,16 @@ class Linear final : public Layer {
   void initialize(Backend& be, Rng& rng, DType dtype, MemCategory category) override;
   void releaseSaved() override;
 
+  // GPT's initialisation (nanoGPT): weight ~ normal(0, std), bias 0, instead of PyTorch's
+  // default uniform bounds.
+  void setNormalInit(double std) { m_normalStd = std; }
+  // Computes with `shared` (another layer's parameter: GPT's LM head uses the token embedding)
+  // instead of a weight of its own. The owner lists it; this layer names it in tiedParameters,
+  // so a state_dict still holds "<name>.weight" as PyTorch's does.
+  void tieWeight(Parameter* shared) { m_tied = shared; }
+  std::vector<std::pair<std::string, Parameter*>> tiedParameters() override;
+  bool tied() const { return m_tied != nullptr; }
+
   std::int64_t inFeatures() const { return m_in; }
   std::int64_t outFeatures() const { return m_out; }
   bool hasBias() const { return m_hasBias; }
@@ -25,6 +35,9 @@ class Linear final : public Layer {
   std::int64_t m_in, m_out;
   bool m_hasBias;
   Parameter m_weight, m_bias;
+  Parameter* m_tied = nullptr;
+  double m_normalStd = 0;
+  Parameter& weight() { return m_tied ? *m_tied : m_weight; }
   // Saved by forward for backward: the input and weight as the GEMM saw them.
   Tensor m_savedX, m_savedW;
   DType m_inputDtype = DType::F32;

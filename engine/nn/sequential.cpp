@@ -23,6 +23,13 @@ void Sequential::initialize(Backend& be, std::uint64_t seed, DType dtype, MemCat
   for (auto& l : m_layers) l->initialize(be, rng, dtype, category);
 }
 
+std::vector<std::pair<std::string, Parameter*>> Sequential::tiedParameters() {
+  std::vector<std::pair<std::string, Parameter*>> out;
+  for (auto& l : m_layers)
+    for (auto& t : l->tiedParameters()) out.push_back(t);
+  return out;
+}
+
 Tensor Sequential::forward(LayerContext& ctx, const Tensor& x) {
   Tensor h = x;
   for (auto& l : m_layers) {

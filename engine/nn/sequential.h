@@ -27,6 +27,8 @@ class Sequential {
 
   std::vector<Parameter*> parameters();
   std::vector<std::pair<std::string, Tensor*>> buffers();
+  // Tied parameters under their second name ("lm_head.weight"), for state_dict-shaped exports.
+  std::vector<std::pair<std::string, Parameter*>> tiedParameters();
   std::int64_t parameterCount();
   const std::vector<std::unique_ptr<Layer>>& layers() const { return m_layers; }
   // One line per layer: "2  Linear(256 -> 256)  out (256)  params 65,792".

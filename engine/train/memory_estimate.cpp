@@ -14,6 +14,8 @@
 #include "engine/nn/conv2d.h"
 #include "engine/nn/linear.h"
 #include "engine/nn/residual_block.h"
+#include "engine/nn/token_embedding.h"
+#include "engine/nn/transformer_block.h"
 #include "engine/train/model_factory.h"
 
 namespace amp {
@@ -45,6 +47,11 @@ LayerParams blockParams(const ResidualBlock& b) {
 
 LayerParams paramsOf(const Layer& l, const Shape& in) {
   if (const auto* block = dynamic_cast<const ResidualBlock*>(&l)) return blockParams(*block);
+  if (const auto* block = dynamic_cast<const TransformerBlock*>(&l))
+    return {TransformerBlock::parameterCount(block->width()), true};
+  if (const auto* emb = dynamic_cast<const TokenEmbedding*>(&l)) return {emb->parameterCount(), false};
+  if (l.kind() == "LayerNorm") return {2 * (in.empty() ? 1 : in.back()), false};
+  if (const auto* lin = dynamic_cast<const Linear*>(&l); lin && lin->tied()) return {0, true};
   if (const auto* lin = dynamic_cast<const Linear*>(&l))
     return {lin->inFeatures() * lin->outFeatures() + (lin->hasBias() ? lin->outFeatures() : 0), true};
   if (const auto* conv = dynamic_cast<const Conv2d*>(&l)) return {convParams(*conv), true};
@@ -119,6 +126,14 @@ MemoryEstimate estimateMemory(const RunConfig& c, const DataShapes& data) {
         largestConv = std::max(largestConv, 3 * batch * (shapeNumel(cin) + shapeNumel(mid)));
       }
       weightedParams += p.count;
+    } else if (const auto* tb = dynamic_cast<const TransformerBlock*>(layer.get())) {
+      // Per sequence of T tokens: the LayerNorms' inputs and outputs, q, k, v, the middle of the
+      // residual stream, the MLP's 4x-wide input and GELU output (13 rows of C), and the
+      // attention probabilities (fp32 for the softmax, a 16-bit copy for the second matmul).
+      const std::int64_t T = in.empty() ? 1 : in.front(), C = tb->width();
+      savedInside = 13 * T * C + 2 * tb->heads() * T * T + shapeNumel(shape);
+      weightedParams += p.count;
+      largestEmulatedOp = std::max(largestEmulatedOp, batch * T * (C + 4 * C) + 4 * C * C);
     } else if (p.weighted) {
       weightedParams += p.count;
       // oneDNN's convolutions add blocked-layout copies of about twice the operands again.
@@ -143,9 +158,10 @@ MemoryEstimate estimateMemory(const RunConfig& c, const DataShapes& data) {
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const std::string& next = i + 1 < outputs.size() ? outputs[i + 1].kind : std::string();
     const bool savedByNext = next == "Linear" || next == "Conv2d" || next == "BatchNorm" ||
+                             next == "LayerNorm" ||
                              next == "ResidualBlock" || (isActivation(next) && next != "ReLU");
     const bool savedBySelf = isActivation(outputs[i].kind);
-    if (outputs[i].kind == "ResidualBlock")  // its output is among the tensors it saves
+    if (outputs[i].kind == "ResidualBlock" || outputs[i].kind == "TransformerBlock")  // its output is among the tensors it saves
       perSampleActivationBytes += outputs[i].savedInside * bytesOf(act);
     else if (savedByNext || savedBySelf)
       perSampleActivationBytes += outputs[i].numel * bytesOf(act);
@@ -200,6 +216,7 @@ DataOptions dataOptionsOf(const RunConfig& c) {
   if (d.seed == 0) d.seed = c.seed;
   d.batchSize = c.train.batchSize;
   if (c.model.name == "recipe_mlp") d.width = c.model.width;
+  if (c.model.name == "gpt") d.sequence = c.model.block;
   return d;
 }
 

@@ -10,6 +10,7 @@
 #include "engine/nn/dropout.h"
 #include "engine/nn/linear.h"
 #include "engine/nn/max_pool2d.h"
+#include "engine/train/gpt_builder.h"
 #include "engine/train/resnet_builder.h"
 
 namespace amp {
@@ -122,6 +123,7 @@ std::unique_ptr<Sequential> buildModel(const ModelConfig& m, const Shape& sample
   else if (m.name == "mlp") net = mlp(m, in, outputs, flatten);
   else if (m.name == "cnn") net = cnn(m, sampleShape, outputs);
   else if (m.name == "resnet") net = buildResNet(m, sampleShape, outputs);
+  else if (m.name == "gpt") net = buildGpt(m, sampleShape, outputs);
   else throw ConfigError("model.name: unknown model '" + m.name + "'");
   net->outputShape(sampleShape);  // validates the chain of shapes
   return net;

@@ -61,6 +61,7 @@ Trainer::Trainer(RunConfig config, std::unique_ptr<Backend> backend)
   if (d.seed == 0) d.seed = m_config.seed;
   d.batchSize = m_config.train.batchSize;  // the recipe's batches are the training batches
   if (m_config.model.name == "recipe_mlp") d.width = m_config.model.width;
+  if (m_config.model.name == "gpt") d.sequence = m_config.model.block;  // windows of block + 1 bytes
   refuseDataThatCannotFit(d);  // before generating it: data.samples=1e10 must not fill memory
   // A generated data set's shapes are known from the config: the whole run is estimated before
   // anything is generated (model.width=30000 made 3 GB of recipe batches before being refused).
@@ -139,6 +140,9 @@ bool Trainer::keepTrainingSetOnDevice() const {
   // Augmented batches are made on the host as the loader copies each row; the device cache
   // gathers rows on the device and would train on the unaugmented images (also with "on").
   if (m_config.data.augmentCrop > 0 || m_config.data.augmentFlip) return false;
+  // Token data's windows overlap (every offset of the corpus): its batches are made on the host
+  // from the bytes, a few KiB per step.
+  if (m_data.train.isTokenData()) return false;
   if (mode == "on") return true;
   const auto device = m_be->deviceMemory();
   if (!device) return false;  // host memory: the data is there already
@@ -172,6 +176,7 @@ Tensor Trainer::uploadInput(const Batch& b) {
     m_be->gatherRows(m_deviceData.x, b.rows, x);
     return x;
   }
+  if (!b.tokens.empty()) return m_be->fromHostInt(b.tokens, b.xShape, MemCategory::Workspace);
   return m_be->fromHost(b.x, b.xShape, inputDtype(), MemCategory::Workspace);  // data, not activations
 }
 
@@ -183,7 +188,8 @@ Tensor Trainer::uploadTarget(const Batch& b) {
     m_be->gatherRows(labels ? m_deviceData.labels : m_deviceData.targets, b.rows, out);
     return out;
   }
-  if (!b.labels.empty()) return m_be->fromHostInt(b.labels, {b.size}, MemCategory::Workspace);
+  if (!b.labels.empty())  // one label per sample, or per position of token data
+    return m_be->fromHostInt(b.labels, {std::int64_t(b.labels.size())}, MemCategory::Workspace);
   return m_be->fromHost(b.targets, {b.size, m_data.train.targetDim}, DType::F32,
                         MemCategory::Workspace);
 }

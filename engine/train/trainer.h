@@ -53,6 +53,9 @@ class Trainer {
   // plane (decision_map.h), evaluated like evaluate(): under autocast, no dropout. Only where
   // hasDecisionPlane(data().train); an empty map (width 0) elsewhere.
   DecisionMap decisionMap(int resolution);
+  // A language model's logits for the byte after `context` (at most model.block tokens),
+  // evaluated like evaluate(): under autocast, no dropout (text_sample.h generates with it).
+  std::vector<float> nextTokenLogits(const std::vector<std::int32_t>& context);
 
   // The next step records a per-op dtype trace (forward, backward, scaler, optimizer).
   void requestTrace() { m_traceNext = true; }

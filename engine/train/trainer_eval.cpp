@@ -4,6 +4,8 @@
 
 #include "engine/train/trainer.h"
 
+#include "engine/data/token_windows.h"
+
 namespace amp {
 
 namespace {
@@ -35,7 +37,8 @@ EvalResult Trainer::evaluate() {
     double& out;
     ~Timer() { out = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
   } timer{started, m_lastEvalSeconds};
-  constexpr std::int64_t kEvalBatch = 1000;
+  // Token data: a batch of windows is a batch of window * T positions, each with 256 logits.
+  const std::int64_t kEvalBatch = test.isTokenData() ? 32 : 1000;
   const std::int64_t fs = test.featureSize();
   const bool wasTracing = m_autocast.tracing();
   m_autocast.setTracing(false);
@@ -46,16 +49,22 @@ EvalResult Trainer::evaluate() {
     const std::int64_t n = std::min(kEvalBatch, test.count - start);
     Shape xs{n};
     xs.insert(xs.end(), test.sampleShape.begin(), test.sampleShape.end());
-    std::span<const float> xv(test.features.data() + start * fs, static_cast<std::size_t>(n * fs));
-    Tensor x = m_be->fromHost(xv, xs, inputDtype(), MemCategory::Workspace);
-    Tensor target;
-    if (test.isClassification())
-      target = m_be->fromHostInt(std::span<const std::int32_t>(test.labels.data() + start, n), {n},
-                                 MemCategory::Workspace);
-    else
-      target = m_be->fromHost(std::span<const float>(test.targets.data() + start * test.targetDim,
-                                                     static_cast<std::size_t>(n * test.targetDim)),
-                              {n, test.targetDim}, DType::F32, MemCategory::Workspace);
+    Tensor x, target;
+    if (test.isTokenData()) {
+      const TokenWindows w = tokenWindows(test, start, n);
+      x = m_be->fromHostInt(w.inputs, xs, MemCategory::Workspace);
+      target = m_be->fromHostInt(w.labels, {std::int64_t(w.labels.size())}, MemCategory::Workspace);
+    } else {
+      std::span<const float> xv(test.features.data() + start * fs, static_cast<std::size_t>(n * fs));
+      x = m_be->fromHost(xv, xs, inputDtype(), MemCategory::Workspace);
+      if (test.isClassification())
+        target = m_be->fromHostInt(std::span<const std::int32_t>(test.labels.data() + start, n),
+                                   {n}, MemCategory::Workspace);
+      else
+        target = m_be->fromHost(std::span<const float>(test.targets.data() + start * test.targetDim,
+                                                       static_cast<std::size_t>(n * test.targetDim)),
+                                {n, test.targetDim}, DType::F32, MemCategory::Workspace);
+    }
     AutocastRegion region(m_autocast, m_config.usesAutocast(), m_config.lowDtype());
     Tensor out = m_model->forward(ctx, x);
     lossSum += m_loss->forward(ctx, out, target) * double(n);
@@ -66,7 +75,9 @@ EvalResult Trainer::evaluate() {
   m_autocast.setTracing(wasTracing);
   r.samples = test.count;
   r.loss = lossSum / double(test.count);
-  if (test.isClassification()) r.accuracy = double(correct) / double(test.count);
+  // Token data: the share of positions whose most likely next byte is the right one.
+  const std::int64_t predictions = test.count * (test.isTokenData() ? test.sequence : 1);
+  if (test.isClassification()) r.accuracy = double(correct) / double(predictions);
   return r;
 }
 
@@ -99,6 +110,23 @@ DecisionMap Trainer::decisionMap(int resolution) {
   m_autocast.setTracing(wasTracing);
   classesFromLogits(logits, int(logits.size() / std::size_t(n)), map.cls, map.confidence);
   return map;
+}
+
+std::vector<float> Trainer::nextTokenLogits(const std::vector<std::int32_t>& context) {
+  const auto T = static_cast<std::int64_t>(context.size());
+  const bool wasTracing = m_autocast.tracing();
+  m_autocast.setTracing(false);
+  LayerContext ctx{*m_be, m_autocast, /*training=*/false, nullptr, 0};
+  Tensor x = m_be->fromHostInt(context, {1, T}, MemCategory::Workspace);
+  std::vector<float> logits;
+  {
+    AutocastRegion region(m_autocast, m_config.usesAutocast(), m_config.lowDtype());
+    logits = m_be->toHostFloat(m_model->forward(ctx, x));
+  }
+  m_model->releaseSaved();
+  m_autocast.setTracing(wasTracing);
+  const std::size_t vocab = logits.size() / std::size_t(T);
+  return std::vector<float>(logits.end() - std::ptrdiff_t(vocab), logits.end());  // the last position's
 }
 
 std::string Trainer::diagnoseNonFinite() {

@@ -29,10 +29,23 @@ void check(cublasStatus_t status, const char* what, const GemmShape* shape = nul
   throw std::runtime_error(msg);
 }
 
+// Makes `layout` a stack of `batch` matrices `stride` elements apart (strided-batched).
+void stackLayout(cublasLtMatrixLayout_t layout, std::int64_t batch, std::int64_t stride,
+                 const GemmShape& s) {
+  const std::int32_t count = static_cast<std::int32_t>(batch);
+  check(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                         sizeof count),
+        "batch count", &s);
+  check(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                         &stride, sizeof stride),
+        "batch stride", &s);
+}
+
 }  // namespace
 
 std::string GemmShape::text() const {
-  return "(" + std::to_string(m) + " x " + std::to_string(k) + (transA ? ", a^T" : "") + ") . (" +
+  return (batch != 1 ? std::to_string(batch) + " x " : std::string()) + "(" +
+         std::to_string(m) + " x " + std::to_string(k) + (transA ? ", a^T" : "") + ") . (" +
          std::to_string(k) + " x " + std::to_string(n) + (transB ? ", b^T" : "") + ") " +
          codeName(inCode) + " -> " + codeName(outCode) + (withBias ? " + bias" : "") +
          (tf32 ? " (TF32)" : "") +
@@ -71,8 +84,8 @@ CublasLtGemm::~CublasLtGemm() {
 }
 
 CublasLtGemm::Plan& CublasLtGemm::planFor(const GemmShape& s) {
-  const Key key{s.m, s.n, s.k, s.transA, s.transB, s.inCode, s.outCode, s.tf32, s.withBias,
-                s.reducedPrecisionReduction};
+  const Key key{s.m, s.n, s.k, s.batch, s.transA, s.transB, s.inCode, s.outCode, s.tf32,
+                s.withBias, s.reducedPrecisionReduction};
   auto it = m_plans.find(key);
   if (it != m_plans.end()) return *it->second;
 
@@ -100,6 +113,13 @@ CublasLtGemm::Plan& CublasLtGemm::planFor(const GemmShape& s) {
   check(cublasLtMatrixLayoutCreate(&plan->a, in, aRows, aCols, aRows), "layout of b", &s);
   check(cublasLtMatrixLayoutCreate(&plan->b, in, bRows, bCols, bRows), "layout of a", &s);
   check(cublasLtMatrixLayoutCreate(&plan->c, out, s.n, s.m, s.n), "layout of c", &s);
+  if (s.batch != 1) {
+    if (s.withBias) throw std::runtime_error("cuBLASLt: no fused bias for batched gemm " + s.text());
+    // Each operand's matrices lie one after another: strides of one matrix's elements.
+    stackLayout(plan->a, s.batch, std::int64_t(aRows * aCols), s);
+    stackLayout(plan->b, s.batch, std::int64_t(bRows * bCols), s);
+    stackLayout(plan->c, s.batch, s.m * s.n, s);
+  }
 
   cublasLtMatmulPreference_t pref = nullptr;
   check(cublasLtMatmulPreferenceCreate(&pref), "preference", &s);

@@ -352,7 +352,8 @@ TEST(ImageDataKeys, BadValuesNameTheKeyInOneLine) {
             "data.augment_flip: expected true or false, got 'sometimes'");
   EXPECT_HAS(configError([&] { setConfigValue(c, "data.channels", "99999999999"); }), "data.channels: expected an integer from");
   EXPECT_EQ(configError([&] { setConfigValue(c, "data.name", "cifar100"); }),
-            "data.name: expected one of synthetic | fmnist | cifar10 | images | spirals | circles | blobs | csv, got "
+            "data.name: expected one of synthetic | fmnist | cifar10 | images | spirals | circles | blobs | csv | text | "
+            "copy | reverse | sort | add, got "
             "'cifar100'");
   auto problem = [](auto change) {
     RunConfig r;

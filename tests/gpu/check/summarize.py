@@ -9,6 +9,9 @@ import collections, csv, glob, json, os, statistics, sys
 # 4.3 TB/s (read fp32 weight and grad, write the weight and its 16-bit copy).
 TARGETS = {(4096, "fp32"): 3.0, (4096, "fp16"): 0.85, (4096, "bf16"): 0.75}
 GEMM_TFLOPS, BYTES_PER_PARAM, BANDWIDTH = 540e12, 18, 4.3e12
+# The GPT's target: at most this fraction of PyTorch's eager step, in every mode.
+GPT_TARGET_VS_EAGER = 0.8
+GPT_SIZES = {"default": "4 layers/128 wide/context 128", "large": "12 layers/768 wide/context 256"}
 
 
 def floor_ms(width, batch, layers):
@@ -77,6 +80,18 @@ def bench(d):
         a16, a32 = med(o.get("fp16", [])), med(o.get("fp32", []))
         if a16 and a32:
             print(f"  fp16 vs fp32 (ours): {a32 / a16:.2f}x speed-up")
+    for size, shape in GPT_SIZES.items():
+        o = ours(f"{d}/gpt_{size}_*.json")
+        e = peers(f"{d}/gpt_peer_{size}.jsonl")
+        if not o:
+            continue
+        print(f"GPT {shape}, batch 32, median ms per step (runs: ours {len(o.get('fp32', []))}, "
+              f"eager {len(e.get('fp32', []))}; target ours/eager <= {GPT_TARGET_VS_EAGER})")
+        print(f"  {'mode':5} {'ours':>8} {'eager':>8} {'ours/eager':>11} {'met':>4}")
+        for m in ("fp32", "fp16", "bf16"):
+            a, b = med(o.get(m, [])), med(e.get(m, []))
+            met = "-" if a is None or not b else ("yes" if a / b <= GPT_TARGET_VS_EAGER else "no")
+            print(f"  {m:5} {fmt(a):>8} {fmt(b):>8} {ratio(a, b):>11} {met:>4}")
     cnn_txt = f"{d}/ours_cnn.txt"
     if os.path.exists(cnn_txt):
         print("Fashion-MNIST CNN, 2 epochs (ours: the bench's table; PyTorch: s per epoch)")

@@ -1,0 +1,203 @@
+// The GPT model end to end on the CPU: a few steps on a small text lower the validation loss;
+// AMP (bf16, fp16 with dynamic scaling) lands within a stated bound of fp32; the per-op trace
+// shows autocast's lists (Linear and the attention matmuls in 16 bits, layer_norm, softmax and
+// cross_entropy in fp32, the embedding in the weights' dtype) and an edited list honestly;
+// checkpoints keep the tied head's key; and, where PyTorch is installed, the peer's GPT
+// (../shared/peers/pytorch_gpt.py, nanoGPT's layout) loads our weights with strict=True and
+// computes the same logits: an independent implementation of the same network.
+#include <gtest/gtest.h>
+
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+
+#include <cmath>
+
+#include "engine/config/config_schema.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/weights_export.h"
+#include "engine/train/text_sample.h"
+#include "engine/train/trainer.h"
+
+using namespace amp;
+
+namespace {
+
+// A corpus with structure to learn: the same few sentences over and over.
+QString writeCorpus(const QTemporaryDir& dir) {
+  QFile f(dir.filePath("corpus.txt"));
+  EXPECT_TRUE(f.open(QIODevice::WriteOnly));
+  for (int i = 0; i < 300; ++i)
+    f.write(i % 3 == 0 ? "the cat sat on the mat.\n" : i % 3 == 1 ? "a dog ran in the fog.\n" : "we fly high in the sky.\n");
+  return f.fileName();
+}
+
+RunConfig tinyGpt(const QString& corpus, const std::string& mode) {
+  RunConfig c;
+  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"model.name", "gpt"}, {"model.layers", "2"}, {"model.heads", "2"}, {"model.embd", "32"},
+           {"model.block", "16"}, {"data.name", "text"}, {"data.path", corpus.toStdString()},
+           {"optimizer.name", "adamw"}, {"optimizer.lr", "0.003"}, {"optimizer.beta2", "0.99"},
+           {"optimizer.weight_decay", "0"}, {"train.batch_size", "16"}, {"train.steps", "60"},
+           {"train.eval_every", "60"}, {"train.histogram_every", "0"}, {"amp.mode", mode}, {"seed", "3"}})
+    setConfigValue(c, k, v);
+  return c;
+}
+
+double trainAndEvaluate(Trainer& t) {
+  while (!t.finished()) t.step();
+  return t.evaluate().loss;
+}
+
+bool pythonHas(const char* module) {
+  QProcess probe;
+  probe.start(AMP_PYTHON, {"-c", QString("import ") + module});
+  return probe.waitForFinished(60000) && probe.exitStatus() == QProcess::NormalExit && probe.exitCode() == 0;
+}
+
+}  // namespace
+
+TEST(GptModel, TrainingLowersTheValidationLossAndAmpStaysNearFp32) {
+  QTemporaryDir dir;
+  const QString corpus = writeCorpus(dir);
+  Trainer fp32(tinyGpt(corpus, "fp32"));
+  const double start = fp32.evaluate().loss;
+  EXPECT_NEAR(start, std::log(256.0), 0.1) << "an untrained byte model guesses uniformly";
+  const double l32 = trainAndEvaluate(fp32);
+  EXPECT_LT(l32, 0.6 * start) << "60 steps on three repeated sentences must learn something";
+  for (const char* mode : {"bf16", "fp16"}) {
+    Trainer amp(tinyGpt(corpus, mode));
+    const double l = trainAndEvaluate(amp);
+    // The bound: AMP's roundings move a 60-step run by a few percent at most.
+    EXPECT_NEAR(l, l32, 0.05 * l32) << mode;
+  }
+  // The model writes what it learnt: mostly the corpus's letters.
+  const std::string s = sampleText(fp32, {"the ", 40, /*greedy=*/true});
+  ASSERT_EQ(s.size(), 40u);
+  int letters = 0;
+  for (char ch : s) letters += (ch >= 'a' && ch <= 'z') || ch == ' ' || ch == '.' || ch == '\n';
+  EXPECT_GE(letters, 36) << printableSample(s);
+}
+
+TEST(GptModel, TraceShowsAutocastsListsAndAnEditedOne) {
+  QTemporaryDir dir;
+  const QString corpus = writeCorpus(dir);
+  auto traceOf = [&](const std::vector<std::pair<std::string, std::string>>& extra) {
+    RunConfig c = tinyGpt(corpus, "fp16");
+    c.train.steps = 1;
+    for (const auto& [k, v] : extra) setConfigValue(c, k, v);
+    Trainer t(c);
+    t.requestTrace();
+    t.step();
+    return t.lastTrace();
+  };
+  auto dtypeOf = [](const std::vector<OpTraceEntry>& trace, const std::string& layer, const std::string& op) {
+    for (const auto& e : trace)
+      if (e.phase == TracePhase::Forward && e.layer == layer && e.op == op) return e.outputDtype;
+    ADD_FAILURE() << "no forward " << op << " in " << layer;
+    return DType::U8;
+  };
+  const auto trace = traceOf({});
+  EXPECT_EQ(dtypeOf(trace, "transformer", "embedding"), DType::F32);
+  EXPECT_EQ(dtypeOf(trace, "transformer.h.0.ln_1", "layer_norm"), DType::F32);
+  EXPECT_EQ(dtypeOf(trace, "transformer.h.0.attn.c_attn", "linear"), DType::F16);
+  EXPECT_EQ(dtypeOf(trace, "transformer.h.0.attn", "matmul"), DType::F16);
+  EXPECT_EQ(dtypeOf(trace, "transformer.h.0.attn", "softmax"), DType::F32);
+  EXPECT_EQ(dtypeOf(trace, "transformer.h.0", "add"), DType::F32) << "fp32 stream + fp16 branch";
+  EXPECT_EQ(dtypeOf(trace, "lm_head", "linear"), DType::F16);
+  const auto edited = traceOf({{"autocast.softmax", "lower_precision"}, {"autocast.layer_norm", "lower_precision"}});
+  EXPECT_EQ(dtypeOf(edited, "transformer.h.0.attn", "softmax"), DType::F16);
+  EXPECT_EQ(dtypeOf(edited, "transformer.h.0.ln_1", "layer_norm"), DType::F16);
+}
+
+TEST(GptModel, CheckpointsCarryTheTiedHeadAndRestoreExactly) {
+  QTemporaryDir dir;
+  const QString corpus = writeCorpus(dir);
+  RunConfig c = tinyGpt(corpus, "bf16");
+  c.train.steps = 3;
+  Trainer a(c);
+  while (!a.finished()) a.step();
+  const QString zip = dir.filePath("a.zip");
+  saveCheckpoint(a, zip, {});
+  bool tied = false;
+  for (const auto& t : checkpointModel(zip).tensors) tied = tied || t.name == "lm_head.weight";
+  EXPECT_TRUE(tied) << "PyTorch's state_dict holds the tied key too";
+  Trainer b(c);
+  loadCheckpoint(b, zip);
+  EXPECT_EQ(b.evaluate().loss, a.evaluate().loss);
+}
+
+TEST(GptModel, PyTorchLoadsTheWeightsStrictlyAndComputesTheSameLogits) {
+  if (!pythonHas("torch")) GTEST_SKIP() << "PyTorch (python3-torch) is not installed";
+  QTemporaryDir dir;
+  const QString corpus = writeCorpus(dir);
+  RunConfig c = tinyGpt(corpus, "fp32");
+  c.train.steps = 5;
+  Trainer t(c);
+  while (!t.finished()) t.step();
+  const QString path = dir.filePath("w.safetensors");
+  {
+    QFile f(path);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(exportWeights(modelTensors(t), DType::F32, "test"));
+  }
+  const std::string context = "the dog sat in";
+  std::vector<std::int32_t> tokens(context.begin(), context.end());
+  const std::vector<float> ours = t.nextTokenLogits(tokens);
+  // The peer's module, as ../shared/peers/pytorch_gpt.py defines it (2 layers, 2 heads, 32 wide,
+  // context 16); prints strict loading's verdict and the largest logit difference from ours.
+  const char* script = R"(
+import json, math, struct, sys, torch, torch.nn as nn, torch.nn.functional as F
+class Block(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d); self.attn = nn.Module()
+        self.attn.c_attn = nn.Linear(d, 3 * d); self.attn.c_proj = nn.Linear(d, d)
+        self.ln_2 = nn.LayerNorm(d); self.mlp = nn.Module()
+        self.mlp.c_fc = nn.Linear(d, 4 * d); self.mlp.c_proj = nn.Linear(4 * d, d); self.h = h
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.attn.c_attn(self.ln_1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // self.h))
+        att = att.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float('-inf'))
+        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, C)
+        x = x + self.attn.c_proj(y)
+        return x + self.mlp.c_proj(F.gelu(self.mlp.c_fc(self.ln_2(x))))
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.transformer = nn.Module()
+        self.transformer.wte = nn.Embedding(256, 32); self.transformer.wpe = nn.Embedding(16, 32)
+        self.transformer.h = nn.ModuleList([Block(32, 2) for _ in range(2)])
+        self.transformer.ln_f = nn.LayerNorm(32)
+        self.lm_head = nn.Linear(32, 256, bias=False)
+        self.lm_head.weight = self.transformer.wte.weight
+    def forward(self, idx):
+        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(idx.shape[1]))
+        for b in self.transformer.h: x = b(x)
+        return self.lm_head(self.transformer.ln_f(x))
+b = open(sys.argv[1], 'rb').read()
+n = struct.unpack('<Q', b[:8])[0]
+h = json.loads(b[8:8 + n]); h.pop('__metadata__')
+sd = {k: torch.frombuffer(bytearray(b[8 + n + e['data_offsets'][0]:8 + n + e['data_offsets'][1]]),
+                          dtype=torch.float32).reshape(e['shape']) for k, e in h.items()}
+net = GPT()
+verdict = net.load_state_dict(sd, strict=True)
+with torch.no_grad():
+    logits = net(torch.tensor([[ord(ch) for ch in sys.argv[2]]]))[0, -1]
+ours = torch.tensor([float(v) for v in sys.argv[3].split(',')])
+print(verdict, float((logits - ours).abs().max()))
+)";
+  QStringList values;
+  for (float v : ours) values << QString::number(double(v), 'g', 9);
+  QProcess py;
+  py.start(AMP_PYTHON, QStringList{"-c", script, path, QString::fromStdString(context), values.join(',')});
+  ASSERT_TRUE(py.waitForFinished(120000));
+  ASSERT_EQ(py.exitCode(), 0) << py.readAllStandardError().toStdString();
+  const QStringList out = QString::fromUtf8(py.readAllStandardOutput()).trimmed().split(' ');
+  ASSERT_GE(out.size(), 2);
+  EXPECT_EQ(out.mid(0, out.size() - 1).join(' '), "<All keys matched successfully>");
+  // Different summation orders only: fp32 agreement to a few ulps of logits of order 1-10.
+  EXPECT_LT(out.last().toDouble(), 1e-4);
+}
