@@ -411,6 +411,13 @@ ui::LessonResult lessonResult(const Preset& p, const QVector<const ui::RunData*>
     fp32OpsResult(runs, out);
   else
     modesResult(p, runs, out);
+  // A language model's lesson ends with what it learnt to write (the first run that wrote).
+  for (const ui::RunData* r : runs)
+    if (!r->textSample.isEmpty()) {
+      const QString wrote = tr("%1 wrote: “%2”").arg(variantLabel(*r), r->textSample.left(160));
+      out.note = out.note.isEmpty() ? wrote : out.note + QLatin1Char(' ') + wrote;
+      break;
+    }
   return out;
 }
 

@@ -219,6 +219,10 @@ void RunController::startRun(ui::RunData* run, bool paused) {
             run->weightsBytes = weightsBytes;
             run->weightsDtype = dtype;  // shown when runEnded, queued next, refreshes the row
           });
+  connect(worker, &TrainingWorker::textSampled, this, [this, run](const QString& sample) {
+    run->textSample = sample;
+    log(run, {tr("wrote: %1").arg(sample)});
+  });
   connect(worker, &TrainingWorker::metricsReady, this, &RunController::scheduleDrain);
   connect(worker, &TrainingWorker::testSetKnown, this, [this, worker](bool has) {
     if (Active* a = findActive(worker)) a->run->hasTestSet = has;

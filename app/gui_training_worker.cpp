@@ -9,6 +9,7 @@
 #include "engine/io/checkpoint.h"
 #include "engine/io/model_files.h"
 #include "engine/io/metrics_json.h"
+#include "engine/train/text_sample.h"
 #include "engine/train/trainer.h"
 
 namespace amp::gui {
@@ -285,6 +286,14 @@ void TrainingWorker::run() {
     emit modelFilesMeasured(f.checkpointBytes, f.weightsBytes, QString::fromStdString(f.weightsDtype));
   } catch (const std::exception&) {
     // No temporary space, say: the run is done all the same; its sizes stay unmeasured ("-").
+  }
+  if (m_config.model.name == "gpt" && !trainer->diverged()) {
+    try {
+      const std::string sample = sampleText(*trainer);
+      emit textSampled(QString::fromStdString(printableSample(sample)));
+    } catch (const std::exception&) {
+      // Out of memory for one more forward pass: the run is done all the same.
+    }
   }
   if (trainer->diverged() || !divergence.empty())
     emit runEnded(int(RunOutcome::Diverged), QString::fromStdString(divergence));

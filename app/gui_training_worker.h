@@ -88,6 +88,9 @@ class TrainingWorker : public QThread {
   // Just before a run that finished (or diverged) ends: the size of its checkpoint and of its
   // weights alone in the compute dtype (engine/io/model_files.h), for the runs table.
   void modelFilesMeasured(qint64 checkpointBytes, qint64 weightsBytes, const QString& weightsDtype);
+  // A language model's text at the end of its run (text_sample.h: 200 bytes after a newline,
+  // sampled with a fixed seed), as one printable line (printableSample), before runEnded.
+  void textSampled(const QString& sample);
   // ok false: message says why. Emitted for requested and periodic checkpoints alike.
   // periodic: written by checkpoint.every rather than asked for.
   void checkpointWritten(qint64 step, const QString& path, bool ok, const QString& message,

@@ -86,6 +86,9 @@ struct RunData {
   std::int64_t checkpointBytes = 0;
   std::int64_t weightsBytes = 0;
   QString weightsDtype;
+  // A language model's text at the end of the run, as one printable line (newlines as ⏎);
+  // empty for other models.
+  QString textSample;
 
   // Appends one step (GUI thread).
   void append(const StepMetrics& m);
