@@ -355,6 +355,10 @@ void fp32OpsResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& ou
     if (base && r != base && std::isfinite(v) && std::isfinite(finalTestLoss(*base)))
       text += tr(", %1% from PyTorch's lists")
                   .arg(100 * (v - finalTestLoss(*base)) / finalTestLoss(*base), 0, 'f', 2);
+    // What 16-bit outputs buy: the probabilities are the largest activations at this context.
+    const int act = int(MemCategory::Activations);
+    text += tr(", activations peak %1")
+                .arg(QString::fromStdString(formatBytes(r->summary.summary().peakMemory.peak[act])));
     addFinding(out, *r, text);
   }
   const ui::RunData* soft = variant(runs, QStringLiteral("softmax_fp16"));

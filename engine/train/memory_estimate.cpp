@@ -127,13 +127,19 @@ MemoryEstimate estimateMemory(const RunConfig& c, const DataShapes& data) {
       }
       weightedParams += p.count;
     } else if (const auto* tb = dynamic_cast<const TransformerBlock*>(layer.get())) {
-      // Per sequence of T tokens: the LayerNorms' inputs and outputs, q, k, v, the middle of the
-      // residual stream, the MLP's 4x-wide input and GELU output (13 rows of C), and the
-      // attention probabilities (fp32 for the softmax, a 16-bit copy for the second matmul).
-      const std::int64_t T = in.empty() ? 1 : in.front(), C = tb->width();
-      savedInside = 13 * T * C + 2 * tb->heads() * T * T + shapeNumel(shape);
+      // Per token, in bytes: in fp32 whatever the mode, the residual stream the two LayerNorms
+      // save, the block's output and the softmax's probabilities (H x T); in the compute dtype,
+      // the inputs c_attn, c_proj and c_fc save (3 C), q, k and v (3 C), the GELU's input and
+      // output (8 C) and, under autocast, the probabilities' 16-bit copy for the second matmul.
+      const std::int64_t T = in.empty() ? 1 : in.front(), C = tb->width(), H = tb->heads();
+      const std::int64_t a = bytesOf(act);
+      const std::int64_t bytes = T * (12 * C + 4 * H * T + a * (14 * C + (act == DType::F32 ? 0 : H * T)));
+      savedInside = bytes / a;
       weightedParams += p.count;
-      largestEmulatedOp = std::max(largestEmulatedOp, batch * T * (C + 4 * C) + 4 * C * C);
+      // The attention's batched GEMMs widen their 16-bit operands and results at once (scores:
+      // q, k and the T x T matrices of every head); the MLP's GEMMs one operand each.
+      largestEmulatedOp = std::max({largestEmulatedOp, batch * T * (C + 4 * C) + 4 * C * C,
+                                    batch * (H * T * T + 2 * T * C)});
     } else if (p.weighted) {
       weightedParams += p.count;
       // oneDNN's convolutions add blocked-layout copies of about twice the operands again.

@@ -122,3 +122,17 @@ TEST_F(MemoryEstimateTest, HostMemoryAvailableIsReadFromTheSystem) {
   ASSERT_TRUE(avail.has_value());
   EXPECT_GT(*avail, 0);
 }
+
+TEST_F(MemoryEstimateTest, GptEstimateMatchesTheMeasuredPeak) {
+  {
+    std::ofstream f(m_dir / "corpus.txt");
+    for (int i = 0; i < 400; ++i) f << "a line of text for the language model, number " << i << "\n";
+  }
+  for (const char* mode : {"fp32", "fp16", "bf16"})
+    expectWithin25Percent(configOf({{"model.name", "gpt"}, {"model.layers", "2"}, {"model.heads", "4"},
+                                    {"model.embd", "64"}, {"model.block", "64"}, {"data.name", "text"},
+                                    {"data.path", (m_dir / "corpus.txt").string()},
+                                    {"train.batch_size", "16"}, {"optimizer.name", "adamw"},
+                                    {"train.steps", "3"}, {"amp.mode", mode}}),
+                          std::string("gpt ") + mode);
+}
