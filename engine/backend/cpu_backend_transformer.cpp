@@ -215,40 +215,38 @@ void CpuBackend::causalSoftmaxBackward(const Tensor& probs, const Tensor& dprobs
   }
 }
 
-void CpuBackend::splitHeads(const Tensor& x, std::int64_t heads, int part, Tensor& y) {
-  const auto d = checks::heads(x, y, heads, part, "split_heads");
-  const int xc = floatCode(x), yc = floatCode(y);
-  const std::int64_t width = d.parts * heads * d.headDim;
-  const std::int64_t pieces = d.batch * heads * d.t;
+namespace {
+
+// One head row of D values per (b, h, t) between the token rows and the per-head matrices:
+// `split` reads the rows and writes the heads, else the other way round.
+void copyHeads(const checks::HeadDims& d, int part, bool split, const Tensor& src, Tensor& dst) {
+  const int sc = floatCode(src), dc = floatCode(dst);
+  const std::int64_t width = d.parts * d.heads * d.headDim;
+  const std::int64_t pieces = d.batch * d.heads * d.t;
 #pragma omp parallel if (pieces >= 4 * kParallelRows)
   {
     std::vector<float> v(static_cast<std::size_t>(d.headDim));
 #pragma omp for
-    for (std::int64_t q = 0; q < pieces; ++q) {  // q = (b*H + h)*T + t, y's row order
-      const std::int64_t t = q % d.t, bh = q / d.t, b = bh / heads, h = bh % heads;
-      const std::int64_t src = (b * d.t + t) * width + (part * heads + h) * d.headDim;
-      readRow(x, xc, src, d.headDim, v.data());
-      cpu::narrowChunk(yc, y.rawData(), q * d.headDim, d.headDim, v.data());
+    for (std::int64_t q = 0; q < pieces; ++q) {  // q = (b*H + h)*T + t, the heads' row order
+      const std::int64_t t = q % d.t, bh = q / d.t, b = bh / d.heads, h = bh % d.heads;
+      const std::int64_t row = (b * d.t + t) * width + (part * d.heads + h) * d.headDim;
+      const std::int64_t head = q * d.headDim;
+      readRow(src, sc, split ? row : head, d.headDim, v.data());
+      cpu::narrowChunk(dc, dst.rawData(), split ? head : row, d.headDim, v.data());
     }
   }
 }
 
+}  // namespace
+
+void CpuBackend::splitHeads(const Tensor& x, std::int64_t heads, int part, Tensor& y) {
+  const auto d = checks::heads(x, y, heads, part, "split_heads");
+  copyHeads(d, part, /*split=*/true, x, y);
+}
+
 void CpuBackend::mergeHeads(const Tensor& x, std::int64_t heads, int part, Tensor& y) {
   const auto d = checks::heads(y, x, heads, part, "merge_heads");
-  const int xc = floatCode(x), yc = floatCode(y);
-  const std::int64_t width = d.parts * heads * d.headDim;
-  const std::int64_t pieces = d.batch * heads * d.t;
-#pragma omp parallel if (pieces >= 4 * kParallelRows)
-  {
-    std::vector<float> v(static_cast<std::size_t>(d.headDim));
-#pragma omp for
-    for (std::int64_t q = 0; q < pieces; ++q) {
-      const std::int64_t t = q % d.t, bh = q / d.t, b = bh / heads, h = bh % heads;
-      const std::int64_t dst = (b * d.t + t) * width + (part * heads + h) * d.headDim;
-      readRow(x, xc, q * d.headDim, d.headDim, v.data());
-      cpu::narrowChunk(yc, y.rawData(), dst, d.headDim, v.data());
-    }
-  }
+  copyHeads(d, part, /*split=*/false, x, y);
 }
 
 void CpuBackend::gemmBatched(const Tensor& a, bool transA, const Tensor& b, bool transB,

@@ -55,6 +55,69 @@ bool pythonHas(const char* module) {
   return probe.waitForFinished(60000) && probe.exitStatus() == QProcess::NormalExit && probe.exitCode() == 0;
 }
 
+// The peer's GPT module (../shared/peers/pytorch_gpt.py) at the tiny size of tinyGpt: 2 blocks
+// of 2 heads, 32 wide, context 16 (batch 16 and AdamW lr 3e-3 for its training loop below).
+const char* kPeerModel = R"(
+import math, sys, torch, torch.nn as nn, torch.nn.functional as F
+L, H, C, T, B, lr = 2, 2, 32, 16, 16, 3e-3
+class Block(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d); self.attn = nn.Module()
+        self.attn.c_attn = nn.Linear(d, 3 * d); self.attn.c_proj = nn.Linear(d, d)
+        self.ln_2 = nn.LayerNorm(d); self.mlp = nn.Module()
+        self.mlp.c_fc = nn.Linear(d, 4 * d); self.mlp.c_proj = nn.Linear(4 * d, d); self.h = h
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.attn.c_attn(self.ln_1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // self.h))
+        att = att.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float('-inf'))
+        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, C)
+        x = x + self.attn.c_proj(y)
+        return x + self.mlp.c_proj(F.gelu(self.mlp.c_fc(self.ln_2(x))))
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.transformer = nn.Module()
+        self.transformer.wte = nn.Embedding(256, C); self.transformer.wpe = nn.Embedding(T, C)
+        self.transformer.h = nn.ModuleList([Block(C, H) for _ in range(L)])
+        self.transformer.ln_f = nn.LayerNorm(C)
+        self.lm_head = nn.Linear(C, 256, bias=False)
+        self.lm_head.weight = self.transformer.wte.weight
+        for n, m in self.named_modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, 0.0, 0.02 / math.sqrt(2 * L) if n.endswith("c_proj") else 0.02)
+                if isinstance(m, nn.Linear) and m.bias is not None: nn.init.zeros_(m.bias)
+    def logits(self, idx):
+        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(idx.shape[1]))
+        for b in self.transformer.h: x = b(x)
+        return self.lm_head(self.transformer.ln_f(x))
+    def forward(self, idx, targets):
+        return F.cross_entropy(self.logits(idx).view(-1, 256), targets.view(-1))
+)";
+
+// The peer's training loop: prints the validation loss on the peer's 64 fixed windows, which are
+// ours too.
+const std::string kPeerTiny = std::string(kPeerModel) + R"(
+path, seed, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+torch.manual_seed(seed); torch.set_num_threads(1)
+raw = open(path, 'rb').read()
+data = torch.tensor(list(raw), dtype=torch.long)
+split = int(len(data) * 0.9); train, val = data[:split], data[split:]
+model = GPT()
+opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.99), weight_decay=0.0)
+g = torch.Generator().manual_seed(seed)
+def batch(src, offs):
+    return torch.stack([src[i:i + T] for i in offs]), torch.stack([src[i + 1:i + T + 1] for i in offs])
+for step in range(steps):
+    x, y = batch(train, torch.randint(len(train) - T - 1, (B,), generator=g))
+    loss = model(x, y); opt.zero_grad(); loss.backward(); opt.step()
+with torch.no_grad():
+    x, y = batch(val, torch.linspace(0, len(val) - T - 2, 64).long())
+    print(model(x, y).item())
+)";
+
 }  // namespace
 
 TEST(GptModel, TrainingLowersTheValidationLossAndAmpStaysNearFp32) {
@@ -146,37 +209,8 @@ TEST(GptModel, PyTorchLoadsTheWeightsStrictlyAndComputesTheSameLogits) {
   const std::vector<float> ours = t.nextTokenLogits(tokens);
   // The peer's module, as ../shared/peers/pytorch_gpt.py defines it (2 layers, 2 heads, 32 wide,
   // context 16); prints strict loading's verdict and the largest logit difference from ours.
-  const char* script = R"(
-import json, math, struct, sys, torch, torch.nn as nn, torch.nn.functional as F
-class Block(nn.Module):
-    def __init__(self, d, h):
-        super().__init__()
-        self.ln_1 = nn.LayerNorm(d); self.attn = nn.Module()
-        self.attn.c_attn = nn.Linear(d, 3 * d); self.attn.c_proj = nn.Linear(d, d)
-        self.ln_2 = nn.LayerNorm(d); self.mlp = nn.Module()
-        self.mlp.c_fc = nn.Linear(d, 4 * d); self.mlp.c_proj = nn.Linear(4 * d, d); self.h = h
-    def forward(self, x):
-        B, T, C = x.shape
-        q, k, v = self.attn.c_attn(self.ln_1(x)).split(C, dim=2)
-        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // self.h))
-        att = att.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float('-inf'))
-        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, C)
-        x = x + self.attn.c_proj(y)
-        return x + self.mlp.c_proj(F.gelu(self.mlp.c_fc(self.ln_2(x))))
-class GPT(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.transformer = nn.Module()
-        self.transformer.wte = nn.Embedding(256, 32); self.transformer.wpe = nn.Embedding(16, 32)
-        self.transformer.h = nn.ModuleList([Block(32, 2) for _ in range(2)])
-        self.transformer.ln_f = nn.LayerNorm(32)
-        self.lm_head = nn.Linear(32, 256, bias=False)
-        self.lm_head.weight = self.transformer.wte.weight
-    def forward(self, idx):
-        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(idx.shape[1]))
-        for b in self.transformer.h: x = b(x)
-        return self.lm_head(self.transformer.ln_f(x))
+  const std::string script = std::string(kPeerModel) + R"(
+import json, struct
 b = open(sys.argv[1], 'rb').read()
 n = struct.unpack('<Q', b[:8])[0]
 h = json.loads(b[8:8 + n]); h.pop('__metadata__')
@@ -185,14 +219,14 @@ sd = {k: torch.frombuffer(bytearray(b[8 + n + e['data_offsets'][0]:8 + n + e['da
 net = GPT()
 verdict = net.load_state_dict(sd, strict=True)
 with torch.no_grad():
-    logits = net(torch.tensor([[ord(ch) for ch in sys.argv[2]]]))[0, -1]
+    logits = net.logits(torch.tensor([[ord(ch) for ch in sys.argv[2]]]))[0, -1]
 ours = torch.tensor([float(v) for v in sys.argv[3].split(',')])
 print(verdict, float((logits - ours).abs().max()))
 )";
   QStringList values;
   for (float v : ours) values << QString::number(double(v), 'g', 9);
   QProcess py;
-  py.start(AMP_PYTHON, QStringList{"-c", script, path, QString::fromStdString(context), values.join(',')});
+  py.start(AMP_PYTHON, QStringList{"-c", QString::fromStdString(script), path, QString::fromStdString(context), values.join(',')});
   ASSERT_TRUE(py.waitForFinished(120000));
   ASSERT_EQ(py.exitCode(), 0) << py.readAllStandardError().toStdString();
   const QStringList out = QString::fromUtf8(py.readAllStandardOutput()).trimmed().split(' ');
@@ -202,62 +236,7 @@ print(verdict, float((logits - ours).abs().max()))
   EXPECT_LT(out.last().toDouble(), 1e-4);
 }
 
-// The peer's training loop (../shared/peers/pytorch_gpt.py, cut to the tiny size: 2 blocks of 2
-// heads, 32 wide, context 16, batch 16, AdamW lr 3e-3, betas 0.9/0.99): prints the validation
-// loss on the peer's 64 fixed windows, which are ours too.
-const char* kPeerTiny = R"(
-import math, sys, torch, torch.nn as nn, torch.nn.functional as F
-path, seed, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-L, H, C, T, B, lr = 2, 2, 32, 16, 16, 3e-3
-torch.manual_seed(seed); torch.set_num_threads(1)
-class Block(nn.Module):
-    def __init__(self, d, h):
-        super().__init__()
-        self.ln_1 = nn.LayerNorm(d); self.attn = nn.Module()
-        self.attn.c_attn = nn.Linear(d, 3 * d); self.attn.c_proj = nn.Linear(d, d)
-        self.ln_2 = nn.LayerNorm(d); self.mlp = nn.Module()
-        self.mlp.c_fc = nn.Linear(d, 4 * d); self.mlp.c_proj = nn.Linear(4 * d, d); self.h = h
-    def forward(self, x):
-        B, T, C = x.shape
-        q, k, v = self.attn.c_attn(self.ln_1(x)).split(C, dim=2)
-        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // self.h))
-        att = att.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float('-inf'))
-        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, C)
-        x = x + self.attn.c_proj(y)
-        return x + self.mlp.c_proj(F.gelu(self.mlp.c_fc(self.ln_2(x))))
-class GPT(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.transformer = nn.Module()
-        self.transformer.wte = nn.Embedding(256, C); self.transformer.wpe = nn.Embedding(T, C)
-        self.transformer.h = nn.ModuleList([Block(C, H) for _ in range(L)])
-        self.transformer.ln_f = nn.LayerNorm(C)
-        self.lm_head = nn.Linear(C, 256, bias=False)
-        self.lm_head.weight = self.transformer.wte.weight
-        for n, m in self.named_modules():
-            if isinstance(m, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(m.weight, 0.0, 0.02 / math.sqrt(2 * L) if n.endswith("c_proj") else 0.02)
-                if isinstance(m, nn.Linear) and m.bias is not None: nn.init.zeros_(m.bias)
-    def forward(self, idx, targets):
-        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(idx.shape[1]))
-        for b in self.transformer.h: x = b(x)
-        return F.cross_entropy(self.lm_head(self.transformer.ln_f(x)).view(-1, 256), targets.view(-1))
-raw = open(path, 'rb').read()
-data = torch.tensor(list(raw), dtype=torch.long)
-split = int(len(data) * 0.9); train, val = data[:split], data[split:]
-model = GPT()
-opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.99), weight_decay=0.0)
-g = torch.Generator().manual_seed(seed)
-def batch(src, offs):
-    return torch.stack([src[i:i + T] for i in offs]), torch.stack([src[i + 1:i + T + 1] for i in offs])
-for step in range(steps):
-    x, y = batch(train, torch.randint(len(train) - T - 1, (B,), generator=g))
-    loss = model(x, y); opt.zero_grad(); loss.backward(); opt.step()
-with torch.no_grad():
-    x, y = batch(val, torch.linspace(0, len(val) - T - 2, 64).long())
-    print(model(x, y).item())
-)";
+
 
 TEST(GptModel, ValidationLossMatchesPyTorchsOverSeveralSeeds) {
   if (!pythonHas("torch")) GTEST_SKIP() << "PyTorch (python3-torch) is not installed";
@@ -273,7 +252,7 @@ TEST(GptModel, ValidationLossMatchesPyTorchsOverSeveralSeeds) {
     Trainer t(c);
     ours += trainAndEvaluate(t) / seeds;
     QProcess py;
-    py.start(AMP_PYTHON, {"-c", kPeerTiny, corpus, QString::number(seed), "150"});
+    py.start(AMP_PYTHON, {"-c", QString::fromStdString(kPeerTiny), corpus, QString::number(seed), "150"});
     ASSERT_TRUE(py.waitForFinished(300000));
     ASSERT_EQ(py.exitCode(), 0) << py.readAllStandardError().toStdString();
     theirs += QString::fromUtf8(py.readAllStandardOutput()).trimmed().toDouble() / seeds;
