@@ -339,6 +339,32 @@ double finalTestLoss(const ui::RunData& r) {
   return r.series.testLoss.isEmpty() ? std::nan("") : r.series.testLoss.back();
 }
 
+// "A transformer language model": the validation loss against a uniform guess over the bytes.
+void languageModelResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
+  const double uniform = std::log(256.0);
+  out.claim = tr("A byte-level transformer learns under AMP: its validation loss falls far below a "
+                 "uniform guess over 256 bytes (ln 256 = %1, 8 bits per byte).")
+                  .arg(number(uniform));
+  out.chart = QStringLiteral("loss");
+  bool all = !runs.isEmpty();
+  QStringList losses;
+  for (const ui::RunData* r : runs) {
+    const double v = finalTestLoss(*r);
+    const QString acc = r->series.testAcc.isEmpty() ? tr("no accuracy yet")
+                                                    : tr("next-byte accuracy %1").arg(percent(r->series.testAcc.last()));
+    addFinding(out, *r, tr("validation loss %1 (%2 bits per byte) after %3 steps, %4, %5 skipped")
+                            .arg(number(v), number(v / std::log(2.0)))
+                            .arg(r->series.size())
+                            .arg(acc)
+                            .arg(r->summary.summary().skippedSteps));
+    all = all && std::isfinite(v) && v <= 0.6 * uniform;
+    losses << number(v);
+  }
+  out.verdict = verdictOf(all);
+  out.criterion = tr("validation loss %1 against a uniform guess's %2: at most 60% of it (%3) expected")
+                      .arg(losses.join(QStringLiteral(", ")), number(uniform), number(0.6 * uniform));
+}
+
 // "Why softmax and layer_norm stay in fp32": how far moving them to the 16-bit list moved the
 // validation loss, against the run with PyTorch's lists.
 void fp32OpsResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
@@ -413,6 +439,8 @@ ui::LessonResult lessonResult(const Preset& p, const QVector<const ui::RunData*>
     resnetResult(runs, out);
   else if (p.name == "gpt-fp32-ops")
     fp32OpsResult(runs, out);
+  else if (p.name == "gpt")
+    languageModelResult(runs, out);
   else
     modesResult(p, runs, out);
   // A language model's lesson ends with what it learnt to write (the first run that wrote).
