@@ -7,7 +7,10 @@
 
 namespace amp {
 
-bool hasDecisionPlane(const Dataset& d) { return d.isClassification() && d.featureSize() == 2 && d.count > 0; }
+bool hasDecisionPlane(const Dataset& d) {
+  // Points in a plane: two features per sample, not a two-token sequence (model.block=2).
+  return d.isClassification() && !d.isTokenData() && d.featureSize() == 2 && d.count > 0;
+}
 
 void decisionPlane(std::span<const float> xy, float margin, float& xMin, float& xMax, float& yMin, float& yMax) {
   xMin = yMin = 1e30f;

@@ -78,3 +78,16 @@ TEST(DecisionMap, ATrainedSpiralsModelsMapAgreesWithItsLabels) {
   EXPECT_GT(double(agree) / double(d.count), std::min(0.95, accuracy) - 0.1) << "test accuracy " << accuracy;
   EXPECT_NE(map.cls, before.cls);  // it learned: the regions moved
 }
+
+TEST(DecisionMap, TwoTokenSequencesAreNoPlane) {
+  // A language model with a context of 2 has 2 "features" per sample: bytes, not coordinates.
+  Dataset d;
+  d.numClasses = 256;
+  d.sequence = 2;
+  d.sampleShape = {2};
+  d.tokens = {'a', 'b', 'c', 'd'};
+  d.count = 2;
+  EXPECT_FALSE(hasDecisionPlane(d));
+  d.sequence = 0;  // the same shape as points in a plane
+  EXPECT_TRUE(hasDecisionPlane(d));
+}
