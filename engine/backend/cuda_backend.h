@@ -188,6 +188,10 @@ class CudaBackend final : public Backend {
   void runCudnn(const cuda::ConvProblem& problem, const Tensor& in0, const Tensor& in1,
                 Tensor& out);
   void timeInGemmCounters(double flops, const std::function<void()>& work);
+  // A cuBLASLt problem of m x n x k with this backend's tf32 and reduction settings, the input
+  // dtype a's and the output c's (gemm and gemmBatched; `op` names them in dtype errors).
+  cuda::GemmShape gemmShape(std::int64_t m, std::int64_t n, std::int64_t k, bool transA,
+                            bool transB, const Tensor& a, const Tensor& c, const char* op) const;
   // The step record (m_stepRecord) or a scratch one for the single-tensor AMP ops.
   cuda::DeviceStepStats* stepRecord() { return m_stepRecord; }
 

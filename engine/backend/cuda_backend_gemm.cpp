@@ -12,20 +12,27 @@ namespace amp {
 
 using cudabk::floatCode;
 
+cuda::GemmShape CudaBackend::gemmShape(std::int64_t m, std::int64_t n, std::int64_t k, bool transA,
+                                       bool transB, const Tensor& a, const Tensor& c,
+                                       const char* op) const {
+  cuda::GemmShape s;
+  s.m = m;
+  s.n = n;
+  s.k = k;
+  s.transA = transA;
+  s.transB = transB;
+  s.inCode = floatCode(a, op);
+  s.outCode = floatCode(c, op);
+  s.tf32 = m_tf32;
+  s.reducedPrecisionReduction = m_reducedPrecisionReduction;
+  return s;
+}
+
 void CudaBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool transB, Tensor& c,
                        const Tensor* bias) {
   useDevice();
   const checks::GemmDims d = checks::gemm(a, transA, b, transB, c, bias);
-  cuda::GemmShape s;
-  s.m = d.m;
-  s.n = d.n;
-  s.k = d.k;
-  s.transA = transA;
-  s.transB = transB;
-  s.inCode = floatCode(a, "gemm");
-  s.outCode = floatCode(c, "gemm");
-  s.tf32 = m_tf32;
-  s.reducedPrecisionReduction = m_reducedPrecisionReduction;
+  cuda::GemmShape s = gemmShape(d.m, d.n, d.k, transA, transB, a, c, "gemm");
   // The epilogue takes a bias of the output's dtype; a 16-bit bias on an fp32 output is added
   // by our kernel afterwards (the same single fp32 add).
   s.withBias = bias && bias->dtype() == c.dtype();

@@ -127,17 +127,8 @@ void CudaBackend::gemmBatched(const Tensor& a, bool transA, const Tensor& b, boo
                               Tensor& c) {
   useDevice();
   const auto d = checks::gemmBatched(a, transA, b, transB, c);
-  cuda::GemmShape s;
-  s.m = d.m;
-  s.n = d.n;
-  s.k = d.k;
+  cuda::GemmShape s = gemmShape(d.m, d.n, d.k, transA, transB, a, c, "bmm");
   s.batch = d.batch;
-  s.transA = transA;
-  s.transB = transB;
-  s.inCode = floatCode(a, "bmm");
-  s.outCode = floatCode(c, "bmm");
-  s.tf32 = m_tf32;
-  s.reducedPrecisionReduction = m_reducedPrecisionReduction;
   const double flops = 2.0 * double(d.batch) * double(d.m) * double(d.n) * double(d.k);
   timeInGemmCounters(flops, [&] {
     try {

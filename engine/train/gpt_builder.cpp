@@ -45,10 +45,4 @@ std::unique_ptr<Sequential> buildGpt(const ModelConfig& m, const Shape& sample,
   return net;
 }
 
-std::string gptDescription(const ModelConfig& m) {
-  return "GPT (" + std::to_string(m.layers) + (m.layers == 1 ? " block, " : " blocks, ") +
-         std::to_string(m.heads) + (m.heads == 1 ? " head, " : " heads, ") +
-         std::to_string(m.embd) + " wide, context " + std::to_string(m.block) + ")";
-}
-
 }  // namespace amp

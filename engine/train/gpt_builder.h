@@ -23,7 +23,4 @@ void validateGpt(const ModelConfig& m, const Shape& sample, std::int64_t vocabul
 std::unique_ptr<Sequential> buildGpt(const ModelConfig& m, const Shape& sample,
                                      std::int64_t vocabulary);
 
-// "GPT (4 blocks, 4 heads, 128 wide, context 128)".
-std::string gptDescription(const ModelConfig& m);
-
 }  // namespace amp

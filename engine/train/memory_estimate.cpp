@@ -328,6 +328,9 @@ std::string modelSettingsText(const ModelConfig& m) {
   if (m.name == "recipe_mlp")
     return "model.width=" + std::to_string(m.width) + ", model.layers=" + std::to_string(m.layers);
   if (m.name == "cnn") return "model.cnn=" + m.cnn;
+  if (m.name == "gpt")
+    return "model.layers=" + std::to_string(m.layers) + ", model.heads=" + std::to_string(m.heads) +
+           ", model.embd=" + std::to_string(m.embd) + ", model.block=" + std::to_string(m.block);
   if (m.name == "resnet")
     return "model.depth=" + std::to_string(m.depth) + ", model.base_width=" +
            (m.baseWidth > 0 ? std::to_string(m.baseWidth) : std::string("default"));

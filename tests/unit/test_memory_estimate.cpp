@@ -136,3 +136,11 @@ TEST_F(MemoryEstimateTest, GptEstimateMatchesTheMeasuredPeak) {
                                     {"train.steps", "3"}, {"amp.mode", mode}}),
                           std::string("gpt ") + mode);
 }
+
+TEST(MemoryRefusal, NamesTheGptSettings) {
+  ModelConfig m;
+  m.name = "gpt";
+  m.layers = 12;
+  m.embd = 768;
+  EXPECT_EQ(modelSettingsText(m), "model.layers=12, model.heads=4, model.embd=768, model.block=128");
+}
