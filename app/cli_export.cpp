@@ -4,11 +4,15 @@
 #include <cstdio>
 #include <set>
 
+#include <QFileInfo>
+
 #include "app/cli_experiment.h"
 #include "app/cli_output_folder.h"
 #include "engine/io/experiment_file.h"
 #include "engine/io/metrics_export.h"
 #include "engine/io/run_record.h"
+#include "engine/io/tensorboard_export.h"
+#include "engine/io/tensorboard_import.h"
 #include "app/cli_export_charts.h"
 
 namespace amp::cli {
@@ -16,15 +20,18 @@ namespace amp::cli {
 namespace {
 
 constexpr const char* kExportUsage =
-    "usage: ampstudio-cli export --run DIR [--run DIR2 ...] --format csv|json|png|svg|pdf|ampx\n"
+    "usage: ampstudio-cli export --run DIR [--run DIR2 ...] --format csv|json|png|svg|pdf|ampx|tensorboard\n"
     "                            [--smoothing W] [--output FILE]\n"
     "       ampstudio-cli export (--run DIR | --checkpoint FILE.zip) --weights fp32|fp16|bf16\n"
     "                            --output FILE.safetensors\n"
     "  png|svg|pdf      the whole dashboard of charts for the runs (default FILE: dashboard.F)\n"
     "  ampx             an experiment file the app opens (File > Open, or from a file manager),\n"
     "                   with each run's latest checkpoint (--output FILE.ampx needed)\n"
-    "  --run DIR        a run folder (ampstudio-cli run --out DIR), or a folder whose sub-folders\n"
-    "                   are runs (a preset with variants); repeat to export several\n"
+    "  tensorboard      TensorBoard event files, one sub-folder per run, in --output DIR\n"
+    "                   (tensorboard --logdir DIR): scalars, exponent histograms, the config\n"
+    "  --run DIR        a run folder (ampstudio-cli run --out DIR), a folder whose sub-folders\n"
+    "                   are runs (a preset with variants), a PyTorch probe's folder, or a\n"
+    "                   TensorBoard log folder (imported); repeat to export several\n"
     "  --format F       csv: one row per run per step; json: per run its name, config, summary\n"
     "                   and one array per column\n"
     "  --smoothing W    weight of loss_smoothed, TensorBoard's debiased EMA, 0 <= W < 1\n"
@@ -99,18 +106,22 @@ int cmdExport(const Args& args) {
   }
   if (!checkpoint.empty()) return usageError("--checkpoint goes with --weights");
   const bool image = format == "png" || format == "svg" || format == "pdf";
-  if (dirs.empty() || (format != "csv" && format != "json" && format != "ampx" && !image))
-    return usageError("needs --run DIR and --format csv|json|png|svg|pdf|ampx");
+  const bool tensorboard = format == "tensorboard";
+  if (dirs.empty() || (format != "csv" && format != "json" && format != "ampx" && !image && !tensorboard))
+    return usageError("needs --run DIR and --format csv|json|png|svg|pdf|ampx|tensorboard");
   if (format == "ampx" && out.empty()) return usageError("--format ampx needs --output FILE.ampx");
+  if (tensorboard && out.empty()) return usageError("--format tensorboard needs --output DIR (a folder)");
 
   std::vector<RunRecord> runs;
   try {
-    if (!out.empty()) {
+    if (!out.empty() && !tensorboard) {
       checkOutputFile(out);
       refuseOwnInput(out, dirs);
     }
+    if (tensorboard && QFileInfo(QString::fromStdString(out)).exists() && !QFileInfo(QString::fromStdString(out)).isDir())
+      throw std::runtime_error(out + ": not a folder (--format tensorboard writes a folder of event files)");
     for (const auto& d : dirs)
-      for (RunRecord& r : loadRunFolders(QString::fromStdString(d))) runs.push_back(std::move(r));
+      for (RunRecord& r : loadRunsOrTensorBoard(QString::fromStdString(d))) runs.push_back(std::move(r));
   } catch (const std::exception& e) {  // RunRecordError, ConfigError (config.json), OutputError
     return usageError(e.what());
   }
@@ -125,6 +136,19 @@ int cmdExport(const Args& args) {
     runs[i].name = name;
   }
   if (image) return exportCharts(runs, format, out);
+  if (tensorboard) {
+    std::vector<const RunRecord*> selected;
+    for (const auto& r : runs) selected.push_back(&r);
+    try {
+      const std::vector<QString> files = writeTensorBoardFolder(selected, QString::fromStdString(out));
+      for (const QString& f : files) std::printf("%s\n", f.toStdString().c_str());
+      std::printf("%zu run(s): tensorboard --logdir %s\n", files.size(), out.c_str());
+    } catch (const std::exception& e) {
+      printError("export", e.what());
+      return 2;
+    }
+    return 0;
+  }
   if (format == "ampx") {
     std::vector<ExperimentRun> experiment;
     for (RunRecord& r : runs) experiment.push_back(ExperimentRun{std::move(r), QString(), true, QByteArray()});

@@ -18,6 +18,7 @@
 #include "engine/io/run_bundle.h"
 #include "engine/io/run_output.h"
 #include "engine/io/run_record.h"
+#include "engine/io/tensorboard_export.h"
 #include "engine/io/weights_export.h"
 #include "engine/train/run_summary.h"
 #include "ui/charts/dashboard.h"
@@ -72,6 +73,7 @@ RunRecord runRecordFromRunData(const ui::RunData& run) {
   rec.summary = runSummaryToJson(summary);
   // How it computed where it trained ("fp16 emulated (...)"): the table says so after reopening.
   if (!run.computePath.isEmpty()) rec.summary["compute_path"] = run.computePath;
+  for (auto it = run.external.begin(); it != run.external.end(); ++it) rec.summary[it.key()] = it.value();
   return rec;  // the checkpoint travels as bytes (ExperimentRun::checkpointZip), not as a path
 }
 
@@ -81,6 +83,7 @@ GuiFiles::GuiFiles(ui::MainWindow* window, RunController* controller, QObject* p
   connect(a.saveExperiment, &QAction::triggered, this, &GuiFiles::saveExperimentInteractively);
   connect(a.openExperiment, &QAction::triggered, this, &GuiFiles::openRunsInteractively);
   connect(a.exportMetrics, &QAction::triggered, this, &GuiFiles::exportMetricsInteractively);
+  connect(a.exportTensorBoard, &QAction::triggered, this, &GuiFiles::exportTensorBoardInteractively);
   connect(a.exportBundle, &QAction::triggered, this, &GuiFiles::exportRunBundleInteractively);
   connect(a.exportWeights, &QAction::triggered, this, &GuiFiles::exportWeightsInteractively);
   connect(a.saveCheckpoint, &QAction::triggered, this, &GuiFiles::saveCheckpointInteractively);
@@ -134,6 +137,17 @@ void GuiFiles::exportMetrics(const QString& path) const {
   const double smoothing = m_window->dashboard()->lossChart()->smoothing();
   const bool json = QFileInfo(path).suffix().compare(QStringLiteral("json"), Qt::CaseInsensitive) == 0;
   writeFile(path, json ? metricsToJson(ptrs, smoothing).toJson() : metricsToCsv(ptrs, smoothing));
+}
+
+QStringList GuiFiles::exportTensorBoard(const QString& dir) const {
+  std::vector<RunRecord> records;
+  for (const ui::RunData* r : m_controller->runs())
+    if (r->visible && !r->archived) records.push_back(runRecordFromRunData(*r));  // what the charts show
+  std::vector<const RunRecord*> ptrs;
+  for (const RunRecord& r : records) ptrs.push_back(&r);
+  QStringList files;
+  for (const QString& f : writeTensorBoardFolder(ptrs, dir)) files << f;
+  return files;
 }
 
 void GuiFiles::exportRunBundle(int runId, const QString& path) const {
@@ -234,6 +248,21 @@ void GuiFiles::exportMetricsInteractively() {
     m_window->statusBar()->showMessage(tr("Metrics saved to %1").arg(path), 5000);
   } catch (const std::exception& e) {
     showError(tr("Could not export metrics to %1").arg(path), QString::fromUtf8(e.what()));
+  }
+}
+
+void GuiFiles::exportTensorBoardInteractively() {
+  const QString dir = QFileDialog::getExistingDirectory(
+      m_window, tr("Export the ticked runs to TensorBoard: choose an empty folder"), ui::lastFolder());
+  if (dir.isEmpty()) return;
+  ui::rememberFolderOf(dir + "/");
+  try {
+    const QStringList files = exportTensorBoard(dir);
+    m_window->statusBar()->showMessage(
+        tr("%n run(s) written as TensorBoard event files: tensorboard --logdir %1", nullptr, int(files.size())).arg(dir),
+        8000);
+  } catch (const std::exception& e) {
+    showError(tr("Could not export to TensorBoard in %1").arg(dir), QString::fromUtf8(e.what()));
   }
 }
 

@@ -38,6 +38,8 @@ class GuiFiles : public QObject {
   // The same, saying in the status bar what it opened, or why not in a message box.
   bool openRunsReporting(const QString& path);
   void exportMetrics(const QString& path) const;  // .json = JSON, else CSV; the ticked runs
+  // The ticked runs as TensorBoard event files in `dir` (one sub-folder per run); the files.
+  QStringList exportTensorBoard(const QString& dir) const;
   void exportRunBundle(int runId, const QString& path) const;
   // false: the run has no trainer any more (or never had one); nothing is written.
   bool saveCheckpointNow(int runId, const QString& path);
@@ -47,6 +49,7 @@ class GuiFiles : public QObject {
   bool saveExperimentInteractively();  // true when it saved
   void openRunsInteractively();
   void exportMetricsInteractively();
+  void exportTensorBoardInteractively();
   void exportRunBundleInteractively();
   void exportWeightsInteractively();
   void saveCheckpointInteractively();

@@ -9,6 +9,8 @@ PKGS=(
   libdnnl-dev ocl-icd-opencl-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist fortunes fonts-dejavu-core xvfb xauth x11-apps
   python3-numpy xz-utils
+  protobuf-compiler libprotobuf-dev
+  python3-torch python3-venv
   clang clang-14 libclang-rt-14-dev libomp-14-dev
   help2man dpkg-dev lintian desktop-file-utils appstream shared-mime-info
 )

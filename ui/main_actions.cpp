@@ -70,9 +70,14 @@ MainActions MainActions::create(QWidget* w) {
                           QObject::tr("Save every run of the session (configs, metrics, checkpoints) to an .ampx file"));
   a.openExperiment = make(w, QObject::tr("Open experiment / bundle / run &folder…"), QStyle::SP_DirOpenIcon,
                           {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O)},
-                          QObject::tr("Add the runs of an .ampx file, a run bundle or a CLI output folder"));
+                          QObject::tr("Add the runs of an .ampx file, a run bundle, a CLI output or PyTorch probe "
+                                      "folder, or a TensorBoard log folder"));
   a.exportMetrics = make(w, QObject::tr("Export &metrics…"), QStyle::SP_FileIcon, {},
                          QObject::tr("Save the ticked runs' metrics as CSV or JSON (with the loss smoothing shown)"));
+  a.exportTensorBoard = make(w, QObject::tr("Export to &TensorBoard…"), QStyle::SP_FileIcon, {},
+                             QObject::tr("Write the ticked runs as TensorBoard event files, one sub-folder "
+                                         "per run (tensorboard --logdir FOLDER); File > Open reads such a "
+                                         "folder back, and any TensorBoard log folder"));
   a.exportBundle = make(w, QObject::tr("Export run &bundle…"), QStyle::SP_FileIcon, {},
                         QObject::tr("Save the selected run's config, metrics, charts and last checkpoint as one zip"));
   a.exportWeights = make(w, QObject::tr("Export &weights…"), QStyle::SP_FileIcon, {},
@@ -140,6 +145,7 @@ void MainActions::populateMenus(QMenuBar* bar) {
   file->addSeparator();
   file->addAction(exportCharts);
   file->addAction(exportMetrics);
+  file->addAction(exportTensorBoard);
   file->addAction(exportBundle);
   file->addAction(exportWeights);
   file->addSeparator();

@@ -32,6 +32,7 @@ struct MainActions {
   QAction* saveExperiment = nullptr;    // the session's runs as an .ampx file
   QAction* openExperiment = nullptr;    // .ampx, run bundle or CLI run folder
   QAction* exportMetrics = nullptr;     // ticked runs as CSV / JSON
+  QAction* exportTensorBoard = nullptr; // ticked runs as TensorBoard event files
   QAction* exportBundle = nullptr;      // the selected run as one zip
   QAction* exportWeights = nullptr;     // the selected run's weights alone, 16-bit or fp32
   QAction* saveCheckpoint = nullptr;    // the selected run, between two steps

@@ -44,6 +44,8 @@ void RunData::loadRecord(const RunRecord& r) {
   weightsBytes = static_cast<std::int64_t>(r.summary.value("weights_bytes").toDouble());
   weightsDtype = r.summary.value("weights_dtype").toString();
   computePath = r.summary.value("compute_path").toString();
+  for (const char* k : {"source", "imported_scalars"})
+    if (r.summary.contains(k)) external[k] = r.summary[k];
   group = r.group;
   tags = r.tags;
   note = r.note;

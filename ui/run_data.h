@@ -4,6 +4,7 @@
 #pragma once
 
 #include <QColor>
+#include <QJsonObject>
 #include <QString>
 #include <QStringList>
 #include <QVector>
@@ -57,6 +58,9 @@ struct RunData {
   QString backendName;      // the backend the run trains on: "cpu", "cuda:0"
   QString backendInfo;      // what runs natively and what is emulated
   QString computePath;      // this run's dtype and how it computes here: "bf16 emulated (...)"
+  // A run recorded outside AMP Studio: summary.json's "source" (the PyTorch probe, a TensorBoard
+  // import) and "imported_scalars" (TensorBoard tags no chart shows), kept for saving it again.
+  QJsonObject external;
   QStringList modelSummary; // one line per layer, from Trainer::modelSummary()
   std::int64_t totalSteps = 0;
   std::int64_t batchesPerEpoch = 0;  // known once the run started (0: unknown, loaded runs)

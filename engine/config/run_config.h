@@ -110,6 +110,9 @@ struct RunConfig {
     if (scalerEnabled == "auto") return mode == PrecisionMode::AmpFp16 || mode == PrecisionMode::PureFp16;
     return scalerEnabled == "true";
   }
+  // A run recorded outside AMP Studio (the PyTorch probe, a TensorBoard import): its model or data
+  // is "external", so it can be shown and compared but never trained or resumed here.
+  bool isExternal() const { return model.name == "external" || data.name == "external"; }
   std::string displayName() const;
 };
 

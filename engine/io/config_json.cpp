@@ -82,6 +82,16 @@ void applyConfigJson(RunConfig& c, const QJsonObject& obj, const std::string& pr
                      const JsonNumberTexts* texts) {
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     const std::string key = prefix + it.key().toStdString();
+    if (key == "format_version") {
+      const double v = it.value().toDouble(-1);
+      if (!it.value().isDouble() || v != std::trunc(v) || v < 1)
+        throw ConfigError("format_version: expected a whole number >= 1");
+      if (v > kRunFormatVersion)
+        throw ConfigError("format_version " + QString::number(v, 'g', 17).toStdString() +
+                          " is newer than this AMP Studio reads (" + std::to_string(kRunFormatVersion) +
+                          "): open it with a newer AMP Studio");
+      continue;
+    }
     if (it.value().isObject()) {
       applyConfigJson(c, it.value().toObject(), key + ".", texts);
       continue;
@@ -121,6 +131,7 @@ void applyConfigFile(RunConfig& c, const std::string& path) {
 
 QJsonObject configToJson(const RunConfig& c) {
   QJsonObject root;
+  root["format_version"] = kRunFormatVersion;
   for (const auto& [key, value] : flattenConfig(c)) {
     const ConfigKey* k = findConfigKey(key);
     const QString v = QString::fromStdString(value);

@@ -10,6 +10,10 @@
 
 namespace amp {
 
+// The run-folder format's version: config.json carries it as "format_version" (a file without it
+// is version 1). A reader refuses a newer one in one line instead of misreading it.
+inline constexpr int kRunFormatVersion = 1;
+
 // Applies a JSON file's keys on top of `c`. Throws ConfigError("FILE: ...").
 void applyConfigFile(RunConfig& c, const std::string& path);
 // Applies a parsed JSON object (keys relative to `prefix`). `texts` (scanJsonNumbers of the

@@ -12,6 +12,7 @@
 
 #include "engine/io/checkpoint_manifest.h"  // CheckpointError, kCheckpointAppVersion
 #include "engine/io/run_bundle.h"
+#include "engine/io/tensorboard_import.h"
 #include "engine/io/zip_entries.h"
 
 namespace amp {
@@ -171,7 +172,7 @@ std::vector<ExperimentRun> openAnything(const QString& path) {
   if (fi.isDir()) {
     std::vector<ExperimentRun> runs;
     try {
-      for (RunRecord& r : loadRunFolders(path)) runs.push_back({std::move(r), QString(), true, QByteArray()});
+      for (RunRecord& r : loadRunsOrTensorBoard(path)) runs.push_back({std::move(r), QString(), true, QByteArray()});
     } catch (const RunRecordError& e) {
       throw ExperimentError(e.what());
     }

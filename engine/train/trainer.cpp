@@ -53,6 +53,10 @@ std::unique_ptr<Backend> backendFor(const RunConfig& c) {
 Trainer::Trainer(RunConfig config, std::unique_ptr<Backend> backend)
     : m_config(std::move(config)) {
   if (auto e = validateRunConfig(m_config)) throw ConfigError(*e);
+  if (m_config.isExternal())
+    throw ConfigError(std::string(m_config.model.name == "external" ? "model.name" : "data.name") +
+                      "=external: this run was recorded outside AMP Studio (the PyTorch probe or a "
+                      "TensorBoard import); it can be shown and compared, not trained here");
   for (const auto& [op, policy] : m_config.autocastOverrides)
     m_autocast.policy().setPolicy(op, *parseCastPolicy(policy));
   m_be = backend ? std::move(backend) : backendFor(m_config);

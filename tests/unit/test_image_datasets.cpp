@@ -353,7 +353,7 @@ TEST(ImageDataKeys, BadValuesNameTheKeyInOneLine) {
   EXPECT_HAS(configError([&] { setConfigValue(c, "data.channels", "99999999999"); }), "data.channels: expected an integer from");
   EXPECT_EQ(configError([&] { setConfigValue(c, "data.name", "cifar100"); }),
             "data.name: expected one of synthetic | fmnist | cifar10 | images | spirals | circles | blobs | csv | text | "
-            "copy | reverse | sort | add, got "
+            "copy | reverse | sort | add | external, got "
             "'cifar100'");
   auto problem = [](auto change) {
     RunConfig r;
