@@ -5,6 +5,7 @@
 
 #include "engine/io/model_files.h"
 #include "app/cli_main.h"  // printError
+#include "app/cli_ranks.h"
 
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 
 #include "engine/backend/backend_registry.h"
 #include "engine/core/checked_file.h"
+#include "engine/dist/data_parallel.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/config_json.h"
 #include "engine/io/model_files.h"
@@ -243,6 +245,36 @@ void prepareResumedFolder(const QString& dir, const QByteArray& history, const s
   keepStepsUpTo(dir + "/" + kRunEventsFile, step, false);
 }
 
+// The end of a data-parallel run: whether the replicas are still identical (every rank's weights
+// digest, gathered on rank 0), and the all-reduce's share of the step, for summary.json.
+void describeRanks(Trainer& trainer, Communicator& comm, RunResult& result, const std::string& tag, bool quiet,
+                   const std::vector<double>& allreduce, const std::vector<double>& step) {
+  const std::string digest = modelDigest(trainer.backend(), trainer.model());
+  const std::uint64_t d = std::stoull(digest, nullptr, 16);
+  const double halves[2] = {double(d >> 32), double(d & 0xffffffffu)};
+  const std::vector<double> all = comm.gatherToRoot(halves, "weights digest");
+  if (comm.rank() != 0) return;
+  bool identical = true;
+  for (std::size_t i = 2; i < all.size(); i += 2) identical &= all[i] == all[0] && all[i + 1] == all[1];
+  result.extra["ranks"] = comm.size();
+  result.extra["ranks_identical"] = identical;
+  result.extra["weights_digest"] = QString::fromStdString(digest);
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  const double a = median(allreduce), s = median(step);
+  result.extra["median_allreduce_ms"] = a;
+  result.extra["allreduce_share"] = s > 0 ? a / s : 0.0;
+  if (!quiet)
+    std::fprintf(stderr, "[%s] %d ranks (%s): replicas %s at the end (weights digest %s); all-reduce %.3g ms of a %.3g ms step (%.0f%%)\n",
+                 tag.c_str(), comm.size(), comm.description().c_str(), identical ? "identical" : "DIFFER",
+                 digest.c_str(), a, s, s > 0 ? 100 * a / s : 0.0);
+  if (!identical)
+    std::fprintf(stderr, "[%s] warning: the ranks' weights differ at the end of the run\n", tag.c_str());
+}
+
 }  // namespace
 
 RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quiet, bool trace,
@@ -262,6 +294,10 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
     // The summary covers the whole run, not only the steps of this process.
     for (const StepMetrics& m : history) builder.add(m);
   }
+  // A rank of a data-parallel run (mpirun): rank 0's weights (or the checkpoint all ranks
+  // loaded) on every rank before the first step.
+  Communicator& comm = processCommunicator(config.dist.timeoutS);
+  if (comm.size() > 1) trainer.joinRanks(comm);
   const std::int64_t startStep = trainer.stepsDone();
   if (resumed && trainer.finished())
     throw UsageError("--resume: the checkpoint is at step " + std::to_string(startStep) +
@@ -296,6 +332,7 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
   result.extra["seed"] = static_cast<double>(config.seed);
   result.extra["total_steps"] = static_cast<double>(trainer.totalSteps());
 
+  if (comm.size() > 1) result.extra["distributed"] = QString::fromStdString(comm.description());
   const bool tty = isatty(STDERR_FILENO);
   const std::string tag = label.empty() ? std::string(precisionModeName(config.mode)) : label;
   if (!quiet) {
@@ -323,9 +360,12 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
   };
   const auto start = std::chrono::steady_clock::now();
   std::int64_t lastPrinted = -1;
+  std::vector<double> allreduceMs, stepMs;  // data-parallel runs: the all-reduce's share
   while (!trainer.finished()) {
     const StepMetrics m = trainer.step();
     builder.add(m);
+    allreduceMs.push_back(m.allreduceMs);
+    stepMs.push_back(m.stepMs);
     const auto events = describeEvents(m, config.scaler.growthInterval);
     if (writer) {
       try {
@@ -366,6 +406,7 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
   }
   result.summary = builder.summary();
   if (result.summary.status == "running") result.summary.status = "finished";
+  if (comm.size() > 1) describeRanks(trainer, comm, result, tag, quiet, allreduceMs, stepMs);
   // A language model shows what it learnt: 200 bytes after a newline, sampled with a fixed seed.
   if (config.model.name == "gpt" && !trainer.diverged()) {
     const std::string sample = sampleText(trainer);

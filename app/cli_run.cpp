@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <QJsonDocument>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "app/cli_experiment.h"
 #include "app/cli_output_folder.h"
+#include "app/cli_ranks.h"
 #include "app/cli_report.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/run_output.h"
@@ -21,6 +23,7 @@ void printRunHelp() {
   std::printf(
       "usage: ampstudio-cli run [CONFIG.json] [--preset NAME] [--set key=value]... [--out DIR]\n"
       "                         [--inject-nonfinite 2,7] [--trace] [--quiet] [--overwrite]\n"
+      "                         [--ranks N]\n"
       "       ampstudio-cli run --resume CKPT.zip [--set key=value]... [--out DIR]\n"
       "Writes DIR/config.json, metrics.jsonl (one object per step), histograms.jsonl,\n"
       "events.log and summary.json (a preset with variants: one sub-folder per variant and a\n"
@@ -31,6 +34,9 @@ void printRunHelp() {
       "one at the end. --resume continues such a checkpoint exactly, with its config (--set may\n"
       "change e.g. train.steps, not the model, data, seed or precision), appending to\n"
       "DIR/metrics.jsonl. Default DIR: the run folder the checkpoint lies in.\n"
+      "--ranks N runs it data-parallel on N ranks through Open MPI's mpirun (the same as\n"
+      "mpirun -np N ampstudio-cli run ...): each rank trains on its shard of every global batch\n"
+      "(train.batch_size), gradients are averaged before the scaler; rank 0 writes DIR.\n"
       "presets: %s\nkeys:\n", presetNames().c_str());
   for (const auto& k : configKeys())
     std::printf("  %-26s %-8s %s\n", k.key.c_str(), k.type.c_str(), k.help.c_str());
@@ -69,16 +75,41 @@ bool sameFolder(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-int cmdRun(const Args& args) {
-  for (const auto& a : args)
+int cmdRun(const Args& allArgs) {
+  for (const auto& a : allArgs)
     if (a == "--help" || a == "-h") {
       printRunHelp();
       return 0;
     }
+  // --ranks N: the same command again, as N ranks under mpirun.
+  Args args;
+  int ranks = 1;
+  for (std::size_t i = 0; i < allArgs.size(); ++i) {
+    if (allArgs[i] != "--ranks") {
+      args.push_back(allArgs[i]);
+      continue;
+    }
+    const std::string v = i + 1 < allArgs.size() ? allArgs[++i] : "";
+    char* end = nullptr;
+    const long n = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || n < 1 || n > 1024) {
+      printError("run", "--ranks: expected a number of ranks from 1 to 1024, got '" + v + "'");
+      return 2;
+    }
+    ranks = int(n);
+  }
+  if (ranks > 1) return relaunchUnderMpirun(ranks, args);
+  // Under mpirun only rank 0 writes: the others train the same steps with no folder and no
+  // output, and end with the same exit code.
+  const bool writer = launchedRank() == 0;
   std::vector<NamedConfig> configs;
   ExperimentArgs ea;
   try {
     ea = parseExperimentArgs(args);
+    if (!writer) {
+      ea.quiet = true;
+      ea.trace = false;
+    }
     if (ea.resume.empty()) configs = buildConfigs(ea);
     else configs = {{"", buildResumeConfig(ea)}};
   } catch (const std::exception& e) {
@@ -100,6 +131,19 @@ int cmdRun(const Args& args) {
     made.removeEmpty();
     return 2;
   };
+  if (!writer) {
+    bool diverged = false;
+    for (const auto& nc : configs) {
+      try {
+        RunResult r = runToEnd(nc.config, "", true, false, nc.label, ea.resume, false, false);
+        diverged |= r.summary.status == "diverged" && nc.config.train.onDivergence == "stop";
+      } catch (const std::exception& e) {
+        printError("run", "rank " + std::to_string(launchedRank()) + ": " + e.what());
+        return 2;
+      }
+    }
+    return diverged ? 1 : 0;
+  }
   try {
     // Claimed first, so that a second run started at once with the same folder is refused
     // (or, for the default folder, takes the next free name) instead of writing beside this one.

@@ -11,6 +11,7 @@ PKGS=(
   python3-numpy xz-utils
   protobuf-compiler libprotobuf-dev
   python3-torch python3-venv
+  libopenmpi-dev openmpi-bin
   clang clang-14 libclang-rt-14-dev libomp-14-dev
   help2man dpkg-dev lintian desktop-file-utils appstream shared-mime-info
 )

@@ -253,6 +253,11 @@ std::vector<ConfigKey> buildKeys() {
   k.push_back(intKey("train.threads", "CPU threads (0 = all cores; at most 1024)", [](RunConfig& c) { return &c.train.threads; }));
   k.push_back(intKey("checkpoint.every", "write a checkpoint every N steps (0 = off)", [](RunConfig& c) { return &c.checkpoint.every; }));
   k.push_back(boolKey("checkpoint.at_end", "write a checkpoint when the run ends", [](RunConfig& c) { return &c.checkpoint.atEnd; }));
+  k.push_back(intKey("dist.inject_rank", "data-parallel runs: train.inject_nonfinite corrupts this rank's gradient only (-1: every rank)", [](RunConfig& c) { return &c.dist.injectRank; }));
+  k.push_back(numKey("dist.bucket_mb", "data-parallel runs: gradients are all-reduced in buckets of this many MiB (DDP: 25)", [](RunConfig& c) { return &c.dist.bucketMb; }));
+  k.push_back(numKey("dist.timeout_s", "data-parallel runs: a collective that takes longer than this ends every rank with a message (a rank died or hangs)", [](RunConfig& c) { return &c.dist.timeoutS; }));
+  k.push_back(intKey("dist.kill_rank", "data-parallel runs: this rank exits at step dist.kill_step, to show what a dying rank does (-1: none)", [](RunConfig& c) { return &c.dist.killRank; }));
+  k.push_back(intKey("dist.kill_step", "data-parallel runs: the step at which dist.kill_rank exits", [](RunConfig& c) { return &c.dist.killStep; }));
   return k;
 }
 
@@ -343,6 +348,9 @@ std::optional<std::string> validateRunConfig(const RunConfig& c) {
   if (!(t.clipNorm >= 0) || !std::isfinite(t.clipNorm)) return "train.clip_norm must be a finite number >= 0";
   if (!std::isfinite(t.lossWeight) || !(t.lossWeight > 0)) return "train.loss_weight must be a finite number > 0";
   if (t.histogramEvery < 0) return "train.histogram_every must be >= 0";
+  if (c.dist.injectRank < -1) return "dist.inject_rank must be -1 (every rank) or a rank >= 0";
+  if (!(c.dist.bucketMb > 0) || !std::isfinite(c.dist.bucketMb)) return "dist.bucket_mb must be a finite number > 0";
+  if (!(c.dist.timeoutS > 0) || !std::isfinite(c.dist.timeoutS)) return "dist.timeout_s must be a finite number > 0";
   if (t.evalEvery < 0) return "train.eval_every must be >= 0";
   // OpenMP crashed (SIGSEGV) creating 100000 threads; more threads than this helps no CPU.
   if (t.threads < 0 || t.threads > kMaxTrainThreads)

@@ -73,6 +73,15 @@ struct TrainConfig {
   int threads = 0;                 // 0 = all cores; at most kMaxTrainThreads
 };
 
+// Data-parallel runs (engine/dist): what the ranks share is set by mpirun; these shape a run.
+struct DistConfig {
+  int injectRank = -1;       // train.inject_nonfinite acts on this rank only (-1: every rank)
+  double bucketMb = 25;      // gradients all-reduced in buckets of this many MiB (DDP's default)
+  double timeoutS = 300;     // a collective that takes longer ends every rank with a message
+  int killRank = -1;         // this rank exits at step killStep (-1: none): a rank dying, shown
+  std::int64_t killStep = 0;
+};
+
 struct CheckpointConfig {
   std::int64_t every = 0;  // checkpoint every N steps (0 = only at the end if `atEnd`)
   bool atEnd = false;
@@ -99,6 +108,7 @@ struct RunConfig {
   DataOptions data;
   TrainConfig train;
   CheckpointConfig checkpoint;
+  DistConfig dist;
   std::map<std::string, std::string> autocastOverrides;  // op -> policy name
 
   bool usesAutocast() const { return mode == PrecisionMode::AmpFp16 || mode == PrecisionMode::AmpBf16; }

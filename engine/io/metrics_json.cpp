@@ -3,6 +3,7 @@
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -79,6 +80,13 @@ QJsonObject stepMetricsToJson(const StepMetrics& m) {
     o["diverged"] = true;
     o["divergence"] = QString::fromStdString(m.divergence);
   }
+  if (m.ranks > 1) {  // absent for one process: its lines stay as they always were
+    o["ranks"] = m.ranks;
+    o["allreduce_ms"] = m.allreduceMs;
+    QJsonArray per;
+    for (double r : m.rankSamplesPerS) per.append(r);
+    o["rank_samples_per_s"] = per;
+  }
   return o;
 }
 
@@ -128,6 +136,9 @@ StepMetrics stepMetricsFromJson(const QJsonObject& o) {
   if (o.contains("test_acc")) m.testAcc = o["test_acc"].toDouble();
   m.diverged = o["diverged"].toBool();
   m.divergence = o["divergence"].toString().toStdString();
+  m.ranks = std::max(1, o["ranks"].toInt(1));
+  m.allreduceMs = o["allreduce_ms"].toDouble();
+  for (const QJsonValue& v : o["rank_samples_per_s"].toArray()) m.rankSamplesPerS.push_back(v.toDouble());
   return m;
 }
 

@@ -53,6 +53,11 @@ struct StepMetrics {
   std::optional<double> testLoss, testAcc, trainAcc;
   bool diverged = false;
   std::string divergence;           // "step 812: non-finite loss; first non-finite tensor: ..."
+  // Data-parallel runs (engine/dist): the ranks, the gradient all-reduce's share of this rank's
+  // step, and each rank's own throughput (its samples over its step time), rank by rank.
+  int ranks = 1;
+  double allreduceMs = 0;
+  std::vector<double> rankSamplesPerS;
   std::vector<HistogramRecord> histograms;
 };
 

@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "engine/config/config_schema.h"
 #include "engine/data/data_fingerprint.h"
+#include "engine/dist/data_parallel.h"
 #include "engine/train/histogram_recorder.h"
 #include "engine/train/memory_estimate.h"
 #include "engine/train/model_factory.h"
@@ -263,8 +266,25 @@ StepMetrics Trainer::step() {
   }
 }
 
+void Trainer::joinRanks(Communicator& comm) {
+  m_comm = &comm;
+  if (comm.size() <= 1) return;
+  // Ranks on one machine share its cores: each takes its part instead of all of them (two
+  // ranks' OpenMP teams on 2 cores took the CPU from each other).
+  m_threadsPerRank = std::max(1, omp_get_num_procs() / comm.size());
+  broadcastModel(*m_be, comm, *m_model);
+}
+
 StepMetrics Trainer::runStep() {
+  const int ranks = this->ranks(), rank = this->rank();
   if (m_config.train.threads > 0) omp_set_num_threads(m_config.train.threads);
+  else if (m_threadsPerRank > 0) omp_set_num_threads(m_threadsPerRank);
+  if (ranks > 1 && rank == m_config.dist.killRank && m_step + 1 == m_config.dist.killStep) {
+    std::fprintf(stderr, "rank %d: dist.kill_step: exiting at step %lld, as a rank that dies would\n", rank,
+                 static_cast<long long>(m_step + 1));
+    std::fflush(stderr);
+    std::_Exit(3);
+  }
   auto t0 = std::chrono::steady_clock::now();
   m_be->resetGemmCounters();
   m_be->memory().resetPeaks();
@@ -272,7 +292,8 @@ StepMetrics Trainer::runStep() {
   StepMetrics mt;
   mt.step = m_step + 1;
   const auto& tc = m_config.train;
-  const bool recordHist = tc.histogramEvery > 0 && (mt.step == 1 || mt.step % tc.histogramEvery == 0);
+  // Histograms are rank 0's record (after the all-reduce, every rank's gradients are the same).
+  const bool recordHist = rank == 0 && tc.histogramEvery > 0 && (mt.step == 1 || mt.step % tc.histogramEvery == 0);
   mt.scale = m_scaler->scale();
   HistogramRecorder recorder(*m_be, mt.scale, /*measureRounding=*/!replaysInFp32());
   LayerContext ctx{*m_be, m_autocast, true, recordHist ? &recorder : nullptr,
@@ -287,10 +308,20 @@ StepMetrics Trainer::runStep() {
   mt.lr = m_schedule->lrAt(m_schedulerSteps);
   m_scaled->beginStep(mt.lr, tc.postUnscaleCheck == "skip" && mt.scale < 1.f);
   m_model->zeroGrad();
-  std::int64_t samples = 0;
+  std::int64_t samples = 0, globalSamples = 0;
   std::optional<Fp32Replay> replay;
+  Batch shard;
   for (int micro = 0; micro < tc.accumulation; ++micro) {
-    const Batch& b = nextBatch();
+    const Batch& global = nextBatch();
+    globalSamples += global.size;
+    if (ranks > 1) shard = shardBatch(global, rank, ranks);
+    const Batch& b = ranks > 1 ? shard : global;
+    if (b.size == 0) continue;  // a last batch with fewer rows than ranks: zeros in the all-reduce
+    // This rank's mean loss weighs b.size / global.size in the global batch's mean, and the
+    // all-reduce divides by the ranks: the gradient seed carries the rest (1 for equal shards).
+    const float microSeed = ranks > 1 && b.size * ranks != global.size
+                                ? static_cast<float>(double(seed) * double(b.size * ranks) / double(global.size))
+                                : seed;
     Tensor x = uploadInput(b);
     Tensor target = uploadTarget(b);
     if (recordHist && micro == 0 && replaysInFp32()) {
@@ -307,23 +338,33 @@ StepMetrics Trainer::runStep() {
       m_loss->forwardIntoStep(ctx, out, target);
     }
     samples += b.size;
-    Tensor dout = m_loss->backward(ctx, seed);
+    Tensor dout = m_loss->backward(ctx, microSeed);
     m_model->backward(ctx, dout);
   }
   mt.epoch = static_cast<int>(m_loader->epoch());
 
   // Fault injection: an inf in one gradient, as an fp16 overflow would leave it.
-  const bool inject = m_injectNext || std::find(tc.injectNonFinite.begin(), tc.injectNonFinite.end(),
-                                                mt.step) != tc.injectNonFinite.end();
+  const bool inject = (m_injectNext || std::find(tc.injectNonFinite.begin(), tc.injectNonFinite.end(),
+                                                 mt.step) != tc.injectNonFinite.end()) &&
+                     (m_config.dist.injectRank < 0 || m_config.dist.injectRank == rank);
   m_injectNext = false;
   // Readers of .grad before the fused passes see rounded gradients (Parameter::gradRoundThrough).
-  if (inject || recordHist) m_scaled->settleGrads();
+  if (inject || recordHist || ranks > 1) m_scaled->settleGrads();
   if (inject) {
     Parameter* p = injectionTarget();
     if (p && p->grad.defined()) {
       m_be->setElement(p->grad, 0, INFINITY);
       mt.injected = true;
     }
+  }
+  // DDP: the scaled gradients averaged over the ranks, before unscaling, so an inf on any rank
+  // is on every rank and all of them find it, skip and back off together.
+  if (ranks > 1) {
+    const auto a0 = std::chrono::steady_clock::now();
+    const auto bucket = static_cast<std::size_t>(m_config.dist.bucketMb * 1024 * 1024 / 4);
+    allReduceGradients(*m_be, *m_comm, m_scaled->backwardOrder(), std::max<std::size_t>(1, bucket));
+    mt.allreduceMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a0).count();
+    mt.ranks = ranks;
   }
   if (recordHist)
     for (Parameter* p : m_model->parameters())
@@ -343,6 +384,19 @@ StepMetrics Trainer::runStep() {
   m_scaler->update();
   const StepStats& st = m_scaled->stats();
   mt.loss = st.lossSum / tc.accumulation;  // the criterion's value; loss_weight scales only the gradient
+  if (ranks > 1) {
+    // The global batch's loss (each rank's mean weighed by its rows), and a cross-check of the
+    // decision, as FSDP's sharded scaler all-reduces found_inf: every rank must have skipped, or
+    // none (their gradients are the same after the all-reduce, so a split is a bug to stop for).
+    std::vector<double> v{samples ? mt.loss * double(samples) : 0.0, double(samples), st.stepped ? 0.0 : 1.0,
+                          mt.injected ? 1.0 : 0.0};
+    m_comm->allReduceSum(v, "step loss and skip cross-check");
+    mt.loss = v[1] > 0 ? v[0] / v[1] : mt.loss;
+    if (v[2] != 0 && v[2] != ranks)
+      throw std::logic_error("step " + std::to_string(mt.step) + ": " + std::to_string(int(v[2])) + " of " +
+                             std::to_string(ranks) + " ranks skipped the optimizer step; the ranks disagree");
+    mt.injected = v[3] > 0;
+  }
   // The backend ran the same rule (kernels/common/scale_update.h) as the host GradScaler, whose
   // state machine stays the authority; a difference would be a bug worth stopping for.
   if (st.scaleUpdated && (st.scale.scale != m_scaler->scale() ||
@@ -411,7 +465,11 @@ StepMetrics Trainer::runStep() {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double secs = m_be->deviceStepSeconds().value_or(wall);
   mt.stepMs = secs * 1e3;
-  mt.samplesPerS = secs > 0 ? double(samples) / secs : 0.0;
+  mt.samplesPerS = secs > 0 ? double(ranks > 1 ? globalSamples : samples) / secs : 0.0;
+  if (ranks > 1) {
+    const double own = secs > 0 ? double(samples) / secs : 0.0;
+    mt.rankSamplesPerS = m_comm->gatherToRoot(std::span<const double>(&own, 1), "per-rank throughput");
+  }
   const GemmCounters gc = m_be->gemmCounters();
   mt.gemmGflops = gc.seconds > 0 ? gc.flops / gc.seconds / 1e9 : 0.0;
   // Memory and time are the training step's own; evaluation comes after them.
@@ -423,7 +481,7 @@ StepMetrics Trainer::runStep() {
   const bool epochDone = m_loader->position() == m_loader->batchesPerEpoch();
   mt.epochEnd = epochDone;
   const bool evalNow = tc.evalEvery > 0 ? mt.step % tc.evalEvery == 0 : epochDone;
-  if (hasTestSet() && !mt.diverged && (evalNow || finished())) {
+  if (rank == 0 && hasTestSet() && !mt.diverged && (evalNow || finished())) {  // rank 0's record
     const EvalResult r = evaluate();
     mt.testLoss = r.loss;
     mt.testAcc = r.accuracy;

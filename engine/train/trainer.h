@@ -14,6 +14,7 @@
 #include "engine/backend/backend_registry.h"  // makeBackend, gpuInventory
 #include "engine/config/run_config.h"
 #include "engine/data/batch_loader.h"
+#include "engine/dist/communicator.h"
 #include "engine/nn/loss.h"
 #include "engine/nn/sequential.h"
 #include "engine/optim/lr_schedule.h"
@@ -86,6 +87,14 @@ class Trainer {
   std::vector<std::string> modelSummary() { return m_model->summary(sampleShape()); }
   std::int64_t batchesPerEpoch() const { return m_loader->batchesPerEpoch(); }
 
+  // Makes this trainer one rank of a data-parallel run (engine/dist/data_parallel.h): rank 0's
+  // weights are broadcast now; every step then trains on this rank's shard of the global batch
+  // and averages the gradients over the ranks before the scaler sees them. Only rank 0 records
+  // histograms and evaluates. `comm` must outlive the trainer.
+  void joinRanks(Communicator& comm);
+  int rank() const { return m_comm ? m_comm->rank() : 0; }
+  int ranks() const { return m_comm ? m_comm->size() : 1; }
+
   TrainerProgress progress() const;
   // Why a saved loader state does not fit this run, or nothing (asked before anything changes).
   std::optional<std::string> loaderStateProblem(const BatchLoaderState& s) const {
@@ -143,6 +152,8 @@ class Trainer {
   std::int64_t m_streakStart = 0;
   std::string m_streakTensor;
   double m_lastEvalSeconds = 0;
+  Communicator* m_comm = nullptr;  // a data-parallel run's ranks; nullptr: one process
+  int m_threadsPerRank = 0;         // CPU threads each rank takes when train.threads is 0
   // The training set on the device (data.device_cache); undefined tensors when batches are
   // uploaded from the host instead.
   struct DeviceData {

@@ -1,0 +1,177 @@
+#include "app/cli_ranks.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#ifdef AMP_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace amp::cli {
+
+namespace {
+
+int envInt(std::initializer_list<const char*> names, int fallback) {
+  for (const char* n : names)
+    if (const char* v = std::getenv(n)) return std::atoi(v);
+  return fallback;
+}
+
+#ifdef AMP_HAVE_MPI
+// Open MPI's collectives, non-blocking and polled with a growing sleep: a blocking call would
+// wait for ever for a rank that died, and a busy poll would take the CPU from the rank this one
+// waits for (two ranks on 2 cores).
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator() {
+    MPI_Init(nullptr, nullptr);
+    MPI_Comm_rank(MPI_COMM_WORLD, &m_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &m_size);
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(version, &len);
+    std::string v(version, std::size_t(len));
+    m_library = v.substr(0, v.find(','));
+  }
+  ~MpiCommunicator() override { MPI_Finalize(); }
+
+  void setTimeout(double s) { m_timeoutS = s; }
+  int rank() const override { return m_rank; }
+  int size() const override { return m_size; }
+  std::string description() const override {
+    return m_library + ", " + std::to_string(m_size) + " ranks";
+  }
+
+  void allReduceSum(std::span<float> data, const char* what) override { reduce(data.data(), data.size(), MPI_FLOAT, what); }
+  void allReduceSum(std::span<double> data, const char* what) override { reduce(data.data(), data.size(), MPI_DOUBLE, what); }
+
+  void broadcast(std::span<std::uint8_t> data, int root, const char* what) override {
+    for (std::size_t at = 0; at < data.size(); at += kChunk) {
+      MPI_Request r;
+      MPI_Ibcast(data.data() + at, int(std::min(kChunk, data.size() - at)), MPI_BYTE, root, MPI_COMM_WORLD, &r);
+      wait(r, what);
+    }
+  }
+
+  std::vector<double> gatherToRoot(std::span<const double> values, const char* what) override {
+    std::vector<double> all(m_rank == 0 ? values.size() * std::size_t(m_size) : 0);
+    MPI_Request r;
+    MPI_Igather(values.data(), int(values.size()), MPI_DOUBLE, all.data(), int(values.size()), MPI_DOUBLE, 0,
+                MPI_COMM_WORLD, &r);
+    wait(r, what);
+    return all;
+  }
+
+ private:
+  static constexpr std::size_t kChunk = std::size_t(1) << 28;  // elements per call (an int count)
+
+  void reduce(void* data, std::size_t n, MPI_Datatype type, const char* what) {
+    const std::size_t width = type == MPI_FLOAT ? 4 : 8;
+    for (std::size_t at = 0; at < n; at += kChunk) {
+      MPI_Request r;
+      MPI_Iallreduce(MPI_IN_PLACE, static_cast<char*>(data) + at * width, int(std::min(kChunk, n - at)), type, MPI_SUM,
+                     MPI_COMM_WORLD, &r);
+      wait(r, what);
+    }
+  }
+
+  void wait(MPI_Request& r, const char* what) {
+    const auto start = std::chrono::steady_clock::now();
+    auto pause = std::chrono::microseconds(20);
+    for (;;) {
+      int done = 0;
+      MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+      if (done) return;
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (waited > m_timeoutS) {
+        std::fprintf(stderr,
+                     "ampstudio-cli run: rank %d: %s did not complete within %.0f s (dist.timeout_s): another "
+                     "rank died or hangs; ending every rank\n",
+                     m_rank, what, m_timeoutS);
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(2000));
+    }
+  }
+
+  int m_rank = 0, m_size = 1;
+  double m_timeoutS = 300;
+  std::string m_library;
+};
+#endif
+
+}  // namespace
+
+int launchedRank() { return envInt({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}, 0); }
+int launchedRanks() { return envInt({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 1); }
+
+Communicator& processCommunicator(double timeoutS) {
+#ifdef AMP_HAVE_MPI
+  if (launchedRanks() > 1) {
+    static std::unique_ptr<MpiCommunicator> mpi = std::make_unique<MpiCommunicator>();
+    mpi->setTimeout(timeoutS);
+    return *mpi;
+  }
+#endif
+  (void)timeoutS;
+  static SingleProcess single;
+  return single;
+}
+
+int relaunchUnderMpirun(int ranks, const Args& runArgs) {
+#ifndef AMP_HAVE_MPI
+  (void)ranks;
+  (void)runArgs;
+  printError("run", "--ranks: this ampstudio-cli was built without Open MPI (libopenmpi-dev); rebuild with it, or run one process");
+  return 2;
+#else
+  if (launchedRanks() > 1) {
+    printError("run", "--ranks: already one of " + std::to_string(launchedRanks()) + " ranks started by mpirun; give one or the other");
+    return 2;
+  }
+  std::string mpirun;
+  for (const char* dir : {"/usr/bin", "/usr/local/bin"})
+    if (::access((std::string(dir) + "/mpirun").c_str(), X_OK) == 0) {
+      mpirun = std::string(dir) + "/mpirun";
+      break;
+    }
+  if (mpirun.empty()) {
+    printError("run", "--ranks " + std::to_string(ranks) +
+                          ": mpirun (Open MPI) is not installed: apt-get install openmpi-bin (or start the ranks with your own mpirun -np N ampstudio-cli run ...)");
+    return 2;
+  }
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) {
+    printError("run", "--ranks: cannot find this program's own path (/proc/self/exe)");
+    return 2;
+  }
+  self[n] = '\0';
+  std::vector<std::string> argv{mpirun, "-np", std::to_string(ranks)};
+  // More ranks than cores is allowed (this machine may have 2); root needs Open MPI's consent.
+  argv.push_back("--oversubscribe");
+  if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
+  argv.push_back(self);
+  argv.push_back("run");
+  argv.insert(argv.end(), runArgs.begin(), runArgs.end());
+  std::vector<char*> cargs;
+  for (auto& a : argv) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::execv(mpirun.c_str(), cargs.data());
+  printError("run", "--ranks: could not start " + mpirun);
+  return 2;
+#endif
+}
+
+}  // namespace amp::cli

@@ -1,0 +1,27 @@
+// The CLI as one rank of a data-parallel run: `mpirun -np N ampstudio-cli run ...` starts N of
+// them (Open MPI from Debian), and `ampstudio-cli run --ranks N` starts that for the user.
+#pragma once
+
+#include <string>
+
+#include "app/cli_main.h"
+#include "engine/dist/communicator.h"
+
+namespace amp::cli {
+
+// This process's rank and the number of ranks, from what mpirun sets in the environment (no MPI
+// call: rank 0 decides about folders before anything is initialised). 0 and 1 outside mpirun.
+int launchedRank();
+int launchedRanks();
+
+// The process's communicator: Open MPI's (initialised on first use, finalised at exit) when
+// mpirun started more than one rank, else one process. timeoutS limits every collective: one
+// that takes longer prints which on which rank and ends every rank (MPI_Abort), since a rank that
+// died would otherwise leave the others waiting for ever.
+Communicator& processCommunicator(double timeoutS);
+
+// `run --ranks N ...`: the same command under mpirun with N ranks (exec: returns only when that
+// fails, with the exit code, after one line saying what is missing).
+int relaunchUnderMpirun(int ranks, const Args& runArgs);
+
+}  // namespace amp::cli
