@@ -10,6 +10,13 @@
 #include <thread>
 #include <vector>
 
+#include <QDir>
+#include <QJsonDocument>
+#include <QProcess>
+#include <QTemporaryFile>
+
+#include "engine/io/config_json.h"
+
 #ifdef AMP_HAVE_MPI
 #include <mpi.h>
 #endif
@@ -127,6 +134,68 @@ Communicator& processCommunicator(double timeoutS) {
   return single;
 }
 
+namespace {
+
+std::string findMpirun() {
+  for (const char* dir : {"/usr/bin", "/usr/local/bin"})
+    if (::access((std::string(dir) + "/mpirun").c_str(), X_OK) == 0) return std::string(dir) + "/mpirun";
+  return {};
+}
+
+std::string selfPath() {
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return {};
+  self[n] = '\0';
+  return self;
+}
+
+// mpirun's own options for N ranks here: more ranks than cores is allowed (this machine may
+// have 2), and root needs Open MPI's consent.
+std::vector<std::string> mpirunArgs(const std::string& mpirun, int ranks) {
+  std::vector<std::string> argv{mpirun, "-np", std::to_string(ranks), "--oversubscribe"};
+  if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
+  return argv;
+}
+
+}  // namespace
+
+int runVariantOnRanks(const RunConfig& config, const std::string& dir, bool quiet) {
+  const int ranks = config.dist.ranks;
+  const std::string mpirun = findMpirun();
+  if (mpirun.empty())
+    throw std::runtime_error("dist.ranks=" + std::to_string(ranks) +
+                             ": mpirun (Open MPI) is not installed: apt-get install openmpi-bin");
+  const std::string self = selfPath();
+  if (self.empty()) throw std::runtime_error("cannot find this program's own path (/proc/self/exe)");
+  QTemporaryFile file(QDir::tempPath() + "/ampstudio-ranks-XXXXXX.json");
+  if (!file.open() || file.write(QJsonDocument(configToJson(config)).toJson()) < 0 || !file.flush())
+    throw std::runtime_error("cannot write the ranks' config to " + QDir::tempPath().toStdString());
+  std::vector<std::string> argv = mpirunArgs(mpirun, ranks);
+  // The child's own table and folder line would interleave with this run's: it stays quiet, and
+  // this process says what it started.
+  argv.insert(argv.end(), {self, "run", file.fileName().toStdString(), "--out", dir, "--quiet"});
+  if (!quiet)
+    std::fprintf(stderr, "[%s] %s on %d ranks through mpirun (Open MPI)...\n", config.displayName().c_str(), dir.c_str(), ranks);
+  QProcess proc;
+  proc.setProgram(QString::fromStdString(argv[0]));
+  QStringList args;
+  for (std::size_t i = 1; i < argv.size(); ++i) args << QString::fromStdString(argv[i]);
+  proc.setArguments(args);
+  proc.setProcessChannelMode(QProcess::ForwardedChannels);
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert(QStringLiteral("AMPSTUDIO_RANKS_CHILD"), QStringLiteral("1"));  // no "outputs in" line of its own
+  proc.setProcessEnvironment(env);
+  proc.start();
+  if (!proc.waitForStarted(10000)) throw std::runtime_error("could not start " + mpirun);
+  proc.waitForFinished(-1);
+  const int code = proc.exitStatus() == QProcess::NormalExit ? proc.exitCode() : -1;
+  if (code != 0 && code != 1)
+    throw std::runtime_error(std::to_string(ranks) + " ranks for " + dir + " ended with exit code " +
+                             std::to_string(code) + " (their message is above)");
+  return code;
+}
+
 int relaunchUnderMpirun(int ranks, const Args& runArgs) {
 #ifndef AMP_HAVE_MPI
   (void)ranks;
@@ -138,28 +207,18 @@ int relaunchUnderMpirun(int ranks, const Args& runArgs) {
     printError("run", "--ranks: already one of " + std::to_string(launchedRanks()) + " ranks started by mpirun; give one or the other");
     return 2;
   }
-  std::string mpirun;
-  for (const char* dir : {"/usr/bin", "/usr/local/bin"})
-    if (::access((std::string(dir) + "/mpirun").c_str(), X_OK) == 0) {
-      mpirun = std::string(dir) + "/mpirun";
-      break;
-    }
+  const std::string mpirun = findMpirun();
   if (mpirun.empty()) {
     printError("run", "--ranks " + std::to_string(ranks) +
                           ": mpirun (Open MPI) is not installed: apt-get install openmpi-bin (or start the ranks with your own mpirun -np N ampstudio-cli run ...)");
     return 2;
   }
-  char self[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) {
+  const std::string self = selfPath();
+  if (self.empty()) {
     printError("run", "--ranks: cannot find this program's own path (/proc/self/exe)");
     return 2;
   }
-  self[n] = '\0';
-  std::vector<std::string> argv{mpirun, "-np", std::to_string(ranks)};
-  // More ranks than cores is allowed (this machine may have 2); root needs Open MPI's consent.
-  argv.push_back("--oversubscribe");
-  if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
+  std::vector<std::string> argv = mpirunArgs(mpirun, ranks);
   argv.push_back(self);
   argv.push_back("run");
   argv.insert(argv.end(), runArgs.begin(), runArgs.end());

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "app/cli_main.h"
+#include "engine/config/run_config.h"
 #include "engine/dist/communicator.h"
 
 namespace amp::cli {
@@ -23,5 +24,11 @@ Communicator& processCommunicator(double timeoutS);
 // `run --ranks N ...`: the same command under mpirun with N ranks (exec: returns only when that
 // fails, with the exit code, after one line saying what is missing).
 int relaunchUnderMpirun(int ranks, const Args& runArgs);
+
+// One variant of a preset with dist.ranks > 1 (the two-workers lesson's 2_ranks): `mpirun -np N
+// ampstudio-cli run CONFIG --out DIR` as a child process, its progress on this stderr. Returns
+// its exit code (0 done, 1 diverged); throws std::runtime_error with one line when it could not
+// run or failed.
+int runVariantOnRanks(const RunConfig& config, const std::string& dir, bool quiet);
 
 }  // namespace amp::cli

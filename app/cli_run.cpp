@@ -12,6 +12,8 @@
 #include "app/cli_report.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/run_output.h"
+#include "engine/io/run_record.h"
+#include "engine/train/run_summary.h"
 #include "engine/train/memory_estimate.h"
 #include "engine/train/trainer.h"
 
@@ -73,6 +75,19 @@ bool sameFolder(const std::string& a, const std::string& b) {
   return !ea && !eb && ca == cb;
 }
 
+// A variant trained on its own ranks (runVariantOnRanks), read back from the folder rank 0 wrote.
+RunResult resultOfRanks(const RunConfig& config, const std::string& dir, bool quiet) {
+  runVariantOnRanks(config, dir, quiet);
+  const RunRecord rec = loadRunFolder(QString::fromStdString(dir));
+  RunSummaryBuilder builder;
+  for (const StepMetrics& m : rec.steps) builder.add(m);
+  RunResult r;
+  r.summary = builder.summary();
+  r.summary.status = rec.status.isEmpty() ? "finished" : rec.status.toStdString();
+  r.extra = rec.summary;
+  return r;
+}
+
 }  // namespace
 
 int cmdRun(const Args& allArgs) {
@@ -116,6 +131,10 @@ int cmdRun(const Args& allArgs) {
     printError("run", e.what());
     return 2;
   }
+  // One run with dist.ranks > 1: the whole command again under mpirun (as --ranks N does), before
+  // any folder is claimed (rank 0 of the new ranks claims it).
+  if (launchedRanks() == 1 && configs.size() == 1 && configs[0].config.dist.ranks > 1)
+    return relaunchUnderMpirun(configs[0].config.dist.ranks, args);
   // The default folder never replaces an earlier run: ampstudio-run, then ampstudio-run-2, ...
   std::string out = !ea.outDir.empty()  ? ea.outDir
                     : !ea.resume.empty() ? defaultResumeOutDir(ea.resume)
@@ -192,8 +211,11 @@ int cmdRun(const Args& allArgs) {
   for (const auto& nc : configs) {
     try {
       // A run that ends with a checkpoint has its sizes measured for free: the file is there.
-      RunResult r = runToEnd(nc.config, dirOf(nc), ea.quiet, ea.trace, nc.label, ea.resume,
-                             nc.config.checkpoint.atEnd, ea.overwrite);
+      // A variant on several ranks (dist.ranks) runs as mpirun's child processes into its folder.
+      RunResult r = nc.config.dist.ranks > 1 && launchedRanks() == 1
+                        ? resultOfRanks(nc.config, dirOf(nc), ea.quiet)
+                        : runToEnd(nc.config, dirOf(nc), ea.quiet, ea.trace, nc.label, ea.resume,
+                                   nc.config.checkpoint.atEnd, ea.overwrite);
       diverged |= r.summary.status == "diverged" && nc.config.train.onDivergence == "stop";
       results.push_back({nc.label.empty() ? std::string(precisionModeName(nc.config.mode)) : nc.label,
                          std::move(r)});
@@ -218,7 +240,7 @@ int cmdRun(const Args& allArgs) {
     if (!writeOutputFile("run", out + "/summary.json", QJsonDocument(cmp).toJson().toStdString())) return 2;
   }
   if (!ea.quiet || configs.size() > 1) printComparison(results, stdout);
-  std::printf("outputs in %s\n", out.c_str());
+  if (!std::getenv("AMPSTUDIO_RANKS_CHILD")) std::printf("outputs in %s\n", out.c_str());
   return diverged ? 1 : 0;
 }
 

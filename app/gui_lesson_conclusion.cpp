@@ -158,6 +158,34 @@ void overflowResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& o
   out.criterion = decided.join(QStringLiteral("; "));
 }
 
+// Two ranks, an overflow on one of them: the same skipped steps and scales as one process.
+void twoWorkersResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
+  out.claim = tr("With the gradients averaged over the ranks before unscaling, an overflow on one rank "
+                 "makes every rank skip: the 2-rank run skips the same steps and moves its scale "
+                 "exactly as the single process does.");
+  out.chart = QStringLiteral("scale");
+  const ui::RunData* one = variant(runs, QStringLiteral("1_rank"));
+  const ui::RunData* two = variant(runs, QStringLiteral("2_ranks"));
+  if (!one || !two) return missingRuns(out, {QStringLiteral("1_rank"), QStringLiteral("2_ranks")});
+  auto skipped = [](const ui::RunData& r) {
+    QStringList s;
+    for (double x : r.series.skippedStep) s << QString::number(qint64(x));
+    return s;
+  };
+  const QStringList s1 = skipped(*one), s2 = skipped(*two);
+  const qsizetype n = std::min(one->series.scale.size(), two->series.scale.size());
+  bool sameScales = n > 0;
+  for (qsizetype i = 0; i < n; ++i) sameScales = sameScales && one->series.scale[i] == two->series.scale[i];
+  addFinding(out, *one, tr("skipped %1").arg(s1.isEmpty() ? tr("nothing") : s1.join(QStringLiteral(", "))));
+  addFinding(out, *two, tr("skipped %1 (the overflows were injected on rank 1 only)")
+                            .arg(s2.isEmpty() ? tr("nothing") : s2.join(QStringLiteral(", "))));
+  out.verdict = verdictOf(!s2.isEmpty() && s1 == s2 && sameScales);
+  out.criterion = tr("the same skipped steps (%1 against %2) and the same loss scale at each of %3 steps: %4")
+                      .arg(s2.join(QStringLiteral(", ")), s1.join(QStringLiteral(", ")))
+                      .arg(n)
+                      .arg(sameScales ? tr("yes") : tr("no"));
+}
+
 void lostUpdatesResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
   out.claim = tr("Without fp32 master weights, updates smaller than half an fp16 spacing are rounded "
                  "away: pure fp16 loses them and learns slower, AMP keeps every one.");
@@ -433,6 +461,8 @@ ui::LessonResult lessonResult(const Preset& p, const QVector<const ui::RunData*>
     underflowResult(p, runs, out);
   else if (p.name == "overflow")
     overflowResult(runs, out);
+  else if (p.name == "two-workers")
+    twoWorkersResult(runs, out);
   else if (p.name == "pure-fp16")
     lostUpdatesResult(runs, out);
   else if (p.name == "resnet")

@@ -376,6 +376,7 @@ void RunController::onRunEnded(TrainingWorker* w, int outcome, const QString& me
         setStatus(run, ui::RunStatus::Finished);
         log(run, {tr("finished: %1 steps, final loss %2, %3 skipped")
                       .arg(s.steps).arg(s.finalLoss, 0, 'g', 4).arg(s.skippedSteps)});
+        if (!message.isEmpty()) log(run, {message});  // e.g. a data-parallel run's ranks
       }
       break;
     case RunOutcome::Stopped:

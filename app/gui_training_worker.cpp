@@ -123,6 +123,11 @@ void TrainingWorker::keepPace(std::chrono::steady_clock::time_point stepStarted)
   }
 }
 
+bool TrainingWorker::cancelled() const {
+  std::lock_guard lock(m_mutex);
+  return m_cancel;
+}
+
 bool TrainingWorker::pauseRequested() const {
   std::lock_guard lock(m_mutex);
   return m_paused;
@@ -195,6 +200,7 @@ void TrainingWorker::run() {
       w->m_runReturned = true;
     }
   } markReturned{this};
+  if (m_config.dist.ranks > 1) return runOnRanks();
   std::unique_ptr<Trainer> trainer;
   QString backendName, backendInfo, computePath;
   try {

@@ -108,6 +108,14 @@ class TrainingWorker : public QThread {
   void publishDecisionMap(Trainer& trainer, bool force);
   // Waits until 1/pace after `stepStarted`, or until cancelled, paused or the pace changes.
   void keepPace(std::chrono::steady_clock::time_point stepStarted);
+  // dist.ranks > 1 (gui_rank_runner.cpp): the ranks run as `mpirun -np N ampstudio-cli run`
+  // into a folder of the run's own, and this thread follows that folder's metrics.jsonl and
+  // histograms.jsonl into the buffer as they grow, so the charts are the same as for a run
+  // trained here. Stop ends the ranks; pause, single steps and injection act on runs trained
+  // here only (the config's dist.inject_rank and train.inject_nonfinite do it for ranks).
+  void runOnRanks();
+  static QString ranksReport(const QString& out);  // the event log's line at the end
+  bool cancelled() const;
 
   const RunConfig m_config;
   MetricsBuffer m_buffer;

@@ -38,7 +38,10 @@ QString labelFor(const std::string& key) {
       {"train.on_divergence", "On divergence"}, {"train.inject_nonfinite", "Inject inf at"},
       {"train.inject_param", "Inject into"}, {"train.post_unscale_check", "Post-unscale check"},
       {"train.threads", "CPU threads"}, {"checkpoint.every", "Checkpoint every"},
-      {"checkpoint.at_end", "Checkpoint at end"}};
+      {"checkpoint.at_end", "Checkpoint at end"}, {"dist.ranks", "Ranks"},
+      {"dist.inject_rank", "Inject on rank"}, {"dist.bucket_mb", "Bucket (MiB)"},
+      {"dist.timeout_s", "Collective timeout (s)"}, {"dist.kill_rank", "Kill rank"},
+      {"dist.kill_step", "Kill at step"}};
   auto it = labels.find(key);
   return it != labels.end() ? it->second : QString::fromStdString(key);
 }
@@ -67,7 +70,10 @@ const Groups kTrainingTab = {
     {"Telemetry and faults", {"train.histogram_every", "train.eval_every", "train.on_divergence",
                               "train.inject_nonfinite", "train.inject_param",
                               "train.post_unscale_check", "train.threads"}},
-    {"Checkpoints", {"checkpoint.every", "checkpoint.at_end"}}};
+    {"Checkpoints", {"checkpoint.every", "checkpoint.at_end"}},
+    // Several ranks start through Open MPI's mpirun and are followed through their run folder.
+    {"Data parallel (Open MPI)", {"dist.ranks", "dist.inject_rank", "dist.bucket_mb", "dist.timeout_s",
+                                  "dist.kill_rank", "dist.kill_step"}}};
 
 namespace {
 bool isOneOf(const std::string& v, std::initializer_list<const char*> set) {
@@ -104,6 +110,7 @@ bool relevant(const std::string& key, const RunConfig& c) {
     return d == "images";
   if (key == "data.samples" || key == "data.noise") return toy;
   if (key == "data.classes") return d == "blobs";
+  if (key.rfind("dist.", 0) == 0 && key != "dist.ranks") return c.dist.ranks > 1;
   if (key == "data.batches") return d == "synthetic";
   if (key == "data.test_fraction") return toy || d == "csv" || (d == "images" && c.data.testPath.empty());
   if (key == "data.label_column" || key == "data.header") return d == "csv";

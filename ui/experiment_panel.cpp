@@ -40,6 +40,7 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   label("model.name", "mlp", tr("MLP classifier"));
   label("model.name", "cnn", tr("CNN"));
   label("model.name", "resnet", tr("ResNet (residual CNN)"));
+  label("model.name", "external", tr("External (recorded elsewhere: not trainable)"));
   label("model.stem", "cifar", tr("3x3 conv (CIFAR)"));
   label("model.stem", "imagenet", tr("7x7/2 conv + max-pool (ImageNet)"));
   label("data.name", "synthetic", tr("Synthetic recipe data"));

@@ -198,6 +198,7 @@ QVariant RunsModel::display(const RunData& r, const RunSummary& s, int column) c
       // Never pretend: a 16-bit run that is emulated on this CPU says so in its row, and a run on
       // a GPU names it.
       QString text = modeText(r.config);
+      if (r.config.dist.ranks > 1) text = tr("%1 ×%2 ranks").arg(text).arg(r.config.dist.ranks);
       if (r.backendName.startsWith(QLatin1String("cuda"))) text += QStringLiteral(" · %1").arg(r.backendName);
       if (r.computePath.contains(QLatin1String("emulated"))) text = tr("%1 (emulated)").arg(text);
       return text;

@@ -253,6 +253,7 @@ std::vector<ConfigKey> buildKeys() {
   k.push_back(intKey("train.threads", "CPU threads (0 = all cores; at most 1024)", [](RunConfig& c) { return &c.train.threads; }));
   k.push_back(intKey("checkpoint.every", "write a checkpoint every N steps (0 = off)", [](RunConfig& c) { return &c.checkpoint.every; }));
   k.push_back(boolKey("checkpoint.at_end", "write a checkpoint when the run ends", [](RunConfig& c) { return &c.checkpoint.atEnd; }));
+  k.push_back(intKey("dist.ranks", "data-parallel ranks: more than 1 starts them through Open MPI's mpirun (the app and a preset's variant; the CLI also takes --ranks N, or runs as mpirun -np N ampstudio-cli run)", [](RunConfig& c) { return &c.dist.ranks; }));
   k.push_back(intKey("dist.inject_rank", "data-parallel runs: train.inject_nonfinite corrupts this rank's gradient only (-1: every rank)", [](RunConfig& c) { return &c.dist.injectRank; }));
   k.push_back(numKey("dist.bucket_mb", "data-parallel runs: gradients are all-reduced in buckets of this many MiB (DDP: 25)", [](RunConfig& c) { return &c.dist.bucketMb; }));
   k.push_back(numKey("dist.timeout_s", "data-parallel runs: a collective that takes longer than this ends every rank with a message (a rank died or hangs)", [](RunConfig& c) { return &c.dist.timeoutS; }));
@@ -348,6 +349,7 @@ std::optional<std::string> validateRunConfig(const RunConfig& c) {
   if (!(t.clipNorm >= 0) || !std::isfinite(t.clipNorm)) return "train.clip_norm must be a finite number >= 0";
   if (!std::isfinite(t.lossWeight) || !(t.lossWeight > 0)) return "train.loss_weight must be a finite number > 0";
   if (t.histogramEvery < 0) return "train.histogram_every must be >= 0";
+  if (c.dist.ranks < 1 || c.dist.ranks > 1024) return "dist.ranks must be from 1 to 1024";
   if (c.dist.injectRank < -1) return "dist.inject_rank must be -1 (every rank) or a rank >= 0";
   if (!(c.dist.bucketMb > 0) || !std::isfinite(c.dist.bucketMb)) return "dist.bucket_mb must be a finite number > 0";
   if (!(c.dist.timeoutS > 0) || !std::isfinite(c.dist.timeoutS)) return "dist.timeout_s must be a finite number > 0";

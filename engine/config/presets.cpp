@@ -84,6 +84,24 @@ std::vector<Preset> build() {
                  return o;
                }(),
                {}, false, {}, "weight_grad|4.weight", "", /*demoPace=*/50, "scale"});
+  // Data-parallel ranks through Open MPI: the overflow lesson with the overflow on one rank only.
+  v.push_back({"two-workers", "Two workers, one decision",
+               "Two ranks train one model data-parallel (each on half of every batch, as PyTorch's "
+               "DDP does); non-finite gradients are injected on rank 1 alone, at steps 30, 31 and 90. "
+               "The scaled gradients are averaged over the ranks before the scaler looks at them, "
+               "so the inf reaches rank 0 too: both ranks skip the same steps and halve and regrow "
+               "the scale together, exactly as the single process does. A rank that decided alone "
+               "would step while the other skipped, and the replicas would drift apart.",
+               [] {
+                 auto o = kRecipe;
+                 o.insert(o.end(), {{"amp.mode", "fp16"}, {"model.width", "256"},
+                                    {"train.steps", "200"}, {"scaler.growth_interval", "40"},
+                                    {"train.inject_nonfinite", "30,31,90"}});
+                 return o;
+               }(),
+               {{"1_rank", {{"dist.ranks", "1"}}},
+                {"2_ranks", {{"dist.ranks", "2"}, {"dist.inject_rank", "1"}}}},
+               false, {}, "weight_grad|4.weight", "2_ranks", /*demoPace=*/0, "scale"});
   v.push_back({"bf16-no-scaler", "bf16 needs no loss scaler",
                "bf16 has fp32's 8 exponent bits: the same tiny gradients that vanish in fp16 "
                "survive in bf16 without any scaling (with 3 fewer mantissa bits than fp16). The "

@@ -75,6 +75,9 @@ struct TrainConfig {
 
 // Data-parallel runs (engine/dist): what the ranks share is set by mpirun; these shape a run.
 struct DistConfig {
+  // Ranks to start through mpirun: the app and a preset's variant launch `mpirun -np ranks
+  // ampstudio-cli run` and follow its folder; 1 trains in this process.
+  int ranks = 1;
   int injectRank = -1;       // train.inject_nonfinite acts on this rank only (-1: every rank)
   double bucketMb = 25;      // gradients all-reduced in buckets of this many MiB (DDP's default)
   double timeoutS = 300;     // a collective that takes longer ends every rank with a message

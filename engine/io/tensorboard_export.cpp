@@ -142,7 +142,8 @@ std::string tensorboardEventFile(const RunRecord& r, double startWallTime) {
   }
   // Histograms of steps without a metrics line (a run killed between the two files' writes).
   for (const auto& [step, h] : histograms) {
-    const bool hasLine = std::any_of(r.steps.begin(), r.steps.end(), [&](const StepMetrics& m) { return m.step == step; });
+    const std::int64_t at = step;  // (a structured binding cannot be captured before C++20's P1091 in clang 14)
+    const bool hasLine = std::any_of(r.steps.begin(), r.steps.end(), [&](const StepMetrics& m) { return m.step == at; });
     if (hasLine) continue;
     tb::Event e;
     e.set_wall_time(wall);
