@@ -212,6 +212,8 @@ QVariant RunsModel::display(const RunData& r, const RunSummary& s, int column) c
                                         : QString();
     case Skipped: return hasSteps ? QString::number(s.skippedSteps) : QString();
     case LostUpdates:
+      // A run recorded outside AMP Studio (the PyTorch probe, TensorBoard) did not measure them.
+      if (r.config.isExternal()) return hasSteps ? QStringLiteral("–") : QString();
       return hasSteps ? QStringLiteral("%1%").arg(s.meanLostUpdateFrac * 100, 0, 'f', 1) : QString();
     case MsPerStep: return s.medianStepMs > 0 ? QString::number(s.medianStepMs, 'f', 2) : QString();
     case PeakMemory: return hasSteps ? formatBytes(double(s.peakMemory.totalPeak)) : QString();

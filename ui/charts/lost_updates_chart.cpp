@@ -45,6 +45,7 @@ void LostUpdatesChart::updateSeries() {
   const YDomain domain = m_view->yDomain();
   for (RunSeriesSet& set : m_sets) {
     const RunSeries& s = set.run->series;
+    if (set.run->config.isExternal()) continue;  // recorded elsewhere: lost updates not measured
     if (set.percent.size() > s.lostUpdateFrac.size()) set.percent.clear();
     for (qsizetype i = set.percent.size(); i < s.lostUpdateFrac.size(); ++i)
       set.percent.push_back(s.lostUpdateFrac[i] * 100.0);
@@ -56,6 +57,7 @@ void LostUpdatesChart::updateSeries() {
   // The legend: each run's mean over the run, the runs table's "Lost upd." figure.
   updateRunLegend(m_view, this->runs(), {}, [](const RunData* r) {
     const QVector<double>& f = r->series.lostUpdateFrac;
+    if (r->config.isExternal()) return tr(" · not measured (recorded outside AMP Studio)");
     if (f.isEmpty()) return QString();
     const double mean = std::accumulate(f.begin(), f.end(), 0.0) / double(f.size());
     return tr(" · mean %1%").arg(mean * 100.0, 0, 'g', 3);
