@@ -185,6 +185,10 @@ class Backend : public BufferAllocator {
   // where that write is free (the CUDA step kernels already hold the new value in registers)
   // and saves the next forward a cast kernel per weight; the values are the same either way.
   virtual bool keepsWeightCopies() const { return false; }
+  // An fp32 tensor's values where this process can read and write them in place (host memory),
+  // or nullptr: a data-parallel all-reduce then sums them where they are instead of copying them
+  // out and back (engine/dist/data_parallel.cpp).
+  virtual float* hostFloats(Tensor& t) { (void)t; return nullptr; }
   // argmax (I32) remembers the winning input index per output for the backward pass.
   virtual void maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
                                 const Pool2dGeometry& g) = 0;

@@ -114,6 +114,7 @@ class CpuBackend final : public Backend {
   // Off by default (a cast on the CPU costs what the copy's write would); tests turn it on to
   // check that the CUDA backend's optimizer-written weight copies change no number.
   bool keepsWeightCopies() const override { return m_keepsWeightCopies; }
+  float* hostFloats(Tensor& t) override { return t.dtype() == DType::F32 ? t.data<float>() : nullptr; }
   void setKeepsWeightCopies(bool on) { m_keepsWeightCopies = on; }
 
   // Transformer ops (cpu_backend_transformer.cpp).

@@ -25,7 +25,8 @@ namespace amp {
 Batch shardBatch(const Batch& global, int rank, int ranks);
 
 // Every gradient summed over the ranks and divided by their number (in fp32; a 16-bit gradient is
-// rounded once at the end), in buckets of at most `bucketFloats` values taken in backward order,
+// rounded once at the end): an fp32 gradient in host memory in place, one collective per tensor;
+// others through host copies in buckets of at most `bucketFloats` values taken in backward order,
 // as DDP's reducer fills them. A parameter without a gradient here (a rank with no rows) takes
 // part with zeros and gets the average. Deferred roundings must be settled before.
 void allReduceGradients(Backend& be, Communicator& comm, const std::vector<Parameter*>& backwardOrder,

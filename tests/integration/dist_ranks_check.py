@@ -8,7 +8,8 @@ on one rank, as PyTorch's DDP + GradScaler promise it:
   loss weighs by its rows, so the run still follows the 1-rank one;
 - a checkpoint of a 2-rank run resumes on 1 rank and continues the 2-rank run;
 - a rank that dies (dist.kill_rank) ends the run at once with a message, and rank 0's
-  metrics.jsonl keeps whole lines.
+  metrics.jsonl keeps whole lines; a rank that hangs (SIGSTOP) makes the other's collective time
+  out (dist.timeout_s) and end the run with a message.
 
     dist_ranks_check.py CLI WORK        (exit 77: no mpirun, ctest reports it skipped)
 """
@@ -106,6 +107,37 @@ def main():
     raw = open(os.path.join(dead, "metrics.jsonl"), "rb").read()
     lines = raw.split(b"\n")
     check(raw.endswith(b"\n") and all(json.loads(l) for l in lines if l), "rank 0's metrics.jsonl keeps whole lines only")
+
+    # A rank that hangs (stopped with SIGSTOP): the other's collective times out (dist.timeout_s)
+    # and ends the run with a message instead of waiting for ever.
+    hung = os.path.join(work, "hang")
+    args = [cli, "run", "--out", hung, "--quiet", "--ranks", "2"] + [a for s in recipe + ["train.steps=100000", "dist.timeout_s=3"] for a in ("--set", s)]
+    t0 = time.time()
+    job = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stopped = None
+    while time.time() - t0 < 30 and stopped is None:
+        time.sleep(0.5)
+        if os.path.exists(os.path.join(hung, "metrics.jsonl")) and os.path.getsize(os.path.join(hung, "metrics.jsonl")) > 0:
+            pids = subprocess.run(["pgrep", "-f", "--", "--out " + hung], capture_output=True, text=True).stdout.split()
+            ranks_pids = [int(p) for p in pids if "mpirun" not in open(f"/proc/{p}/cmdline").read()] if pids else []
+            if ranks_pids:
+                stopped = max(ranks_pids)
+                os.kill(stopped, 19)  # SIGSTOP
+    try:
+        out, err = job.communicate(timeout=60)
+        secs = time.time() - t0
+        check(job.returncode != 0 and "did not complete within 3 s (dist.timeout_s)" in err,
+              f"a rank that hangs: the other ends the run after dist.timeout_s with a message ({secs:.1f} s)")
+    except subprocess.TimeoutExpired:
+        job.kill()
+        check(False, "a rank that hangs: the run hung")
+    finally:
+        if stopped:
+            try:
+                os.kill(stopped, 18)  # SIGCONT, so that mpirun can end it
+                os.kill(stopped, 9)
+            except ProcessLookupError:
+                pass
 
     p = subprocess.run([cli, "run", "--ranks", "0"], capture_output=True, text=True)
     check(p.returncode == 2 and "--ranks" in p.stderr and p.stderr.count("\n") == 1, "--ranks 0 is refused in one line")
