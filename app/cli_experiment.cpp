@@ -280,7 +280,7 @@ void describeRanks(Trainer& trainer, Communicator& comm, RunResult& result, cons
 RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quiet, bool trace,
                    const std::string& label, const std::string& resumeFrom, bool measureFiles,
                    bool replaceEarlier) {
-  Trainer trainer(config);
+  Trainer trainer(config, rankBackend(config));  // a rank of several: its own GPU where there is one
   const bool resumed = !resumeFrom.empty();
   const bool checkpoints = !outDir.empty() && (config.checkpoint.every > 0 || config.checkpoint.atEnd);
   RunSummaryBuilder builder;

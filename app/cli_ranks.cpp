@@ -17,6 +17,8 @@
 #include <QProcess>
 #include <QTemporaryFile>
 
+#include "engine/backend/backend_registry.h"
+#include "engine/config/config_schema.h"
 #include "engine/io/config_json.h"
 
 #ifdef AMP_HAVE_MPI
@@ -153,6 +155,19 @@ class MpiCommunicator final : public Communicator {
 #endif
 
 }  // namespace
+
+std::unique_ptr<Backend> rankBackend(const RunConfig& config) {
+  if (launchedRanks() <= 1 || resolveBackendName(config.backend) != "cuda") return nullptr;
+  const GpuInventory& inv = gpuInventory();
+  if (!inv.usable() || inv.devices.empty()) return nullptr;  // the Trainer says why, as for one process
+  const int local = envInt({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"}, launchedRank());
+  const int ordinal = inv.devices[std::size_t(local) % inv.devices.size()].ordinal;
+  try {
+    return makeBackend("cuda:" + std::to_string(ordinal), BackendOptions{config.tf32, config.reducedPrecisionReduction});
+  } catch (const std::runtime_error& e) {
+    throw ConfigError(std::string("backend: ") + e.what());
+  }
+}
 
 int launchedRank() { return envInt({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}, 0); }
 int launchedRanks() { return envInt({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 1); }

@@ -5,6 +5,9 @@
 #include <string>
 
 #include "app/cli_main.h"
+#include <memory>
+
+#include "engine/backend/backend.h"
 #include "engine/config/run_config.h"
 #include "engine/dist/communicator.h"
 
@@ -20,6 +23,12 @@ int launchedRanks();
 // that takes longer prints which on which rank and ends every rank (MPI_Abort), since a rank that
 // died would otherwise leave the others waiting for ever.
 Communicator& processCommunicator(double timeoutS);
+
+// A rank's backend: where the config's backend is a GPU, the GPU of this rank's place on its
+// machine (local rank modulo the devices: one GPU per rank where there are enough, several ranks
+// sharing one where there are not, which then all-reduce through host memory); nullptr: the
+// config's own choice (one process, or the CPU).
+std::unique_ptr<Backend> rankBackend(const RunConfig& config);
 
 // `run --ranks N ...`: the same command under mpirun with N ranks (exec: returns only when that
 // fails, with the exit code, after one line saying what is missing).

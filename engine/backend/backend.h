@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/core/tensor.h"
+#include "engine/dist/communicator.h"
 #include "kernels/common/activation_math.h"  // amp::Activation
 #include "kernels/common/conv_geometry.h"
 #include "kernels/common/scale_update.h"
@@ -189,6 +190,15 @@ class Backend : public BufferAllocator {
   // or nullptr: a data-parallel all-reduce then sums them where they are instead of copying them
   // out and back (engine/dist/data_parallel.cpp).
   virtual float* hostFloats(Tensor& t) { (void)t; return nullptr; }
+  // A data-parallel all-reduce of these gradients (sum over the ranks, then divided by them) on
+  // the devices themselves (the CUDA backend: NCCL, one GPU per rank), or false when this backend
+  // has no such path here; every rank must get the same answer (the callers then take the host
+  // path together).
+  virtual bool allReduceOnDevice(std::span<Tensor* const> grads, Communicator& comm) {
+    (void)grads;
+    (void)comm;
+    return false;
+  }
   // argmax (I32) remembers the winning input index per output for the backward pass.
   virtual void maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
                                 const Pool2dGeometry& g) = 0;

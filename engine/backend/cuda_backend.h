@@ -155,6 +155,13 @@ class CudaBackend final : public Backend {
   void resetGemmCounters() override;
   std::optional<DeviceMemoryInfo> deviceMemory() const override;
 
+  // Data-parallel ranks on GPUs (cuda_backend_nccl.cpp): NCCL's all-reduce on the training
+  // stream, NCCL loaded at run time (libnccl.so.2; the plugin works without it), its id from rank
+  // 0 over the ranks' Communicator. Only where every rank has a GPU of its own (NCCL refuses two
+  // ranks on one device): false elsewhere, and the gradients go through host memory and MPI.
+  // AMP_CUDA_DISABLE=nccl turns it off.
+  bool allReduceOnDevice(std::span<Tensor* const> grads, Communicator& comm) override;
+
   cuda::Stream stream() const { return m_stream; }
   // Makes this backend's device current on the calling thread. Every public entry point that
   // launches work or allocates calls it first (cudaSetDevice is a no-op when it already is), so
@@ -226,6 +233,10 @@ class CudaBackend final : public Backend {
   // Step time: an event at beginStep and one just before the stats are read.
   EventPair m_stepEvents{nullptr, nullptr};
   std::optional<double> m_stepSeconds;
+  // NCCL (cuda_backend_nccl.cpp): decided on the first all-reduce, the same on every rank.
+  struct Nccl;
+  std::shared_ptr<Nccl> m_nccl;
+  bool m_ncclDecided = false;
 };
 
 namespace cudabk {

@@ -103,6 +103,7 @@ void CudaBackend::release() noexcept {
   cudaSetDevice(m_device);
   cudaGetLastError();
   if (m_stream) cudaStreamSynchronize(m_stream);
+  m_nccl.reset();  // the NCCL communicator (cuda_backend_nccl.cpp) before the device's memory
   if (m_gemm) m_memory.onFree(MemCategory::Workspace, static_cast<std::int64_t>(m_gemm->workspaceBytes()));
   m_gemm.reset();
   m_conv.reset();

@@ -34,6 +34,13 @@ Batch shardBatch(const Batch& global, int rank, int ranks) {
 void allReduceGradients(Backend& be, Communicator& comm, const std::vector<Parameter*>& backwardOrder,
                         std::size_t bucketFloats) {
   const float ranks = static_cast<float>(comm.size());
+  // Every rank takes part with every parameter (zeros where it had no rows).
+  std::vector<Tensor*> grads;
+  for (Parameter* p : backwardOrder) {
+    if (!p->grad.defined()) p->grad = be.zeros(p->value.shape(), p->value.dtype(), MemCategory::Gradients);
+    grads.push_back(&p->grad);
+  }
+  if (be.allReduceOnDevice(grads, comm)) return;  // NCCL, one GPU per rank
   std::vector<Parameter*> bucket;
   std::vector<float> values;
   auto flush = [&] {
@@ -50,7 +57,6 @@ void allReduceGradients(Backend& be, Communicator& comm, const std::vector<Param
     values.clear();
   };
   for (Parameter* p : backwardOrder) {
-    if (!p->grad.defined()) p->grad = be.zeros(p->value.shape(), p->value.dtype(), MemCategory::Gradients);
     if (float* host = be.hostFloats(p->grad)) {
       // fp32 in this process's memory (the CPU backend): summed where it is, no copies (three
       // copies of a 12 MB recipe's gradients cost more than the all-reduce itself on 2 cores).
