@@ -4,6 +4,8 @@
 //                           (kernels/common/deferred_rounding.h) instead of a pass of its own
 //   optimizer-weight-copies the SGD/Adam kernels write each fp32 master's 16-bit copy as they
 //                           update it (Parameter::lowCopy), so forwards need no weight casts
+//   nccl                    data-parallel ranks with a GPU each all-reduce with NCCL on the
+//                           device (cuda_backend_nccl.cpp) instead of through host memory and MPI
 // Read once per process. Unknown names are ignored, so a script written for a later build
 // still runs.
 #pragma once
