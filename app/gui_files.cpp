@@ -128,10 +128,15 @@ int GuiFiles::openRuns(const QString& path) {
   return int(runs.size());
 }
 
-void GuiFiles::exportMetrics(const QString& path) const {
+std::vector<RunRecord> GuiFiles::shownRecords() const {
   std::vector<RunRecord> records;
   for (const ui::RunData* r : m_controller->runs())
     if (r->visible && !r->archived) records.push_back(runRecordFromRunData(*r));  // what the charts show
+  return records;
+}
+
+void GuiFiles::exportMetrics(const QString& path) const {
+  const std::vector<RunRecord> records = shownRecords();
   std::vector<const RunRecord*> ptrs;
   for (const RunRecord& r : records) ptrs.push_back(&r);
   const double smoothing = m_window->dashboard()->lossChart()->smoothing();
@@ -140,9 +145,7 @@ void GuiFiles::exportMetrics(const QString& path) const {
 }
 
 QStringList GuiFiles::exportTensorBoard(const QString& dir) const {
-  std::vector<RunRecord> records;
-  for (const ui::RunData* r : m_controller->runs())
-    if (r->visible && !r->archived) records.push_back(runRecordFromRunData(*r));  // what the charts show
+  const std::vector<RunRecord> records = shownRecords();
   std::vector<const RunRecord*> ptrs;
   for (const RunRecord& r : records) ptrs.push_back(&r);
   QStringList files;

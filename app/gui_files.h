@@ -57,6 +57,8 @@ class GuiFiles : public QObject {
 
  private:
   void showError(const QString& what, const QString& message);
+  // The ticked runs the charts show (not archived), as the engine's file formats see them.
+  std::vector<RunRecord> shownRecords() const;
   int selectedRunId() const;
 
   ui::MainWindow* m_window;

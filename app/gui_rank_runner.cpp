@@ -53,13 +53,8 @@ QString lastLine(const QString& path) {
 }  // namespace
 
 void TrainingWorker::runOnRanks() {
-  struct MarkReturned {
-    TrainingWorker* w;
-    ~MarkReturned() {
-      std::lock_guard lock(w->m_mutex);
-      w->m_runReturned = true;
-    }
-  } markReturned{this};
+  // Destroyed last, after the trainer and every signal emitted below (see m_runReturned).
+  MarkReturned markReturned{this};
   const int ranks = m_config.dist.ranks;
   const QString mpirun = QStandardPaths::findExecutable(QStringLiteral("mpirun"));
   const QString cli = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("ampstudio-cli"));

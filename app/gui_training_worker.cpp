@@ -193,13 +193,7 @@ void TrainingWorker::publishDecisionMap(Trainer& trainer, bool force) {
 
 void TrainingWorker::run() {
   // Destroyed last, after the trainer and every signal emitted below (see m_runReturned).
-  struct MarkReturned {
-    TrainingWorker* w;
-    ~MarkReturned() {
-      std::lock_guard lock(w->m_mutex);
-      w->m_runReturned = true;
-    }
-  } markReturned{this};
+  MarkReturned markReturned{this};
   if (m_config.dist.ranks > 1) return runOnRanks();
   std::unique_ptr<Trainer> trainer;
   QString backendName, backendInfo, computePath;

@@ -142,6 +142,14 @@ class TrainingWorker : public QThread {
   // ThreadSanitizer cannot see (Qt is not instrumented): this hand-off through ours shows it that
   // all the thread did happened before the destructor frees what the thread touched.
   bool m_runReturned = false;
+  // Sets m_runReturned as run()'s last act (both of its forms): destroyed after everything else.
+  struct MarkReturned {
+    TrainingWorker* w;
+    ~MarkReturned() {
+      std::lock_guard lock(w->m_mutex);
+      w->m_runReturned = true;
+    }
+  };
 };
 
 }  // namespace amp::gui

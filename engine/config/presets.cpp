@@ -21,6 +21,15 @@ const Overrides kUnderflow = {
     {"optimizer.lr", "0.01"},       {"train.loss_weight", "0.000001"}, {"train.histogram_every", "20"},
     {"train.eval_every", "50"}};
 
+// The overflow lesson's run (also the two-workers lesson's): the recipe at width 256 in fp16, with
+// non-finite gradients injected at steps 30, 31 and 90 and growth after 40 clean steps.
+Overrides overflowSettings() {
+  auto o = kRecipe;
+  o.insert(o.end(), {{"amp.mode", "fp16"}, {"model.width", "256"}, {"train.steps", "200"},
+                     {"scaler.growth_interval", "40"}, {"train.inject_nonfinite", "30,31,90"}});
+  return o;
+}
+
 std::vector<Preset> build() {
   std::vector<Preset> v;
   v.push_back({"recipe", "The PyTorch AMP recipe",
@@ -76,13 +85,7 @@ std::vector<Preset> build() {
                "scaler skips the optimizer step and halves the scale; after growth_interval (40) "
                "clean steps it doubles it again. This is how GradScaler finds the largest safe "
                "scale on its own.",
-               [] {
-                 auto o = kRecipe;
-                 o.insert(o.end(), {{"amp.mode", "fp16"}, {"model.width", "256"},
-                                    {"train.steps", "200"}, {"scaler.growth_interval", "40"},
-                                    {"train.inject_nonfinite", "30,31,90"}});
-                 return o;
-               }(),
+               overflowSettings(),
                {}, false, {}, "weight_grad|4.weight", "", /*demoPace=*/50, "scale"});
   // Data-parallel ranks through Open MPI: the overflow lesson with the overflow on one rank only.
   v.push_back({"two-workers", "Two workers, one decision",
@@ -92,13 +95,7 @@ std::vector<Preset> build() {
                "so the inf reaches rank 0 too: both ranks skip the same steps and halve and regrow "
                "the scale together, exactly as the single process does. A rank that decided alone "
                "would step while the other skipped, and the replicas would drift apart.",
-               [] {
-                 auto o = kRecipe;
-                 o.insert(o.end(), {{"amp.mode", "fp16"}, {"model.width", "256"},
-                                    {"train.steps", "200"}, {"scaler.growth_interval", "40"},
-                                    {"train.inject_nonfinite", "30,31,90"}});
-                 return o;
-               }(),
+               overflowSettings(),
                {{"1_rank", {{"dist.ranks", "1"}}},
                 {"2_ranks", {{"dist.ranks", "2"}, {"dist.inject_rank", "1"}}}},
                false, {}, "weight_grad|4.weight", "2_ranks", /*demoPace=*/0, "scale"});
