@@ -30,7 +30,8 @@ std::optional<DType> dtypeFromName(const QString& s) {
 }
 
 std::optional<HistogramKind> kindFromName(const QString& s) {
-  for (HistogramKind k : {HistogramKind::WeightGrad, HistogramKind::ActivationGrad, HistogramKind::Activation}) {
+  for (HistogramKind k : {HistogramKind::WeightGrad, HistogramKind::ActivationGrad, HistogramKind::Activation,
+                          HistogramKind::Weight}) {
     const std::string_view n = histogramKindName(k);
     if (s == QString::fromUtf8(n.data(), static_cast<qsizetype>(n.size()))) return k;
   }

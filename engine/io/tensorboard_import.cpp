@@ -158,7 +158,11 @@ HistogramRecord rebinned(const std::string& tag, const std::vector<Bucket>& buck
   h.tensor = tag;
   std::string lower = tag;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  h.kind = lower.find("grad") != std::string::npos ? HistogramKind::WeightGrad : HistogramKind::Activation;
+  // TensorBoard's usual names: "fc1.weight.grad" / "grad/fc1.weight", "fc1.weight", "relu1".
+  const bool parameter = lower.find("weight") != std::string::npos || lower.find("bias") != std::string::npos;
+  h.kind = lower.find("grad") != std::string::npos ? HistogramKind::WeightGrad
+           : parameter                               ? HistogramKind::Weight
+                                                     : HistogramKind::Activation;
   for (const Bucket& b : buckets) {
     if (!(b.count > 0) || !std::isfinite(b.count)) continue;
     const double centre = std::isfinite(b.left) && std::isfinite(b.right) ? (b.left + b.right) / 2

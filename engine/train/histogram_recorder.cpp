@@ -17,6 +17,7 @@ std::string_view histogramKindName(HistogramKind k) {
     case HistogramKind::WeightGrad: return "weight_grad";
     case HistogramKind::ActivationGrad: return "activation_grad";
     case HistogramKind::Activation: return "activation";
+    case HistogramKind::Weight: return "weight";
   }
   return "?";
 }

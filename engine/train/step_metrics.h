@@ -12,7 +12,8 @@
 
 namespace amp {
 
-enum class HistogramKind : std::uint8_t { WeightGrad, ActivationGrad, Activation };
+// Weight: a parameter's values (the PyTorch probe records them; AMP Studio's own runs do not).
+enum class HistogramKind : std::uint8_t { WeightGrad, ActivationGrad, Activation, Weight };
 std::string_view histogramKindName(HistogramKind k);  // "weight_grad", ...
 
 struct HistogramRecord {

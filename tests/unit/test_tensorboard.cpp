@@ -201,12 +201,20 @@ TEST(TensorBoardImport, ScalarTensorsAndHistogramsOfOtherWriters) {
   // [2e-6, 3e-6]: 1 at 2.5e-6 (-19).
   for (double limit : {-0.25, 0.0, 2e-6, 3e-6}) h->add_bucket_limit(limit);
   for (double count : {5.0, 0.0, 7.0, 1.0}) h->add_bucket(count);
+  // The weights' own histogram (no "grad" in the tag) and an activation's.
+  for (const char* tag : {"fc1.weight", "relu1"}) {
+    tb::Summary::Value* v = e.mutable_summary()->add_value();
+    v->set_tag(tag);
+    *v->mutable_histo() = *h;
+  }
   std::string bytes;
   e.SerializeToString(&bytes);
   const RunRecord r = importOne(framed({versionEvent("brain.Event:2"), bytes}));
   ASSERT_EQ(r.steps.size(), 1u);
   EXPECT_EQ(r.steps[0].loss, 0.75);
-  ASSERT_EQ(r.histograms.size(), 1u);
+  ASSERT_EQ(r.histograms.size(), 3u);
+  EXPECT_EQ(r.histograms[1].second.kind, HistogramKind::Weight);
+  EXPECT_EQ(r.histograms[2].second.kind, HistogramKind::Activation);
   const HistogramRecord& g = r.histograms[0].second;
   EXPECT_EQ(r.histograms[0].first, 3);
   EXPECT_EQ(g.tensor, "fc1.weight.grad");

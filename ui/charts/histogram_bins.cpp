@@ -43,6 +43,8 @@ QString histogramKindLabel(HistogramKind kind) {
       return QStringLiteral("activation grad");
     case HistogramKind::Activation:
       return QStringLiteral("activation");
+    case HistogramKind::Weight:
+      return QStringLiteral("weight");
   }
   return {};
 }

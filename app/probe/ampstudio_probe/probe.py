@@ -33,6 +33,7 @@ import torch
 from ._version import __version__
 from .config import FORMAT_VERSION, MODES, build_config, check_keys, flatten, scaler_enabled
 from .gradients import GradientReader
+from .histogram import DTYPE_NAMES, histogram
 from .memory import MemoryMeter
 from .records import LineWriter, StepRecord, SummaryBuilder, describe_events, histogram_json
 from .run_folder import RunFolder
@@ -186,6 +187,14 @@ class Probe:
             hists.append(histogram_json(n, name, "activation", dt, h, h))  # activations are not scaled
         for name, (dt, s, u) in c.act_grad.items():
             hists.append(histogram_json(n, name, "activation_grad", dt, s, u))
+        if self._hist_step(n):
+            # The weights as the optimizer left them (kind "weight"): in fp16's range or not, the
+            # values a pure-fp16 run would have to hold. Not scaled, so both sides are the same.
+            for name, p in self._named:
+                dt = DTYPE_NAMES.get(p.dtype)
+                if dt is not None:
+                    h = histogram(p.detach())
+                    hists.append(histogram_json(n, name, "weight", dt, h, h))
         events = describe_events(rec, self._growth_interval)
         if problem:
             events.append(f"step {n}: probe: {problem}")

@@ -17,8 +17,8 @@ from .histogram import MAX_EXP, MIN_EXP, Histogram
 # memCategoryName() in engine/core/memory_tracker.h, in its order.
 MEM_CATEGORIES = ("weights", "master_weights", "gradients", "activations", "optimizer_state", "workspace")
 
-# histogramKindName(): the reader refuses any other kind (there is none for weights).
-HISTOGRAM_KINDS = ("weight_grad", "activation_grad", "activation")
+# histogramKindName(): the reader refuses any other kind ("weight": a parameter's values).
+HISTOGRAM_KINDS = ("weight_grad", "activation_grad", "activation", "weight")
 
 
 def num(v: float):

@@ -360,7 +360,16 @@ class TestSkipDetection(TmpDirCase):
         self.assertEqual([l["scale"] for l in lines], [65536, 65536, 65536, 131072, 131072])  # growth at 3
         hists = read_lines(os.path.join(self.folder(), "histograms.jsonl"))
         self.assertEqual(sorted({h["step"] for h in hists}), [1, 5])
+        # The weights' own lines: every parameter at each histogram step, never scaled.
+        weights = [h for h in hists if h["kind"] == "weight"]
+        self.assertEqual(sorted((h["step"], h["tensor"]) for h in weights),
+                         sorted((s, n) for s in (1, 5) for n, _ in tiny_model().named_parameters()))
+        for h in weights:
+            self.assertEqual(h["scaled"], h["unscaled"])
+            self.assertEqual(sum(h["scaled"]), dict(tiny_model().named_parameters())[h["tensor"]].numel())
         for h in hists:
+            if h["kind"] != "weight_grad":
+                continue
             step = h["step"]
             model = tiny_model()
             fake_backward(model, 1.0, (), step)
@@ -545,7 +554,8 @@ class TestRunFolder(TmpDirCase):
             {"weight_grad", "activation_grad", "activation"}
         self.assertEqual({h["step"] for h in hists}, {1, 3, 6})
         seen = {(h["kind"], h["dtype"]) for h in hists}
-        self.assertEqual(seen, {("weight_grad", "fp32"), ("activation", "bf16"), ("activation_grad", "bf16")})
+        self.assertEqual(seen, {("weight_grad", "fp32"), ("activation", "bf16"), ("activation_grad", "bf16"),
+                                ("weight", "fp32")})
         for h in hists:
             self.assertIn(h["dtype"], dtypes)
             self.assertIn(h["kind"], kinds)
