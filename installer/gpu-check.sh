@@ -75,6 +75,10 @@ else
 fi
 cp "$ROOT/tests/gpu/check/run" "$ROOT/tests/gpu/check/summarize.py" "$OUTDIR/"
 cp "$ROOT/tests/gpu/check/pytorch_recipe_graph.py" "$OUTDIR/peers/"
+# The PyTorch probe (pure Python) and its check: fp16 with a real GradScaler needs CUDA.
+mkdir -p "$OUTDIR/probe"
+cp -r "$ROOT/app/probe/ampstudio_probe" "$ROOT/app/probe/examples" "$OUTDIR/probe/"
+cp "$ROOT/tests/gpu/check/probe_check.py" "$OUTDIR/"
 if [ -d "$PEERS" ]; then
   cp "$PEERS"/pytorch_*.py "$OUTDIR/peers/"
 else
