@@ -98,7 +98,8 @@ TEST(TfEventsRecords, ARecordIsLengthCrcDataCrc) {
   };
   EXPECT_EQ(le32(8), tfevents::maskedCrc(tfevents::crc32c(out.substr(0, 8))));
   EXPECT_EQ(le32(15), tfevents::maskedCrc(tfevents::crc32c("abc")));
-  const auto split = tfevents::splitRecords(out + out, "f");
+  const std::string two = out + out;  // the records' views point into it: it must outlive them
+  const auto split = tfevents::splitRecords(two, "f");
   ASSERT_EQ(split.records.size(), 2u);
   EXPECT_EQ(split.records[1].data, "abc");
   EXPECT_EQ(split.records[1].offset, 19);
