@@ -320,7 +320,9 @@ TEST(TensorBoardExport, ScalarsAndExponentHistogramsAreWhatTensorBoardShows) {
   for (const auto& rec : split.records) {
     tb::Event e;
     ASSERT_TRUE(e.ParseFromArray(rec.data.data(), int(rec.data.size())));
-    if (rec.index == 1) EXPECT_EQ(e.file_version(), "brain.Event:2");
+    if (rec.index == 1) {
+      EXPECT_EQ(e.file_version(), "brain.Event:2");
+    }
     for (const auto& v : e.summary().value()) {
       if (v.value_case() == tb::Summary::Value::kSimpleValue) scalars[v.tag()].emplace_back(e.step(), v.simple_value());
       if (v.value_case() == tb::Summary::Value::kHisto && v.tag().rfind("exponents_unscaled/weight_grad/", 0) == 0) {
