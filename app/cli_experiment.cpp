@@ -247,30 +247,25 @@ void prepareResumedFolder(const QString& dir, const QByteArray& history, const s
 
 // The end of a data-parallel run: whether the replicas are still identical (every rank's weights
 // digest, gathered on rank 0), and the all-reduce's share of the step, for summary.json.
-void describeRanks(Trainer& trainer, Communicator& comm, RunResult& result, const std::string& tag, bool quiet,
-                   const std::vector<double>& allreduce, const std::vector<double>& step) {
-  const std::string digest = modelDigest(trainer.backend(), trainer.model());
-  const std::uint64_t d = std::stoull(digest, nullptr, 16);
-  const double halves[2] = {double(d >> 32), double(d & 0xffffffffu)};
+void describeRanks(Trainer& trainer, Communicator& comm, RunResult& result, const std::string& tag, bool quiet) {
+  const std::uint64_t d = modelDigest(trainer.backend(), trainer.model());
+  const double halves[2] = {double(d >> 32), double(d & 0xffffffffu)};  // exact in doubles
   const std::vector<double> all = comm.gatherToRoot(halves, "weights digest");
   if (comm.rank() != 0) return;
   bool identical = true;
   for (std::size_t i = 2; i < all.size(); i += 2) identical &= all[i] == all[0] && all[i + 1] == all[1];
-  result.extra["ranks"] = comm.size();
+  char digest[17];
+  std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(d));
   result.extra["ranks_identical"] = identical;
-  result.extra["weights_digest"] = QString::fromStdString(digest);
-  auto median = [](std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
-  const double a = median(allreduce), s = median(step);
+  result.extra["weights_digest"] = QString::fromLatin1(digest);
+  const double a = result.summary.medianAllreduceMs, s = result.summary.medianStepMs;
+  result.extra["ranks"] = result.summary.ranks;
   result.extra["median_allreduce_ms"] = a;
   result.extra["allreduce_share"] = s > 0 ? a / s : 0.0;
   if (!quiet)
     std::fprintf(stderr, "[%s] %d ranks (%s): replicas %s at the end (weights digest %s); all-reduce %.3g ms of a %.3g ms step (%.0f%%)\n",
                  tag.c_str(), comm.size(), comm.description().c_str(), identical ? "identical" : "DIFFER",
-                 digest.c_str(), a, s, s > 0 ? 100 * a / s : 0.0);
+                 digest, a, s, s > 0 ? 100 * a / s : 0.0);
   if (!identical)
     std::fprintf(stderr, "[%s] warning: the ranks' weights differ at the end of the run\n", tag.c_str());
 }
@@ -360,12 +355,17 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
   };
   const auto start = std::chrono::steady_clock::now();
   std::int64_t lastPrinted = -1;
-  std::vector<double> allreduceMs, stepMs;  // data-parallel runs: the all-reduce's share
   while (!trainer.finished()) {
+    // dist.kill_rank: this rank exits before the step, as a rank that dies would (the others
+    // then see mpirun end the job, or their collective time out).
+    if (comm.size() > 1 && comm.rank() == config.dist.killRank && trainer.stepsDone() + 1 == config.dist.killStep) {
+      std::fprintf(stderr, "rank %d: dist.kill_step: exiting at step %lld, as a rank that dies would\n", comm.rank(),
+                   static_cast<long long>(trainer.stepsDone() + 1));
+      std::fflush(stderr);
+      std::_Exit(3);
+    }
     const StepMetrics m = trainer.step();
     builder.add(m);
-    allreduceMs.push_back(m.allreduceMs);
-    stepMs.push_back(m.stepMs);
     const auto events = describeEvents(m, config.scaler.growthInterval);
     if (writer) {
       try {
@@ -406,7 +406,7 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
   }
   result.summary = builder.summary();
   if (result.summary.status == "running") result.summary.status = "finished";
-  if (comm.size() > 1) describeRanks(trainer, comm, result, tag, quiet, allreduceMs, stepMs);
+  if (comm.size() > 1) describeRanks(trainer, comm, result, tag, quiet);
   // A language model shows what it learnt: 200 bytes after a newline, sampled with a fixed seed.
   if (config.model.name == "gpt" && !trainer.diverged()) {
     const std::string sample = sampleText(trainer);

@@ -19,6 +19,7 @@
 
 #include "engine/backend/backend_registry.h"
 #include "engine/config/config_schema.h"
+#include "engine/dist/mpirun_command.h"
 #include "engine/io/config_json.h"
 
 #ifdef AMP_HAVE_MPI
@@ -187,26 +188,12 @@ Communicator& processCommunicator(double timeoutS) {
 
 namespace {
 
-std::string findMpirun() {
-  for (const char* dir : {"/usr/bin", "/usr/local/bin"})
-    if (::access((std::string(dir) + "/mpirun").c_str(), X_OK) == 0) return std::string(dir) + "/mpirun";
-  return {};
-}
-
 std::string selfPath() {
   char self[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) return {};
   self[n] = '\0';
   return self;
-}
-
-// mpirun's own options for N ranks here: more ranks than cores is allowed (this machine may
-// have 2), and root needs Open MPI's consent.
-std::vector<std::string> mpirunArgs(const std::string& mpirun, int ranks) {
-  std::vector<std::string> argv{mpirun, "-np", std::to_string(ranks), "--oversubscribe"};
-  if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
-  return argv;
 }
 
 }  // namespace
@@ -222,7 +209,7 @@ int runVariantOnRanks(const RunConfig& config, const std::string& dir, bool quie
   QTemporaryFile file(QDir::tempPath() + "/ampstudio-ranks-XXXXXX.json");
   if (!file.open() || file.write(QJsonDocument(configToJson(config)).toJson()) < 0 || !file.flush())
     throw std::runtime_error("cannot write the ranks' config to " + QDir::tempPath().toStdString());
-  std::vector<std::string> argv = mpirunArgs(mpirun, ranks);
+  std::vector<std::string> argv = mpirunCommand(mpirun, ranks);
   // The child's own table and folder line would interleave with this run's: it stays quiet, and
   // this process says what it started.
   argv.insert(argv.end(), {self, "run", file.fileName().toStdString(), "--out", dir, "--quiet"});
@@ -269,7 +256,7 @@ int relaunchUnderMpirun(int ranks, const Args& runArgs) {
     printError("run", "--ranks: cannot find this program's own path (/proc/self/exe)");
     return 2;
   }
-  std::vector<std::string> argv = mpirunArgs(mpirun, ranks);
+  std::vector<std::string> argv = mpirunCommand(mpirun, ranks);
   argv.push_back(self);
   argv.push_back("run");
   argv.insert(argv.end(), runArgs.begin(), runArgs.end());

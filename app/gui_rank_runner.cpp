@@ -14,11 +14,11 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
-#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <map>
 
 #include "app/gui_training_worker.h"
+#include "engine/dist/mpirun_command.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/config_json.h"
 #include "engine/io/metrics_json.h"
@@ -56,7 +56,7 @@ void TrainingWorker::runOnRanks() {
   // Destroyed last, after the trainer and every signal emitted below (see m_runReturned).
   MarkReturned markReturned{this};
   const int ranks = m_config.dist.ranks;
-  const QString mpirun = QStandardPaths::findExecutable(QStringLiteral("mpirun"));
+  const QString mpirun = QString::fromStdString(findMpirun());
   const QString cli = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("ampstudio-cli"));
   if (mpirun.isEmpty()) {
     emit runEnded(int(RunOutcome::Failed),
@@ -109,8 +109,9 @@ void TrainingWorker::runOnRanks() {
     return;
   }
   const QString out = QDir(dir).filePath(QStringLiteral("run"));
-  QStringList args{QStringLiteral("-np"), QString::number(ranks), QStringLiteral("--oversubscribe")};
-  if (::geteuid() == 0) args << QStringLiteral("--allow-run-as-root");
+  QStringList args;
+  const std::vector<std::string> command = mpirunCommand(mpirun.toStdString(), ranks);
+  for (std::size_t i = 1; i < command.size(); ++i) args << QString::fromStdString(command[i]);
   args << cli << QStringLiteral("run") << configPath << QStringLiteral("--out") << out << QStringLiteral("--quiet");
   QProcess proc;
   proc.setProgram(mpirun);

@@ -81,7 +81,7 @@ struct DistConfig {
   int injectRank = -1;       // train.inject_nonfinite acts on this rank only (-1: every rank)
   double bucketMb = 25;      // gradients all-reduced in buckets of this many MiB (DDP's default)
   double timeoutS = 300;     // a collective that takes longer ends every rank with a message
-  int killRank = -1;         // this rank exits at step killStep (-1: none): a rank dying, shown
+  int killRank = -1;         // ampstudio-cli: this rank exits at step killStep (-1: none): a rank dying, shown
   std::int64_t killStep = 0;
 };
 

@@ -1,7 +1,6 @@
 #include "engine/dist/data_parallel.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 
 namespace amp {
@@ -31,6 +30,13 @@ Batch shardBatch(const Batch& global, int rank, int ranks) {
   return b;
 }
 
+namespace {
+// DDP's average: the sum over the ranks, then divided by their number.
+void divideBy(std::span<float> values, float ranks) {
+  for (float& v : values) v /= ranks;
+}
+}  // namespace
+
 void allReduceGradients(Backend& be, Communicator& comm, const std::vector<Parameter*>& backwardOrder,
                         std::size_t bucketFloats) {
   const float ranks = static_cast<float>(comm.size());
@@ -46,7 +52,7 @@ void allReduceGradients(Backend& be, Communicator& comm, const std::vector<Param
   auto flush = [&] {
     if (bucket.empty()) return;
     comm.allReduceSum(values, "gradient all-reduce");
-    for (float& v : values) v /= ranks;  // DDP's average: the sum, then divided by the ranks
+    divideBy(values, ranks);
     std::size_t at = 0;
     for (Parameter* p : bucket) {
       const auto n = static_cast<std::size_t>(p->grad.numel());
@@ -63,7 +69,7 @@ void allReduceGradients(Backend& be, Communicator& comm, const std::vector<Param
       flush();  // keep backward order across the two paths
       const auto n = static_cast<std::size_t>(p->grad.numel());
       comm.allReduceSum(std::span<float>(host, n), "gradient all-reduce");
-      for (std::size_t i = 0; i < n; ++i) host[i] /= ranks;
+      divideBy(std::span<float>(host, n), ranks);
       continue;
     }
     const std::vector<float> g = be.toHostFloat(p->grad);
@@ -85,7 +91,7 @@ void broadcastModel(Backend& be, Communicator& comm, Sequential& model) {
   forgetWeightCopies(model.parameters());  // the masters were rewritten
 }
 
-std::string modelDigest(Backend& be, Sequential& model) {
+std::uint64_t modelDigest(Backend& be, Sequential& model) {
   std::uint64_t h = 0xcbf29ce484222325ull;
   auto add = [&](const Tensor& t) {
     for (std::uint8_t byte : be.toHostBytes(t)) {
@@ -95,9 +101,7 @@ std::string modelDigest(Backend& be, Sequential& model) {
   };
   for (Parameter* p : model.parameters()) add(p->value);
   for (auto& [name, t] : model.buffers()) add(*t);
-  char s[17];
-  std::snprintf(s, sizeof s, "%016llx", static_cast<unsigned long long>(h));
-  return s;
+  return h;
 }
 
 }  // namespace amp

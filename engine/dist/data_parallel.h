@@ -35,8 +35,8 @@ void allReduceGradients(Backend& be, Communicator& comm, const std::vector<Param
 // Rank 0's parameters and buffers, byte for byte, on every rank.
 void broadcastModel(Backend& be, Communicator& comm, Sequential& model);
 
-// A digest of every parameter's and buffer's bytes (FNV-1a, 64 bits, hex): equal on every rank
-// exactly when the replicas are identical.
-std::string modelDigest(Backend& be, Sequential& model);
+// A digest of every parameter's and buffer's bytes (FNV-1a, 64 bits): equal on every rank when
+// the replicas are identical.
+std::uint64_t modelDigest(Backend& be, Sequential& model);
 
 }  // namespace amp

@@ -29,6 +29,8 @@ void RunSummaryBuilder::add(const StepMetrics& m) {
   m_stepMs.push_back(m.stepMs);
   m_samples.push_back(m.samplesPerS);
   m_gflops.push_back(m.gemmGflops);
+  m_allreduceMs.push_back(m.allreduceMs);
+  m_s.ranks = std::max(m_s.ranks, m.ranks);
   m_lastLosses.push_back(m.loss);
   if (m_lastLosses.size() > 10) m_lastLosses.erase(m_lastLosses.begin());
   if (m.skipped) {
@@ -61,6 +63,7 @@ RunSummary RunSummaryBuilder::summary() const {
   s.medianStepMs = median(tail(m_stepMs));
   s.medianSamplesPerS = median(tail(m_samples));
   s.medianGemmGflops = median(tail(m_gflops));
+  s.medianAllreduceMs = median(tail(m_allreduceMs));
   double sum = 0;
   for (double l : m_lastLosses) sum += l;
   s.finalLoss = m_lastLosses.empty() ? 0 : sum / double(m_lastLosses.size());

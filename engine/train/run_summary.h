@@ -24,6 +24,10 @@ struct RunSummary {
   double medianGemmGflops = 0;
   MemorySnapshot peakMemory;       // per category: max over the run
   double meanLostUpdateFrac = 0;
+  // Data-parallel runs (engine/dist): the ranks and the median all-reduce time (with the wait for
+  // the slowest rank), after the same warm-up as medianStepMs.
+  int ranks = 1;
+  double medianAllreduceMs = 0;
   std::string divergence;
   // The model's files at the end (engine/io/model_files.h; 0 = not measured): the resumable
   // checkpoint, and the weights alone in the run's compute dtype (weightsDtype).
@@ -40,7 +44,7 @@ class RunSummaryBuilder {
 
  private:
   RunSummary m_s;
-  std::vector<double> m_stepMs, m_samples, m_gflops, m_lastLosses;
+  std::vector<double> m_stepMs, m_samples, m_gflops, m_allreduceMs, m_lastLosses;
   double m_epochAccum = 0;
   int m_epoch = 0;
   double m_lostSum = 0;

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <stdexcept>
 
 #include "engine/config/config_schema.h"
@@ -279,12 +277,6 @@ StepMetrics Trainer::runStep() {
   const int ranks = this->ranks(), rank = this->rank();
   if (m_config.train.threads > 0) omp_set_num_threads(m_config.train.threads);
   else if (m_threadsPerRank > 0) omp_set_num_threads(m_threadsPerRank);
-  if (ranks > 1 && rank == m_config.dist.killRank && m_step + 1 == m_config.dist.killStep) {
-    std::fprintf(stderr, "rank %d: dist.kill_step: exiting at step %lld, as a rank that dies would\n", rank,
-                 static_cast<long long>(m_step + 1));
-    std::fflush(stderr);
-    std::_Exit(3);
-  }
   auto t0 = std::chrono::steady_clock::now();
   m_be->resetGemmCounters();
   m_be->memory().resetPeaks();

@@ -17,7 +17,7 @@ namespace amp::test {
 
 struct RankRun {
   std::vector<StepMetrics> steps;
-  std::string digest;  // modelDigest at the end: equal on every rank when the replicas are
+  std::uint64_t digest = 0;  // modelDigest at the end: equal on every rank when the replicas are
 };
 
 inline std::vector<RankRun> trainOnRanks(const RunConfig& c, int ranks,
