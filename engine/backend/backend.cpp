@@ -4,15 +4,19 @@
 
 namespace amp {
 
-Tensor Backend::empty(const Shape& shape, DType dtype, MemCategory category) {
+Tensor Backend::empty(const Shape& shape, DType dtype, MemCategory category,
+                      MemoryFormat format) {
   for (auto d : shape)
     if (d < 0) throw std::invalid_argument("negative dimension in shape " + shapeString(shape));
+  if (format == MemoryFormat::ChannelsLast && shape.size() != 4)
+    throw std::logic_error("a channels-last tensor must be (N, C, H, W), got " + shapeString(shape));
   const std::size_t bytes = static_cast<std::size_t>(shapeNumel(shape)) * dtypeSize(dtype);
-  return Tensor(std::make_shared<Buffer>(*this, bytes, category), shape, dtype);
+  return Tensor(std::make_shared<Buffer>(*this, bytes, category), shape, dtype, format);
 }
 
-Tensor Backend::zeros(const Shape& shape, DType dtype, MemCategory category) {
-  Tensor t = empty(shape, dtype, category);
+Tensor Backend::zeros(const Shape& shape, DType dtype, MemCategory category,
+                      MemoryFormat format) {
+  Tensor t = empty(shape, dtype, category, format);
   fill(t, 0.f);
   return t;
 }
@@ -37,8 +41,16 @@ Tensor Backend::fromHostInt(std::span<const std::int32_t> values, const Shape& s
 }
 
 Tensor Backend::cast(const Tensor& src, DType dtype, MemCategory category) {
-  Tensor t = empty(src.shape(), dtype, category);
+  Tensor t = empty(src.shape(), dtype, category, src.format());  // a cast keeps the format
   castInto(src, t);
+  return t;
+}
+
+// ---- memory formats ----------------------------------------------------------------------
+Tensor Backend::toFormat(const Tensor& src, MemoryFormat format) {
+  if (src.format() == format) return src;
+  Tensor t = empty(src.shape(), src.dtype(), src.category(), format);
+  convertFormatInto(src, t);
   return t;
 }
 
@@ -64,7 +76,7 @@ void Backend::batchNormReluBackward(const Tensor& dy, const Tensor& reluOut, con
                                     const Tensor& gamma, const Tensor& saveMean,
                                     const Tensor& saveInvStd, Tensor& dx, Tensor& dgamma,
                                     Tensor& dbeta) {
-  Tensor masked = empty(dy.shape(), dy.dtype(), MemCategory::Activations);
+  Tensor masked = empty(dy.shape(), dy.dtype(), MemCategory::Activations, dy.format());
   activationBackward(Activation::ReLU, reluOut, reluOut, dy, masked);
   batchNormBackward(masked, x, gamma, saveMean, saveInvStd, dx, dgamma, dbeta);
 }

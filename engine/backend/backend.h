@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -113,8 +114,10 @@ class Backend : public BufferAllocator {
   virtual bool nativeCompute(DType dtype) const { return true; }
 
   // ---- creation and transfer -------------------------------------------------------------
-  Tensor empty(const Shape& shape, DType dtype, MemCategory category);
-  Tensor zeros(const Shape& shape, DType dtype, MemCategory category);
+  Tensor empty(const Shape& shape, DType dtype, MemCategory category,
+               MemoryFormat format = MemoryFormat::Contiguous);
+  Tensor zeros(const Shape& shape, DType dtype, MemCategory category,
+               MemoryFormat format = MemoryFormat::Contiguous);
   // Host fp32 values rounded (RNE) into a tensor of dtype.
   Tensor fromHost(std::span<const float> values, const Shape& shape, DType dtype,
                   MemCategory category);
@@ -127,6 +130,25 @@ class Backend : public BufferAllocator {
   // Raw bytes (for checkpoints, bit-exact comparisons).
   virtual std::vector<std::uint8_t> toHostBytes(const Tensor& t) = 0;
   virtual void uploadBytes(Tensor& dst, std::span<const std::uint8_t> src) = 0;
+
+  // ---- memory formats (channels-last images; MemoryFormat in engine/core/tensor.h) --------
+  // Every transfer above and setElement speak the logical (NCHW, row-major) order whatever a
+  // tensor's format: a ChannelsLast tensor is transposed on the way in or out, so checkpoints,
+  // tests and exports never see the difference. Order-free reductions (histogram,
+  // sumOfSquares, countNonFinite) read the bytes as they lie. An op with several same-shape
+  // operands (elementwise ops, add, the image ops' activations) takes them in one format and
+  // refuses a mix with std::logic_error naming the op; weights are always Contiguous.
+  //
+  // The format image activations take here: convolutions write their outputs (and input
+  // gradients) in it, and the layers after them keep their input's. Contiguous unless the
+  // device's convolutions want another order (the CUDA backend: ChannelsLast, cuDNN's NHWC).
+  virtual MemoryFormat preferredImageFormat() const { return MemoryFormat::Contiguous; }
+  // dst = src element by logical index: same shape and dtype (any), any formats (a transpose
+  // between NCHW and NHWC where they differ, a copy where they agree).
+  virtual void convertFormatInto(const Tensor& src, Tensor& dst) = 0;
+  // src itself when it is in `format` already, else a converted copy in src's category.
+  Tensor toFormat(const Tensor& src, MemoryFormat format);
+  Tensor contiguous(const Tensor& src) { return toFormat(src, MemoryFormat::Contiguous); }
 
   // ---- elementwise -----------------------------------------------------------------------
   virtual void fill(Tensor& t, float value) = 0;

@@ -34,7 +34,30 @@ DType convInputDtype(std::initializer_list<const Tensor*> inputs,
   return in;
 }
 
+MemoryFormat sameFormat(std::initializer_list<const Tensor*> ts, const char* op) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : ts) {
+    if (!t || !t->defined()) continue;
+    if (!first) {
+      first = t;
+    } else if (t->format() != first->format()) {
+      throw std::logic_error(std::string(op) + ": operands in different memory formats (" +
+                             shapeString(first->shape()) + " " + memoryFormatName(first->format()) +
+                             ", " + shapeString(t->shape()) + " " + memoryFormatName(t->format()) +
+                             "): convert one first (Backend::toFormat)");
+    }
+  }
+  return first ? first->format() : MemoryFormat::Contiguous;
+}
+
+void requireContiguous(const Tensor& t, const char* op, const char* what) {
+  if (t.defined() && t.format() != MemoryFormat::Contiguous)
+    throw std::logic_error(std::string(op) + ": the " + what + " " + shapeString(t.shape()) +
+                           " must be contiguous, not " + memoryFormatName(t.format()));
+}
+
 std::size_t gatherRows(const Tensor& src, std::span<const std::int64_t> rows, const Tensor& dst) {
+  sameFormat({&src, &dst}, "gather_rows");
   if (src.rank() < 1 || dst.rank() != src.rank() || src.dtype() != dst.dtype() ||
       dst.dim(0) != static_cast<std::int64_t>(rows.size()) ||
       !std::equal(src.shape().begin() + 1, src.shape().end(), dst.shape().begin() + 1))
@@ -100,6 +123,7 @@ void add(const Tensor& a, const Tensor& b, const Tensor& y) {
     throw std::invalid_argument("add: shapes " + shapeString(a.shape()) + ", " +
                                 shapeString(b.shape()) + " and " + shapeString(y.shape()) +
                                 " differ");
+  sameFormat({&a, &b, &y}, "add");
 }
 
 GlobalPoolDims globalAvgPool(const Tensor& x, const Tensor& y, const char* op) {

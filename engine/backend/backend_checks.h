@@ -29,11 +29,20 @@ void requireNumel(const Tensor& t, const Shape& expected, const char* what);
 DType convInputDtype(std::initializer_list<const Tensor*> inputs,
                      std::initializer_list<const Tensor*> outputs);
 
+// Memory formats (engine/core/tensor.h): the operands of one op that must share a format (its
+// activations: same-shape inputs and outputs), else std::logic_error "<op>: operands in different
+// memory formats (...)". Null and undefined entries are skipped. Returns the common format
+// (Contiguous when nothing was checked).
+MemoryFormat sameFormat(std::initializer_list<const Tensor*> ts, const char* op);
+// A tensor that must be Contiguous (a weight, a per-channel or 2-D operand), else logic_error.
+void requireContiguous(const Tensor& t, const char* op, const char* what);
+
 // gatherRows: src and dst of one dtype, dst (rows.size(), src's row shape), every row index in
 // [0, src rows). Returns the bytes of one row.
 std::size_t gatherRows(const Tensor& src, std::span<const std::int64_t> rows, const Tensor& dst);
 
-// add: three float tensors of one element count (their dtypes may differ: type promotion).
+// add: three float tensors of one element count (their dtypes may differ: type promotion) and
+// one memory format.
 void add(const Tensor& a, const Tensor& b, const Tensor& y);
 
 // Global average pooling: x (N, C, H, W) and y (N, C) in float dtypes (any mix); returns the

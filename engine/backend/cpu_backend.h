@@ -2,6 +2,7 @@
 // emulated exactly (fp32 math on fp16-rounded inputs, output rounded to fp16), OpenMP loops.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -32,6 +33,18 @@ class CpuBackend final : public Backend {
   std::vector<std::int32_t> toHostInt(const Tensor& t) override;
   std::vector<std::uint8_t> toHostBytes(const Tensor& t) override;
   void uploadBytes(Tensor& dst, std::span<const std::uint8_t> src) override;
+
+  // Memory formats (cpu_backend_layout.cpp). Every op accepts channels-last operands: image ops
+  // transpose them to NCHW scratch, run the NCHW code and transpose their outputs back, so
+  // results are bit for bit those of contiguous operands. Off by default (oneDNN gains nothing
+  // from it here). On, the CPU prefers channels-last images as the CUDA backend does, which
+  // runs the engine's channels-last plumbing (layers, autocast, the host boundary) exactly on
+  // machines without a GPU: tests compare whole training runs with it on and off, bit for bit.
+  MemoryFormat preferredImageFormat() const override {
+    return m_channelsLast ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  }
+  void setChannelsLastEmulation(bool on) { m_channelsLast = on; }
+  void convertFormatInto(const Tensor& src, Tensor& dst) override;
 
   void fill(Tensor& t, float value) override;
   void castInto(const Tensor& src, Tensor& dst) override;
@@ -143,6 +156,7 @@ class CpuBackend final : public Backend {
   void setGemmSplitK(int parts) { m_gemmSplitK = parts; }
 
  private:
+  bool m_channelsLast = false;
   bool m_defersGradRounding = false;
   bool m_keepsWeightCopies = false;
   int m_gemmSplitK = 0;
@@ -182,6 +196,24 @@ class ScratchAccount {
  private:
   MemoryTracker& m_tracker;
   std::int64_t m_bytes;
+};
+// Runs an NCHW image op on channels-last operands (cpu_backend_layout.cpp): in() hands an
+// input over as it is when contiguous, else as an NCHW copy; out() an output, else NCHW scratch
+// that finish() transposes into it once the op has run (not on an exception: the op failed).
+// Scratch counts as workspace.
+class NchwScratch {
+ public:
+  explicit NchwScratch(Backend& be) : m_be(be) {}
+  const Tensor& in(const Tensor& t);
+  const Tensor* in(const Tensor* t) { return t ? &in(*t) : nullptr; }
+  Tensor& out(Tensor& t);
+  Tensor* out(Tensor* t) { return t ? &out(*t) : nullptr; }
+  void finish();
+
+ private:
+  Backend& m_be;
+  std::deque<Tensor> m_held;  // a deque: the references handed out stay valid as it grows
+  std::vector<std::pair<const Tensor*, Tensor*>> m_pending;  // (scratch, destination)
 };
 // OpenMP only pays past this many elements (thread wake-up costs a few microseconds).
 constexpr std::int64_t kParallelThreshold = 1 << 15;

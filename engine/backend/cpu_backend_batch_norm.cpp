@@ -12,7 +12,9 @@
 // walk gives: every row's sum is computed alone (8 fp32 lanes, returned in double) into a slot
 // of its own, then each channel adds its rows' sums in sample order, in double. Per-channel
 // tensors (gamma, beta, running and saved statistics) may be fp32 or, in pure-fp16 mode, fp16:
-// they are read and written through fp32 host vectors (they are small).
+// they are read and written through fp32 host vectors (they are small). Channels-last
+// activations (x, y, dy, dx, residual and reluOut in one format) run on NCHW copies
+// (NchwScratch): the same results, bit for bit.
 #include <omp.h>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "engine/backend/backend_checks.h"
 #include "engine/backend/cpu_backend.h"
 #include "kernels/common/activation_math.h"
 #include "kernels/cpu/chunked.h"
@@ -213,6 +216,12 @@ void bnApplyRelu(const Tensor& x, const Tensor* residual, Tensor& y, const BnDim
 void CpuBackend::batchNormForwardTrain(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                        Tensor& runningMean, Tensor& runningVar, float momentum,
                                        float eps, Tensor& y, Tensor& saveMean, Tensor& saveInvStd) {
+  if (checks::sameFormat({&x, &y}, "batch_norm") == MemoryFormat::ChannelsLast) {
+    cpu::NchwScratch s(*this);
+    batchNormForwardTrain(s.in(x), gamma, beta, runningMean, runningVar, momentum, eps, s.out(y),
+                          saveMean, saveInvStd);
+    return s.finish();
+  }
   const BnDims d = bnDims(x, "batch_norm");
   const BnTrainStats st = bnTrainStats(*this, x, d, gamma, beta, runningMean, runningVar, momentum,
                                        eps, saveMean, saveInvStd);
@@ -223,6 +232,12 @@ void CpuBackend::batchNormReluForwardTrain(const Tensor& x, const Tensor& gamma,
                                            Tensor& runningMean, Tensor& runningVar, float momentum,
                                            float eps, const Tensor* residual, Tensor& y,
                                            Tensor& saveMean, Tensor& saveInvStd) {
+  if (checks::sameFormat({&x, residual, &y}, "batch_norm") == MemoryFormat::ChannelsLast) {
+    cpu::NchwScratch s(*this);
+    batchNormReluForwardTrain(s.in(x), gamma, beta, runningMean, runningVar, momentum, eps,
+                              s.in(residual), s.out(y), saveMean, saveInvStd);
+    return s.finish();
+  }
   const BnDims d = bnDims(x, "batch_norm");
   const BnTrainStats st = bnTrainStats(*this, x, d, gamma, beta, runningMean, runningVar, momentum,
                                        eps, saveMean, saveInvStd);
@@ -232,6 +247,11 @@ void CpuBackend::batchNormReluForwardTrain(const Tensor& x, const Tensor& gamma,
 void CpuBackend::batchNormForwardEval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                       const Tensor& runningMean, const Tensor& runningVar,
                                       float eps, Tensor& y) {
+  if (checks::sameFormat({&x, &y}, "batch_norm") == MemoryFormat::ChannelsLast) {
+    cpu::NchwScratch s(*this);
+    batchNormForwardEval(s.in(x), gamma, beta, runningMean, runningVar, eps, s.out(y));
+    return s.finish();
+  }
   const BnDims d = bnDims(x, "batch_norm");
   requireChannels({&gamma, &beta, &runningMean, &runningVar}, d.c, "batch_norm");
   const std::vector<float> g = toHostFloat(gamma), b = toHostFloat(beta);
@@ -312,6 +332,11 @@ void bnBackward(CpuBackend& be, const Tensor& dy, const Tensor* reluOut, const T
 void CpuBackend::batchNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
                                    const Tensor& saveMean, const Tensor& saveInvStd, Tensor& dx,
                                    Tensor& dgamma, Tensor& dbeta) {
+  if (checks::sameFormat({&dy, &x, &dx}, "batch_norm backward") == MemoryFormat::ChannelsLast) {
+    cpu::NchwScratch s(*this);
+    batchNormBackward(s.in(dy), s.in(x), gamma, saveMean, saveInvStd, s.out(dx), dgamma, dbeta);
+    return s.finish();
+  }
   bnBackward(*this, dy, nullptr, x, gamma, saveMean, saveInvStd, dx, dgamma, dbeta);
 }
 
@@ -319,6 +344,13 @@ void CpuBackend::batchNormReluBackward(const Tensor& dy, const Tensor& reluOut, 
                                        const Tensor& gamma, const Tensor& saveMean,
                                        const Tensor& saveInvStd, Tensor& dx, Tensor& dgamma,
                                        Tensor& dbeta) {
+  if (checks::sameFormat({&dy, &reluOut, &x, &dx}, "batch_norm backward") ==
+      MemoryFormat::ChannelsLast) {
+    cpu::NchwScratch s(*this);
+    batchNormReluBackward(s.in(dy), s.in(reluOut), s.in(x), gamma, saveMean, saveInvStd,
+                          s.out(dx), dgamma, dbeta);
+    return s.finish();
+  }
   bnBackward(*this, dy, &reluOut, x, gamma, saveMean, saveInvStd, dx, dgamma, dbeta);
 }
 

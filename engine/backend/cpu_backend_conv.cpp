@@ -1,4 +1,6 @@
 // CPU backend: convolution and max pooling (NCHW); batch norm is cpu_backend_batch_norm.cpp.
+// Channels-last activations (all of one op's in one format) run on NCHW copies (NchwScratch,
+// cpu_backend_layout.cpp): the same results, bit for bit.
 // Convolutions go to oneDNN (kernels/cpu/onednn_conv): fp32 and bf16 natively (fp32
 // accumulation, one rounding of the output); fp16 emulated as gemm does it: fp16 inputs widened
 // exactly to fp32, an fp32 convolution, the output rounded once to fp16. Pooling computes in fp32 on widened inputs
@@ -51,6 +53,12 @@ void timed(GemmCounters& c, double flops, Fn&& fn) {
 
 void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
                                const Conv2dGeometry& g) {
+  checks::requireContiguous(w, "conv2d", "weight");
+  if (checks::sameFormat({&x, &y}, "conv2d") == MemoryFormat::ChannelsLast) {
+    cpu::NchwScratch s(*this);
+    conv2dForward(s.in(x), w, bias, s.out(y), g);
+    return s.finish();
+  }
   const Conv2dGeometry& s = checkedGeometry(g);
   requireNumel(x, {s.n, s.c, s.h, s.w}, "input");
   requireNumel(w, {s.k, s.c, s.r, s.s}, "weight");
@@ -67,6 +75,12 @@ void CpuBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* b
 
 void CpuBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& dx,
                                     const Conv2dGeometry& g) {
+  checks::requireContiguous(w, "conv2d backward", "weight");
+  if (checks::sameFormat({&dy, &dx}, "conv2d backward") == MemoryFormat::ChannelsLast) {
+    cpu::NchwScratch s(*this);
+    conv2dBackwardData(s.in(dy), w, s.out(dx), g);
+    return s.finish();
+  }
   const Conv2dGeometry& s = checkedGeometry(g);
   requireNumel(dy, {s.n, s.k, s.outH(), s.outW()}, "output gradient");
   requireNumel(w, {s.k, s.c, s.r, s.s}, "weight");
@@ -82,6 +96,12 @@ void CpuBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& d
 
 void CpuBackend::conv2dBackwardWeights(const Tensor& dy, const Tensor& x, Tensor& dw, Tensor* dbias,
                                        const Conv2dGeometry& g) {
+  checks::requireContiguous(dw, "conv2d backward", "weight gradient");
+  if (checks::sameFormat({&dy, &x}, "conv2d backward") == MemoryFormat::ChannelsLast) {
+    cpu::NchwScratch s(*this);
+    conv2dBackwardWeights(s.in(dy), s.in(x), dw, dbias, g);
+    return s.finish();
+  }
   const Conv2dGeometry& s = checkedGeometry(g);
   requireNumel(dy, {s.n, s.k, s.outH(), s.outW()}, "output gradient");
   requireNumel(x, {s.n, s.c, s.h, s.w}, "input");
@@ -112,6 +132,13 @@ void CpuBackend::conv2dBackwardWeights(const Tensor& dy, const Tensor& x, Tensor
 
 void CpuBackend::conv2dBackward(const Tensor& dy, const Tensor& x, const Tensor& w, Tensor* dx,
                                 Tensor& dw, Tensor* dbias, const Conv2dGeometry& g) {
+  checks::requireContiguous(w, "conv2d backward", "weight");
+  checks::requireContiguous(dw, "conv2d backward", "weight gradient");
+  if (checks::sameFormat({&dy, &x, dx}, "conv2d backward") == MemoryFormat::ChannelsLast) {
+    cpu::NchwScratch s(*this);
+    conv2dBackward(s.in(dy), s.in(x), w, s.out(dx), dw, dbias, g);
+    return s.finish();
+  }
   // Mixed weight and bias gradient dtypes take conv2dBackwardWeights' fp32 detour: no sharing.
   if (dbias && dbias->dtype() != dw.dtype()) return Backend::conv2dBackward(dy, x, w, dx, dw, dbias, g);
   const Conv2dGeometry& s = checkedGeometry(g);
@@ -225,6 +252,12 @@ void poolPlane2x2(const float* in, const Pool2dGeometry& g, std::int64_t oh, std
 
 void CpuBackend::maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
                                   const Pool2dGeometry& g) {
+  if (checks::sameFormat({&x, &y, &argmax}, "max_pool2d") == MemoryFormat::ChannelsLast) {
+    // argmax keeps its meaning (the winner's index h * W + w within its plane) in either format.
+    cpu::NchwScratch s(*this);
+    maxPool2dForward(s.in(x), s.out(y), s.out(argmax), g);
+    return s.finish();
+  }
   checks::poolGeometry(g.kernel, g.stride, g.padding, g.h, g.w);
   const std::int64_t oh = g.outH(), ow = g.outW(), planes = g.n * g.c;
   if (x.numel() != planes * g.h * g.w || y.numel() != planes * oh * ow ||
@@ -257,6 +290,11 @@ void CpuBackend::maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
 
 void CpuBackend::maxPool2dBackward(const Tensor& dy, const Tensor& argmax, Tensor& dx,
                                    const Pool2dGeometry& g) {
+  if (checks::sameFormat({&dy, &argmax, &dx}, "max_pool2d backward") == MemoryFormat::ChannelsLast) {
+    cpu::NchwScratch s(*this);
+    maxPool2dBackward(s.in(dy), s.in(argmax), s.out(dx), g);
+    return s.finish();
+  }
   const std::int64_t planes = g.n * g.c, outPlane = g.outH() * g.outW(), inPlane = g.h * g.w;
   if (dy.numel() != planes * outPlane || argmax.numel() != dy.numel() ||
       argmax.dtype() != DType::I32 || dx.numel() != planes * inPlane)

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "engine/backend/backend_checks.h"
 #include "engine/backend/cpu_backend.h"
 #include "kernels/common/activation_math.h"
 #include "kernels/common/dropout_math.h"
@@ -15,6 +16,7 @@ using cpu::kParallelThreshold;
 
 void CpuBackend::activationForward(Activation a, const Tensor& x, Tensor& y) {
   cpu::requireSameShape(x, y, "activation");
+  checks::sameFormat({&x, &y}, "activation");
   const int xc = floatCode(x), yc = floatCode(y);
   const void* xs = x.rawData();
   void* ys = y.rawData();
@@ -36,6 +38,7 @@ void CpuBackend::activationBackward(Activation a, const Tensor& x, const Tensor&
   cpu::requireSameShape(y, dy, "activation backward");
   cpu::requireSameShape(dy, dx, "activation backward");
   if (x.dtype() != y.dtype()) throw std::invalid_argument("activation backward: x/y dtypes");
+  checks::sameFormat({&x, &y, &dy, &dx}, "activation backward");
   const int vc = floatCode(y), gc = floatCode(dy), dc = floatCode(dx);
   cpu::forEachChunk(dy.numel(), [&](std::int64_t b, std::int64_t n) {
     float xb[cpu::kChunk], yb[cpu::kChunk], gb[cpu::kChunk], ob[cpu::kChunk];
@@ -62,6 +65,13 @@ void CpuBackend::dropoutForward(const Tensor& x, Tensor& mask, Tensor& y, float 
   cpu::requireSameShape(x, y, "dropout");
   cpu::requireSameShape(x, mask, "dropout");
   if (!(p >= 0.f && p < 1.f)) throw std::invalid_argument("dropout: p must be in [0, 1)");
+  if (checks::sameFormat({&x, &mask, &y}, "dropout") == MemoryFormat::ChannelsLast) {
+    // The mask is drawn per logical (NCHW) index, so a channels-last tensor drops the same
+    // elements as a contiguous one (and as the GPU): run on NCHW copies.
+    cpu::NchwScratch s(*this);
+    dropoutForward(s.in(x), s.out(mask), s.out(y), p, seed);
+    return s.finish();
+  }
   const std::int64_t n = x.numel();
   const float keepScale = dropoutKeepScale(p);
   const std::uint64_t threshold = dropoutThreshold(p);
@@ -82,6 +92,7 @@ void CpuBackend::dropoutForward(const Tensor& x, Tensor& mask, Tensor& y, float 
 
 void CpuBackend::dropoutBackward(const Tensor& dy, const Tensor& mask, Tensor& dx, float p) {
   cpu::requireSameShape(dy, dx, "dropout backward");
+  checks::sameFormat({&dy, &mask, &dx}, "dropout backward");  // then the mask lines up
   const std::int64_t n = dy.numel();
   const float keepScale = dropoutKeepScale(p);
   const auto* m = mask.data<std::uint8_t>();

@@ -7,6 +7,7 @@
 #include "engine/backend/backend_checks.h"
 #include "engine/backend/cpu_backend.h"
 #include "kernels/cpu/chunked.h"
+#include "kernels/common/image_layout.h"
 #include "kernels/cpu/convert.h"
 
 namespace amp {
@@ -29,6 +30,17 @@ CpuBackend::~CpuBackend() {
 }
 
 namespace {
+// A channels-last tensor crosses the host boundary through a contiguous copy (the transfers
+// speak the logical order): the copy for a download, the scratch to upload into for an upload.
+Tensor logicalCopy(CpuBackend& be, const Tensor& t) {
+  Tensor c = be.empty(t.shape(), t.dtype(), MemCategory::Workspace);
+  be.convertFormatInto(t, c);
+  return c;
+}
+Tensor logicalScratch(CpuBackend& be, const Tensor& t) {
+  return be.empty(t.shape(), t.dtype(), MemCategory::Workspace);
+}
+
 // 64-byte alignment for AVX-512 loads; at least one line so empty tensors still own memory.
 std::size_t roundedSize(std::size_t bytes) { return std::max<std::size_t>(64, (bytes + 63) / 64 * 64); }
 }  // namespace
@@ -46,6 +58,11 @@ void CpuBackend::freeBytes(void* p, std::size_t bytes) {
 }
 
 void CpuBackend::uploadFloat(Tensor& dst, std::span<const float> src) {
+  if (dst.channelsLast()) {
+    Tensor scratch = logicalScratch(*this, dst);
+    uploadFloat(scratch, src);
+    return convertFormatInto(scratch, dst);
+  }
   if (static_cast<std::int64_t>(src.size()) != dst.numel())
     throw std::invalid_argument("upload: size mismatch for " + shapeString(dst.shape()));
   const std::size_t n = src.size();
@@ -58,12 +75,18 @@ void CpuBackend::uploadFloat(Tensor& dst, std::span<const float> src) {
 }
 
 void CpuBackend::uploadInt(Tensor& dst, std::span<const std::int32_t> src) {
+  if (dst.channelsLast()) {
+    Tensor scratch = logicalScratch(*this, dst);
+    uploadInt(scratch, src);
+    return convertFormatInto(scratch, dst);
+  }
   if (dst.dtype() != DType::I32 || static_cast<std::int64_t>(src.size()) != dst.numel())
     throw std::invalid_argument("uploadInt: needs an int32 tensor of matching size");
   std::memcpy(dst.rawData(), src.data(), src.size() * 4);
 }
 
 std::vector<float> CpuBackend::toHostFloat(const Tensor& t) {
+  if (t.channelsLast()) return toHostFloat(logicalCopy(*this, t));
   std::vector<float> out(static_cast<std::size_t>(t.numel()));
   const std::size_t n = out.size();
   switch (t.dtype()) {
@@ -82,11 +105,13 @@ std::vector<float> CpuBackend::toHostFloat(const Tensor& t) {
 
 std::vector<std::int32_t> CpuBackend::toHostInt(const Tensor& t) {
   if (t.dtype() != DType::I32) throw std::invalid_argument("toHostInt: not an int32 tensor");
+  if (t.channelsLast()) return toHostInt(logicalCopy(*this, t));
   const auto* p = t.data<std::int32_t>();
   return {p, p + t.numel()};
 }
 
 std::vector<std::uint8_t> CpuBackend::toHostBytes(const Tensor& t) {
+  if (t.channelsLast()) return toHostBytes(logicalCopy(*this, t));
   const auto* p = t.data<std::uint8_t>();
   return {p, p + t.bytes()};
 }
@@ -95,6 +120,11 @@ void CpuBackend::uploadBytes(Tensor& dst, std::span<const std::uint8_t> src) {
   if (src.size() != dst.bytes())
     throw std::invalid_argument("uploadBytes: " + std::to_string(src.size()) +
                                 " bytes for a tensor of " + std::to_string(dst.bytes()));
+  if (dst.channelsLast()) {
+    Tensor scratch = logicalScratch(*this, dst);
+    uploadBytes(scratch, src);
+    return convertFormatInto(scratch, dst);
+  }
   std::memcpy(dst.rawData(), src.data(), src.size());
 }
 
@@ -114,6 +144,7 @@ void CpuBackend::fill(Tensor& t, float value) {
 
 void CpuBackend::castInto(const Tensor& src, Tensor& dst) {
   cpu::requireSameShape(src, dst, "cast");
+  checks::sameFormat({&src, &dst}, "cast");
   const std::size_t n = static_cast<std::size_t>(src.numel());
   const DType s = src.dtype(), d = dst.dtype();
   if (s == d) return copyInto(src, dst);
@@ -146,6 +177,7 @@ void CpuBackend::castInto(const Tensor& src, Tensor& dst) {
 void CpuBackend::copyInto(const Tensor& src, Tensor& dst) {
   if (src.dtype() != dst.dtype() || src.numel() != dst.numel())
     throw std::invalid_argument("copy: tensors differ in dtype or size");
+  checks::sameFormat({&src, &dst}, "copy");
   std::memcpy(dst.rawData(), src.rawData(), src.bytes());
 }
 
@@ -159,6 +191,7 @@ void CpuBackend::gatherRows(const Tensor& src, std::span<const std::int64_t> row
 
 void CpuBackend::accumulate(Tensor& dst, const Tensor& src) {
   cpu::requireSameShape(src, dst, "accumulate");
+  checks::sameFormat({&src, &dst}, "accumulate");
   const int sc = floatCode(src), dc = floatCode(dst);
   cpu::forEachChunk(src.numel(), [&](std::int64_t b, std::int64_t n) {
     float sb[cpu::kChunk], db[cpu::kChunk];
@@ -190,6 +223,11 @@ void CpuBackend::roundThrough(Tensor& t, DType through) {
 
 void CpuBackend::setElement(Tensor& t, std::int64_t index, float value) {
   if (index < 0 || index >= t.numel()) throw std::out_of_range("setElement: index out of range");
+  if (t.channelsLast()) {  // index is logical (NCHW): find where that element lies
+    const std::int64_t planeSize = t.dim(2) * t.dim(3);
+    index = planeOffset<std::int64_t>(true, index / planeSize, index % planeSize, t.dim(1),
+                                      planeSize);
+  }
   cpu::dispatchFloatCode(floatCode(t), [&](auto tag) {
     using T = decltype(tag);
     t.data<typename T::Storage>()[index] = T::store(value);

@@ -2,7 +2,9 @@
 // type promotion: each input widened exactly, the fp32 sum rounded once to the output's dtype)
 // and global average pooling (adaptive_avg_pool2d to 1x1). Pooling sums each plane in fp32 in
 // row-major order, one plane at a time, so the CUDA kernel (kernels/cuda/global_avg_pool.cu),
-// which gives each plane to one thread in the same order, agrees with it bit for bit.
+// which gives each plane to one thread in the same order, agrees with it bit for bit. The add is
+// elementwise (its operands share a format: checks::add); pooling runs channels-last tensors on
+// NCHW copies (NchwScratch).
 #include <algorithm>
 #include <vector>
 
@@ -32,6 +34,10 @@ void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor& y) {
 }
 
 void CpuBackend::globalAvgPoolForward(const Tensor& x, Tensor& y) {
+  if (x.channelsLast()) {  // the planes' sums in the same order, from an NCHW copy
+    cpu::NchwScratch s(*this);
+    return globalAvgPoolForward(s.in(x), y);
+  }
   const auto d = checks::globalAvgPool(x, y, "adaptive_avg_pool2d");
   const int xc = floatCode(x), yc = floatCode(y);
   const auto count = static_cast<float>(d.planeSize);
@@ -55,6 +61,11 @@ void CpuBackend::globalAvgPoolForward(const Tensor& x, Tensor& y) {
 }
 
 void CpuBackend::globalAvgPoolBackward(const Tensor& dy, Tensor& dx) {
+  if (dx.channelsLast()) {
+    cpu::NchwScratch s(*this);
+    globalAvgPoolBackward(dy, s.out(dx));
+    return s.finish();
+  }
   const auto d = checks::globalAvgPool(dx, dy, "adaptive_avg_pool2d backward");
   const int gc = floatCode(dy), dc = floatCode(dx);
   std::vector<float> scratch(static_cast<std::size_t>(d.planes));

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/backend/backend.h"
@@ -45,6 +46,14 @@ class CudaBackend final : public Backend {
   std::vector<std::int32_t> toHostInt(const Tensor& t) override;
   std::vector<std::uint8_t> toHostBytes(const Tensor& t) override;
   void uploadBytes(Tensor& dst, std::span<const std::uint8_t> src) override;
+
+  // Channels-last images (cuda_backend_layout.cpp): convolutions, batch norm, pooling and the
+  // channel bias work on NHWC activations, so cuDNN's tensor-core kernels transpose nothing.
+  // On unless AMP_CUDA_DISABLE=channels-last; setChannelsLast switches it for this backend (the
+  // GPU tests compare both paths in one process). convertFormatInto: our transpose kernel.
+  MemoryFormat preferredImageFormat() const override;
+  void setChannelsLast(bool on) { m_channelsLast = on; }
+  void convertFormatInto(const Tensor& src, Tensor& dst) override;
 
   void fill(Tensor& t, float value) override;
   void castInto(const Tensor& src, Tensor& dst) override;
@@ -194,6 +203,10 @@ class CudaBackend final : public Backend {
                Tensor& out, const Tensor* bias);
   void runCudnn(const cuda::ConvProblem& problem, const Tensor& in0, const Tensor& in1,
                 Tensor& out);
+  // runCudnn's last step: the operands already in the problem's layout (a channels-last
+  // problem's filter KRSC).
+  void runCudnnAsLaidOut(const cuda::ConvProblem& problem, const Tensor& in0, const Tensor& in1,
+                         Tensor& out);
   void timeInGemmCounters(double flops, const std::function<void()>& work);
   // A cuBLASLt problem of m x n x k with this backend's tf32 and reduction settings, the input
   // dtype a's and the output c's (gemm and gemmBatched; `op` names them in dtype errors).
@@ -205,6 +218,7 @@ class CudaBackend final : public Backend {
   int m_device = 0;
   bool m_tf32 = false;
   bool m_reducedPrecisionReduction = false;
+  bool m_channelsLast = true;  // setChannelsLast; AMP_CUDA_DISABLE=channels-last overrides it
   std::string m_deviceName;
   int m_ccMajor = 0, m_ccMinor = 0;
   cuda::Stream m_stream = nullptr;

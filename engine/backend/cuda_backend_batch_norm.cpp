@@ -4,8 +4,11 @@
 // a few stream-ordered launches with the statistics computed on the device: no host round trip,
 // no synchronisation. The per-block partial sums and per-channel coefficients live in a
 // workspace tensor freed on return (the allocator reuses it only for work queued later).
+// Channels-last activations (every one of a call in one format) go to the same kernels with
+// the layout as a parameter: the same results, bit for bit.
 #include <stdexcept>
 
+#include "engine/backend/backend_checks.h"
 #include "engine/backend/cuda_backend.h"
 #include "kernels/cuda/pool_norm_kernels.h"
 
@@ -15,13 +18,13 @@ using cudabk::floatCode;
 
 namespace {
 
-// x viewed as (N, C, HW), as the CPU's bnDims.
+// x viewed as (N, C, HW), as the CPU's bnDims; NHWC when x is channels-last.
 cuda::BatchNormDims bnDims(const Tensor& x, const char* op) {
   if (x.rank() < 2)
     throw std::invalid_argument(std::string(op) + ": x must be (N, C[, H, W]), got " +
                                 shapeString(x.shape()));
   const std::int64_t planes = x.dim(0) * x.dim(1);
-  return {x.dim(0), x.dim(1), x.numel() / (planes > 1 ? planes : 1)};
+  return {x.dim(0), x.dim(1), x.numel() / (planes > 1 ? planes : 1), x.channelsLast()};
 }
 
 void requireChannels(std::initializer_list<const Tensor*> ts, std::int64_t c, const char* op) {
@@ -58,6 +61,7 @@ void CudaBackend::batchNormForwardTrain(const Tensor& x, const Tensor& gamma, co
   const cuda::ChannelOut sm = channelOut(saveMean, op), si = channelOut(saveInvStd, op);
   const int xc = floatCode(x, op);
   requireOutputLikeInput(x, y);
+  checks::sameFormat({&x, &y}, op);
   const Tensor workspace = empty({(cuda::batchNormWorkspaceBytes(d) + 3) / 4}, DType::F32,
                                  MemCategory::Workspace);
   cuda::launchBatchNormTrain(d, xc, x.rawData(), floatCode(y, op), y.rawData(), g, b, rm, rv, sm,
@@ -76,6 +80,7 @@ void CudaBackend::batchNormForwardEval(const Tensor& x, const Tensor& gamma, con
   const cuda::ChannelIn rm = channelIn(runningMean, op), rv = channelIn(runningVar, op);
   const int xc = floatCode(x, op);
   requireOutputLikeInput(x, y);
+  checks::sameFormat({&x, &y}, op);
   if (d.c == 0) return;
   const Tensor workspace = empty({(cuda::batchNormWorkspaceBytes(d) + 3) / 4}, DType::F32,
                                  MemCategory::Workspace);
@@ -97,6 +102,7 @@ void CudaBackend::batchNormBackward(const Tensor& dy, const Tensor& x, const Ten
                         si = channelIn(saveInvStd, op);
   const cuda::ChannelOut dg = channelOut(dgamma, op), db = channelOut(dbeta, op);
   const int xc = floatCode(x, op), gc = floatCode(dy, op), dc = floatCode(dx, op);
+  checks::sameFormat({&dy, &x, &dx}, op);
   if (d.c == 0) return;
   const Tensor workspace = empty({(cuda::batchNormWorkspaceBytes(d) + 3) / 4}, DType::F32,
                                  MemCategory::Workspace);

@@ -1,6 +1,12 @@
-// CUDA backend: convolutions (NCHW, groups 1, dilation 1) through cuDNN (kernels/cuda/cudnn_conv),
+// CUDA backend: convolutions (groups 1, dilation 1) through cuDNN (kernels/cuda/cudnn_conv),
 // with the CPU backend's contract and refusals (cpu_backend_conv.cpp): inputs of one dtype,
 // outputs of that dtype or fp32, sums in fp32.
+//
+// - Layouts: the activations (x, y, dy, dx) of one call share a format, NCHW or channels-last
+//   (NHWC), and cuDNN gets them as they lie; weights are always KCRS. A channels-last call hands
+//   cuDNN the filter in KRSC (a small transpose into workspace; the filter gradient comes back
+//   KRSC and is transposed into dw), so no descriptor is in another layout and cuDNN transforms
+//   nothing. Should cuDNN offer no algorithm in NHWC, the call runs on NCHW copies instead.
 //
 // - Every operand in one dtype cuDNN runs here: one cuDNN call in that dtype (fp32 with TF32
 //   only when backend.tf32 asks for it). The bias is then added by our kernel, as PyTorch adds
@@ -40,12 +46,20 @@ using cudabk::floatCode;
 namespace {
 
 
-// t itself when it is fp32, else an exact fp32 copy in workspace.
+// t itself when it is fp32, else an exact fp32 copy in workspace (in t's format).
 Tensor widened(CudaBackend& be, const Tensor& t) {
   if (t.dtype() == DType::F32) return t;
-  Tensor wide = be.empty(t.shape(), DType::F32, MemCategory::Workspace);
+  Tensor wide = be.empty(t.shape(), DType::F32, MemCategory::Workspace, t.format());
   be.castInto(t, wide);
   return wide;
+}
+
+// t itself when it is in `format`, else a copy in it in workspace.
+Tensor inFormat(CudaBackend& be, const Tensor& t, MemoryFormat format) {
+  if (t.format() == format) return t;
+  Tensor copy = be.empty(t.shape(), t.dtype(), MemCategory::Workspace, format);
+  be.convertFormatInto(t, copy);
+  return copy;
 }
 
 }  // namespace
@@ -74,6 +88,33 @@ void CudaBackend::timeInGemmCounters(double flops, const std::function<void()>& 
 
 void CudaBackend::runCudnn(const cuda::ConvProblem& problem, const Tensor& in0, const Tensor& in1,
                            Tensor& out) {
+  const bool filterOut = problem.pass == cuda::ConvPass::BackwardFilter;
+  if (problem.channelsLast) {
+    const MemoryFormat nchw = MemoryFormat::Contiguous, nhwc = MemoryFormat::ChannelsLast;
+    if (!m_conv->supports(problem)) {
+      // No NHWC algorithm for this one: the same convolution on NCHW copies.
+      cuda::ConvProblem fallback = problem;
+      fallback.channelsLast = false;
+      Tensor result = out.channelsLast()
+                          ? empty(out.shape(), out.dtype(), MemCategory::Workspace, nchw)
+                          : out;
+      runCudnn(fallback, inFormat(*this, in0, nchw), inFormat(*this, in1, nchw), result);
+      if (result.rawData() != out.rawData()) convertFormatInto(result, out);
+      return;
+    }
+    if (filterOut) {  // dw comes out KRSC: into workspace, then transposed into place
+      Tensor krsc = empty(out.shape(), out.dtype(), MemCategory::Workspace, nhwc);
+      runCudnnAsLaidOut(problem, in0, in1, krsc);
+      convertFormatInto(krsc, out);
+      return;
+    }
+    return runCudnnAsLaidOut(problem, in0, inFormat(*this, in1, nhwc), out);  // in1: the filter
+  }
+  runCudnnAsLaidOut(problem, in0, in1, out);
+}
+
+void CudaBackend::runCudnnAsLaidOut(const cuda::ConvProblem& problem, const Tensor& in0,
+                                    const Tensor& in1, Tensor& out) {
   const std::size_t bytes = m_conv->workspaceBytes(problem);
   const Tensor workspace =
       bytes > 0 ? empty({static_cast<std::int64_t>(bytes)}, DType::U8, MemCategory::Workspace)
@@ -89,6 +130,9 @@ void CudaBackend::runConv(cuda::ConvPass pass, const Conv2dGeometry& g, const Te
   cuda::ConvProblem problem;
   problem.pass = pass;
   problem.geometry = g;
+  // The activations' format (checked to agree by the callers); weights are always KCRS.
+  problem.channelsLast = (pass == cuda::ConvPass::BackwardFilter ? in0 : out).channelsLast();
+  const bool nhwc = problem.channelsLast;
   const std::int64_t hw = g.outH() * g.outW();
   if (out.dtype() == in && runsHere) {
     problem.code = floatCode(in0, "conv2d");
@@ -97,7 +141,7 @@ void CudaBackend::runConv(cuda::ConvPass pass, const Conv2dGeometry& g, const Te
     if (bias) {
       cuda::launchChannelBiasAdd(floatCode(out, "conv2d"), out.rawData(),
                                  floatCode(*bias, "conv2d bias"), bias->rawData(), g.n, g.k, hw,
-                                 m_stream);
+                                 nhwc, m_stream);
       checkLaunch("conv2d bias", cudabk::shapes({bias, &out}));
     }
     return;
@@ -105,14 +149,15 @@ void CudaBackend::runConv(cuda::ConvPass pass, const Conv2dGeometry& g, const Te
   // fp32 copies, an fp32 result (out itself when it is fp32), the bias added in fp32 and one
   // rounding into out.
   const Tensor a = widened(*this, in0), b = widened(*this, in1);
-  Tensor result =
-      out.dtype() == DType::F32 ? out : empty(out.shape(), DType::F32, MemCategory::Workspace);
+  Tensor result = out.dtype() == DType::F32
+                      ? out
+                      : empty(out.shape(), DType::F32, MemCategory::Workspace, out.format());
   problem.code = 0;
   problem.tf32 = false;
   runCudnn(problem, a, b, result);
   if (bias) {
     cuda::launchChannelBiasAdd(0, result.rawData(), floatCode(*bias, "conv2d bias"),
-                               bias->rawData(), g.n, g.k, hw, m_stream);
+                               bias->rawData(), g.n, g.k, hw, nhwc, m_stream);
     checkLaunch("conv2d bias", cudabk::shapes({bias, &result}));
   }
   if (result.rawData() != out.rawData()) castInto(result, out);
@@ -127,6 +172,8 @@ void CudaBackend::conv2dForward(const Tensor& x, const Tensor& w, const Tensor* 
   requireNumel(y, {s.n, s.k, s.outH(), s.outW()}, "output");
   if (bias) requireNumel(*bias, {s.k}, "bias");
   convInputDtype({&x, &w, bias}, {&y});
+  checks::requireContiguous(w, "conv2d", "weight");
+  checks::sameFormat({&x, &y}, "conv2d");
   timeInGemmCounters(s.flops(), [&] { runConv(cuda::ConvPass::Forward, s, x, w, y, bias); });
 }
 
@@ -138,6 +185,8 @@ void CudaBackend::conv2dBackwardData(const Tensor& dy, const Tensor& w, Tensor& 
   requireNumel(w, {s.k, s.c, s.r, s.s}, "weight");
   requireNumel(dx, {s.n, s.c, s.h, s.w}, "input gradient");
   convInputDtype({&dy, &w}, {&dx});
+  checks::requireContiguous(w, "conv2d backward", "weight");
+  checks::sameFormat({&dy, &dx}, "conv2d backward");
   timeInGemmCounters(s.flops(), [&] {
     runConv(cuda::ConvPass::BackwardData, s, dy, w, dx, nullptr);
   });
@@ -152,13 +201,15 @@ void CudaBackend::conv2dBackwardWeights(const Tensor& dy, const Tensor& x, Tenso
   requireNumel(dw, {s.k, s.c, s.r, s.s}, "weight gradient");
   if (dbias) requireNumel(*dbias, {s.k}, "bias gradient");
   convInputDtype({&dy, &x}, {&dw, dbias});
+  checks::requireContiguous(dw, "conv2d backward", "weight gradient");
+  checks::sameFormat({&dy, &x}, "conv2d backward");
   timeInGemmCounters(s.flops(), [&] {
     // cuDNN's backward filter takes x first, dy second (cudnn_conv.h).
     runConv(cuda::ConvPass::BackwardFilter, s, x, dy, dw, nullptr);
     if (dbias) {
       cuda::launchChannelBiasGrad(floatCode(dy, "conv2d"), dy.rawData(), s.n, s.k,
-                                  s.outH() * s.outW(), floatCode(*dbias, "conv2d"),
-                                  dbias->rawData(), m_stream);
+                                  s.outH() * s.outW(), dy.channelsLast(),
+                                  floatCode(*dbias, "conv2d"), dbias->rawData(), m_stream);
       checkLaunch("conv2d bias gradient", cudabk::shapes({&dy, dbias}));
     }
   });

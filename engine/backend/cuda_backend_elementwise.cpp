@@ -1,6 +1,9 @@
 // CUDA backend: activations and dropout, through the kernels that share the CPU's element math.
+// Operands of one call share a memory format (elementwise work is then order-free); dropout's
+// mask is drawn by logical index, so a channels-last input runs on NCHW copies.
 #include <stdexcept>
 
+#include "engine/backend/backend_checks.h"
 #include "engine/backend/cuda_backend.h"
 
 namespace amp {
@@ -10,6 +13,7 @@ using cudabk::floatCode;
 void CudaBackend::activationForward(Activation a, const Tensor& x, Tensor& y) {
   useDevice();
   cudabk::requireSameSize(x, y, "activation");
+  checks::sameFormat({&x, &y}, "activation");
   cuda::launchActivationForward(a, floatCode(x, "activation"), x.rawData(),
                                 floatCode(y, "activation"), y.rawData(), x.numel(), m_stream);
   checkLaunch("activation forward", cudabk::shapes({&x, &y}));
@@ -21,6 +25,7 @@ void CudaBackend::activationBackward(Activation a, const Tensor& x, const Tensor
   cudabk::requireSameSize(y, dy, "activation backward");
   cudabk::requireSameSize(dy, dx, "activation backward");
   if (x.dtype() != y.dtype()) throw std::invalid_argument("activation backward: x/y dtypes");
+  checks::sameFormat({&x, &y, &dy, &dx}, "activation backward");
   cuda::launchActivationBackward(a, floatCode(y, "activation backward"), x.rawData(), y.rawData(),
                                  floatCode(dy, "activation backward"), dy.rawData(),
                                  floatCode(dx, "activation backward"), dx.rawData(), dy.numel(),
@@ -36,6 +41,17 @@ void CudaBackend::dropoutForward(const Tensor& x, Tensor& mask, Tensor& y, float
   cudabk::requireSameSize(x, mask, "dropout");
   if (!(p >= 0.f && p < 1.f)) throw std::invalid_argument("dropout: p must be in [0, 1)");
   if (x.dtype() != y.dtype()) throw std::invalid_argument("dropout: x and y differ in dtype");
+  if (checks::sameFormat({&x, &mask, &y}, "dropout") == MemoryFormat::ChannelsLast) {
+    // The mask hangs on the logical (NCHW) index, as on the CPU: the same elements drop in
+    // either format. Rare in practice (dropout after a convolution), so plain copies.
+    const Tensor xc = contiguous(x);
+    Tensor maskc = empty(mask.shape(), mask.dtype(), MemCategory::Workspace);
+    Tensor yc = empty(y.shape(), y.dtype(), MemCategory::Workspace);
+    dropoutForward(xc, maskc, yc, p, seed);
+    convertFormatInto(maskc, mask);
+    convertFormatInto(yc, y);
+    return;
+  }
   cuda::launchDropoutForward(floatCode(x, "dropout"), x.rawData(), mask.data<std::uint8_t>(),
                              y.rawData(), x.numel(), p, seed, m_stream);
   checkLaunch("dropout forward", cudabk::shapes({&x}));
@@ -45,6 +61,7 @@ void CudaBackend::dropoutBackward(const Tensor& dy, const Tensor& mask, Tensor& 
   useDevice();
   cudabk::requireSameSize(dy, dx, "dropout backward");
   if (dy.dtype() != dx.dtype()) throw std::invalid_argument("dropout backward: dtypes differ");
+  checks::sameFormat({&dy, &mask, &dx}, "dropout backward");  // then the mask lines up
   cuda::launchDropoutBackward(floatCode(dy, "dropout backward"), dy.rawData(),
                               mask.data<std::uint8_t>(), dx.rawData(), dy.numel(), p, m_stream);
   checkLaunch("dropout backward", cudabk::shapes({&dy}));

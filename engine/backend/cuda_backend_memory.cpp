@@ -7,9 +7,11 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "engine/backend/backend_checks.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/backend/cuda_error.h"
 #include "kernels/common/float16.h"
+#include "kernels/common/image_layout.h"
 
 namespace amp {
 
@@ -280,6 +282,11 @@ std::vector<float> CudaBackend::toHostFloat(const Tensor& t) {
 
 std::vector<std::int32_t> CudaBackend::toHostInt(const Tensor& t) {
   useDevice();
+  if (t.channelsLast()) {  // the host speaks the logical order: transpose, then download
+    Tensor logical = empty(t.shape(), t.dtype(), MemCategory::Workspace);
+    convertFormatInto(t, logical);
+    return toHostInt(logical);
+  }
   if (t.dtype() != DType::I32) throw std::invalid_argument("toHostInt: not an int32 tensor");
   std::vector<std::int32_t> out(static_cast<std::size_t>(t.numel()));
   download(out.data(), t.rawData(), t.bytes(), "download");
@@ -288,6 +295,11 @@ std::vector<std::int32_t> CudaBackend::toHostInt(const Tensor& t) {
 
 std::vector<std::uint8_t> CudaBackend::toHostBytes(const Tensor& t) {
   useDevice();
+  if (t.channelsLast()) {  // the host speaks the logical order: transpose, then download
+    Tensor logical = empty(t.shape(), t.dtype(), MemCategory::Workspace);
+    convertFormatInto(t, logical);
+    return toHostBytes(logical);
+  }
   std::vector<std::uint8_t> out(t.bytes());
   if (!out.empty()) download(out.data(), t.rawData(), t.bytes(), "download");
   return out;
@@ -317,6 +329,7 @@ void CudaBackend::fill(Tensor& t, float value) {
 
 void CudaBackend::castInto(const Tensor& src, Tensor& dst) {
   useDevice();
+  checks::sameFormat({&src, &dst}, "cast");
   cudabk::requireSameSize(src, dst, "cast");
   if (src.dtype() == dst.dtype()) return copyInto(src, dst);
   cuda::launchCast(floatCode(src, "cast"), src.rawData(), floatCode(dst, "cast"), dst.rawData(),
@@ -326,6 +339,7 @@ void CudaBackend::castInto(const Tensor& src, Tensor& dst) {
 
 void CudaBackend::copyInto(const Tensor& src, Tensor& dst) {
   useDevice();
+  checks::sameFormat({&src, &dst}, "copy");
   if (src.dtype() != dst.dtype() || src.numel() != dst.numel())
     throw std::invalid_argument("copy: tensors differ in dtype or size");
   checkCuda(cudaMemcpyAsync(dst.rawData(), src.rawData(), src.bytes(), cudaMemcpyDeviceToDevice,
@@ -335,6 +349,7 @@ void CudaBackend::copyInto(const Tensor& src, Tensor& dst) {
 
 void CudaBackend::accumulate(Tensor& dst, const Tensor& src) {
   useDevice();
+  checks::sameFormat({&src, &dst}, "accumulate");
   cudabk::requireSameSize(src, dst, "accumulate");
   cuda::launchAccumulate(floatCode(dst, "accumulate"), dst.rawData(), floatCode(src, "accumulate"),
                          src.rawData(), src.numel(), m_stream);

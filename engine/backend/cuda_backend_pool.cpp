@@ -1,6 +1,7 @@
 // CUDA backend: max pooling with our kernels (kernels/cuda/max_pool.cu), padded or not. Validation and its
 // messages are the CPU backend's (cpu_backend_conv.cpp), so a layer fails the same way on
-// either; values, argmax and gradients agree with the CPU bit for bit.
+// either; values, argmax and gradients agree with the CPU bit for bit, in NCHW or channels-last
+// (every activation of a call in one format; argmax means the same in both).
 #include <stdexcept>
 
 #include "engine/backend/backend_checks.h"
@@ -23,8 +24,10 @@ bool validGeometry(const Pool2dGeometry& g) {
          g.c >= 0;
 }
 
-cuda::PoolDims poolDims(const Pool2dGeometry& g) {
+cuda::PoolDims poolDims(const Pool2dGeometry& g, bool channelsLast) {
   cuda::PoolDims d;
+  d.channels = g.c;
+  d.channelsLast = channelsLast;
   d.planes = g.n * g.c;
   d.h = g.h;
   d.w = g.w;
@@ -52,7 +55,9 @@ void CudaBackend::maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
   if (!validGeometry(g) || g.outH() <= 0 || g.outW() <= 0)
     throw std::invalid_argument("max_pool2d: invalid geometry (" + std::to_string(g.n) + " x " +
                                 std::to_string(g.c) + " planes)");
-  const cuda::PoolDims d = poolDims(g);
+  const bool nhwc =
+      checks::sameFormat({&x, &y, &argmax}, "max_pool2d") == MemoryFormat::ChannelsLast;
+  const cuda::PoolDims d = poolDims(g, nhwc);
   if (x.numel() != d.planes * g.h * g.w || y.numel() != d.planes * d.outH * d.outW ||
       argmax.numel() != y.numel() || argmax.dtype() != DType::I32)
     throw std::invalid_argument("max_pool2d: input " + shapeString(x.shape()) + ", output " +
@@ -70,7 +75,9 @@ void CudaBackend::maxPool2dBackward(const Tensor& dy, const Tensor& argmax, Tens
   // The CPU scatters to wherever argmax points and needs only the sizes; the gather here walks
   // the windows, so it needs the geometry to be one a forward could have run with.
   if (!validGeometry(g)) throw std::invalid_argument("max_pool2d backward: invalid geometry");
-  const cuda::PoolDims d = poolDims(g);
+  const bool nhwc = checks::sameFormat({&dy, &argmax, &dx}, "max_pool2d backward") ==
+                    MemoryFormat::ChannelsLast;
+  const cuda::PoolDims d = poolDims(g, nhwc);
   if (dy.numel() != d.planes * d.outH * d.outW || argmax.numel() != dy.numel() ||
       argmax.dtype() != DType::I32 || dx.numel() != d.planes * g.h * g.w)
     throw std::invalid_argument("max_pool2d backward: shapes do not fit the geometry");

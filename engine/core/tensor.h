@@ -15,6 +15,14 @@ namespace amp {
 
 using Shape = std::vector<std::int64_t>;
 
+// How a tensor's bytes are ordered. Logical shapes never change: an image activation is (N, C,
+// H, W) whatever its format, and every host-visible view (toHostFloat, uploads, checkpoints)
+// speaks the logical, row-major order. Contiguous: row-major in the logical shape.
+// ChannelsLast (rank-4 tensors only): bytes in N, H, W, C order, what cuDNN's tensor-core
+// convolutions read and write without transposing (PyTorch's torch.channels_last).
+enum class MemoryFormat : std::uint8_t { Contiguous, ChannelsLast };
+const char* memoryFormatName(MemoryFormat f);  // "contiguous", "channels-last"
+
 std::int64_t shapeNumel(const Shape& s);
 std::string shapeString(const Shape& s);  // "(256, 1024)"
 
@@ -49,7 +57,9 @@ class Buffer {
 class Tensor {
  public:
   Tensor() = default;
-  Tensor(std::shared_ptr<Buffer> buffer, Shape shape, DType dtype);
+  // Throws std::logic_error for a ChannelsLast tensor that is not of rank 4.
+  Tensor(std::shared_ptr<Buffer> buffer, Shape shape, DType dtype,
+         MemoryFormat format = MemoryFormat::Contiguous);
 
   bool defined() const { return static_cast<bool>(m_buffer); }
   const Shape& shape() const { return m_shape; }
@@ -59,8 +69,13 @@ class Tensor {
   DType dtype() const { return m_dtype; }
   std::size_t bytes() const { return static_cast<std::size_t>(m_numel) * dtypeSize(m_dtype); }
   MemCategory category() const { return m_buffer->category(); }
+  MemoryFormat format() const { return m_format; }
+  bool channelsLast() const { return m_format == MemoryFormat::ChannelsLast; }
 
   // A view of the same bytes with another shape of equal element count (Flatten, reshape).
+  // A ChannelsLast tensor refuses any other shape (std::logic_error): its bytes are not in the
+  // logical order, so the view would silently mix channels and pixels. Make it contiguous
+  // through the backend first (Backend::contiguous).
   Tensor reshaped(Shape shape) const;
   // Identity of the underlying buffer (weight-cache keys, aliasing checks).
   const void* id() const { return m_buffer.get(); }
@@ -75,6 +90,7 @@ class Tensor {
   Shape m_shape;
   std::int64_t m_numel = 0;
   DType m_dtype = DType::F32;
+  MemoryFormat m_format = MemoryFormat::Contiguous;
 };
 
 }  // namespace amp

@@ -35,7 +35,7 @@ Tensor ActivationLayer::forward(LayerContext& ctx, const Tensor& x) {
   const DType d = ctx.autocast.computeDtype(op, {x.dtype()});
   int casts = 0;
   const Tensor xc = castActivation(ctx.backend, x, d, casts);
-  Tensor y = ctx.backend.empty(x.shape(), d, MemCategory::Activations);
+  Tensor y = ctx.backend.empty(x.shape(), d, MemCategory::Activations, x.format());
   ctx.backend.activationForward(m_act, xc, y);
   // ReLU's backward needs only its output; the others keep the input too.
   m_savedY = y;
@@ -75,8 +75,10 @@ Tensor ActivationLayer::takeOutputForFusedBackward(LayerContext& ctx, const Tens
 Tensor ActivationLayer::backward(LayerContext& ctx, const Tensor& dy, bool needInputGrad) {
   Tensor dx;
   if (needInputGrad) {
-    dx = ctx.backend.empty(dy.shape(), dy.dtype(), MemCategory::Activations);
-    ctx.backend.activationBackward(m_act, m_savedX, m_savedY, dy, dx);
+    // dy in the forward's format (Flatten hands a channels-last map's gradient back contiguous).
+    const Tensor g = formatActivation(ctx.backend, dy, m_savedY.format());
+    dx = ctx.backend.empty(g.shape(), g.dtype(), MemCategory::Activations, g.format());
+    ctx.backend.activationBackward(m_act, m_savedX, m_savedY, g, dx);
     ctx.autocast.record([&] {
       return OpTraceEntry{TracePhase::Backward, m_name, std::string(activationName(m_act)) + "_backward",
           CastPolicy::PassThrough, false, {dy.dtype()}, dy.dtype(), dy.dtype(), 0, 0, ""};
@@ -93,7 +95,11 @@ void ActivationLayer::releaseSaved() {
 
 Tensor Flatten::forward(LayerContext& ctx, const Tensor& x) {
   m_inputShape = x.shape();
-  return x.reshaped({x.dim(0), x.numel() / x.dim(0)});
+  // A view of the logical order: a channels-last map is made contiguous first (a transpose;
+  // nothing for a contiguous one). The gradient goes back contiguous: image layers take any
+  // format and convert it to theirs.
+  return formatActivation(ctx.backend, x, MemoryFormat::Contiguous)
+      .reshaped({x.dim(0), x.numel() / x.dim(0)});
 }
 
 Tensor Flatten::backward(LayerContext& ctx, const Tensor& dy, bool needInputGrad) {

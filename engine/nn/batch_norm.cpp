@@ -54,7 +54,7 @@ Tensor BatchNorm::forward(LayerContext& ctx, const Tensor& x) {
   const DType d = ctx.autocast.computeDtype("batch_norm", {x.dtype()});
   int casts = 0;
   const Tensor xc = castActivation(be, x, d, casts);
-  Tensor y = be.empty(x.shape(), d, MemCategory::Activations);
+  Tensor y = be.empty(x.shape(), d, MemCategory::Activations, x.format());  // the input's format
   const auto eps = static_cast<float>(m_eps);
   if (ctx.training) {
     m_saveMean = be.empty({m_features}, DType::F32, MemCategory::Activations);
@@ -88,7 +88,7 @@ Tensor BatchNorm::forwardRelu(LayerContext& ctx, const Tensor& x, const Tensor* 
   const DType d = ctx.autocast.computeDtype("batch_norm", {x.dtype()});
   int casts = 0;
   const Tensor xc = castActivation(be, x, d, casts);
-  Tensor y = be.empty(x.shape(), d, MemCategory::Activations);
+  Tensor y = be.empty(x.shape(), d, MemCategory::Activations, x.format());
   m_saveMean = be.empty({m_features}, DType::F32, MemCategory::Activations);
   m_saveInvStd = be.empty({m_features}, DType::F32, MemCategory::Activations);
   be.batchNormReluForwardTrain(xc, m_weight.value, m_bias.value, m_runningMean, m_runningVar,
@@ -123,8 +123,9 @@ Tensor BatchNorm::backwardImpl(LayerContext& ctx, const Tensor& dyIn, const Tens
   Backend& be = ctx.backend;
   const DType d = m_savedX.dtype();
   int casts = 0;
-  const Tensor dy = castActivation(be, dyIn, d, casts);
-  Tensor dx = be.empty(m_savedX.shape(), d, MemCategory::Activations);
+  // dy and dx in the forward's format (dy may come back in another: Flatten's is contiguous).
+  const Tensor dy = formatActivation(be, castActivation(be, dyIn, d, casts), m_savedX.format());
+  Tensor dx = be.empty(m_savedX.shape(), d, MemCategory::Activations, m_savedX.format());
   Tensor dgamma = be.empty({m_features}, m_weight.value.dtype(), MemCategory::Gradients);
   Tensor dbeta = be.empty({m_features}, m_bias.value.dtype(), MemCategory::Gradients);
   if (reluOut)

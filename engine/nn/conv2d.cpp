@@ -64,10 +64,15 @@ Tensor Conv2d::forward(LayerContext& ctx, const Tensor& x) {
   m_geometry = geometry(x);
   m_inputDtype = x.dtype();
   AutocastOperands o = autocastOperands(ctx, "conv2d", x, m_weight, m_hasBias ? &m_bias : nullptr);
-  m_savedX = o.x;
+  // Activations in the backend's preferred format (channels-last on the GPU, where cuDNN's
+  // tensor-core kernels would otherwise transpose them on every call): the input is converted
+  // once here if it arrives otherwise (the model's input, a Flatten's neighbour), after the
+  // cast, where it is smallest. Weights stay contiguous (K, C, R, S).
+  const MemoryFormat format = be.preferredImageFormat();
+  m_savedX = formatActivation(be, o.x, format);
   m_savedW = o.weight;
   const Conv2dGeometry& g = m_geometry;
-  Tensor y = be.empty({g.n, g.k, g.outH(), g.outW()}, o.dtype, MemCategory::Activations);
+  Tensor y = be.empty({g.n, g.k, g.outH(), g.outW()}, o.dtype, MemCategory::Activations, format);
   be.conv2dForward(m_savedX, m_savedW, m_hasBias ? &o.bias : nullptr, y, g);
   recordWeightedForward(ctx, m_name, "conv2d", o);
   return y;
@@ -79,7 +84,9 @@ Tensor Conv2d::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
   const DType d = m_savedW.dtype();
   const Conv2dGeometry& g = m_geometry;
   int casts = 0;
-  const Tensor dy = castActivation(be, dyIn, d, casts);
+  // dy in the forward's activation format (a layer after this one may hand it back in another:
+  // Flatten returns a contiguous one).
+  const Tensor dy = formatActivation(be, castActivation(be, dyIn, d, casts), m_savedX.format());
 
   // Weight and bias gradients in the compute dtype (a 16-bit output is rounded to 16 bits, as
   // cuDNN's is: where small gradients underflow), then handed to the fp32 .grad by the cast's
@@ -102,7 +109,7 @@ Tensor Conv2d::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
   Tensor dx;
   const bool together = needInputGrad && !measure;
   if (together) {
-    dx = be.empty(m_savedX.shape(), d, MemCategory::Activations);
+    dx = be.empty(m_savedX.shape(), d, MemCategory::Activations, m_savedX.format());
     be.conv2dBackward(dy, m_savedX, m_savedW, &dx, dw, m_hasBias ? &db : nullptr, g);
   } else {
     be.conv2dBackwardWeights(dy, m_savedX, dw, m_hasBias ? &db : nullptr, g);
@@ -132,7 +139,7 @@ Tensor Conv2d::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
   if (m_hasBias) accumulateGrad(be, m_bias, std::move(db));
   if (needInputGrad) {
     if (!together) {
-      dx = be.empty(m_savedX.shape(), d, MemCategory::Activations);
+      dx = be.empty(m_savedX.shape(), d, MemCategory::Activations, m_savedX.format());
       be.conv2dBackwardData(dy, m_savedW, dx, g);
     }
     if (measure)

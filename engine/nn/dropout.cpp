@@ -46,8 +46,10 @@ Tensor Dropout::forward(LayerContext& ctx, const Tensor& x) {
   const DType d = ctx.autocast.computeDtype("dropout", {x.dtype()});
   int casts = 0;
   const Tensor xc = castActivation(be, x, d, casts);
-  m_mask = be.empty(x.shape(), DType::U8, MemCategory::Activations);
-  Tensor y = be.empty(x.shape(), d, MemCategory::Activations);
+  // The mask and the output in the input's format (the backends draw the mask by logical
+  // index, so the same elements drop in either).
+  m_mask = be.empty(x.shape(), DType::U8, MemCategory::Activations, x.format());
+  Tensor y = be.empty(x.shape(), d, MemCategory::Activations, x.format());
   be.dropoutForward(xc, m_mask, y, static_cast<float>(m_p), maskSeed(ctx.stepSeed));
   ctx.autocast.record([&] {
     return OpTraceEntry{TracePhase::Forward, m_name, "dropout",
@@ -64,8 +66,9 @@ Tensor Dropout::backward(LayerContext& ctx, const Tensor& dy, bool needInputGrad
       dx = dy;  // the forward was the identity
     } else {
       Backend& be = ctx.backend;
-      dx = be.empty(dy.shape(), dy.dtype(), MemCategory::Activations);
-      be.dropoutBackward(dy, m_mask, dx, static_cast<float>(m_p));
+      const Tensor g = formatActivation(be, dy, m_mask.format());
+      dx = be.empty(g.shape(), g.dtype(), MemCategory::Activations, g.format());
+      be.dropoutBackward(g, m_mask, dx, static_cast<float>(m_p));
       int casts = 0;
       dx = castActivation(be, dx, m_inputDtype, casts);
       ctx.autocast.record([&] {

@@ -21,6 +21,7 @@ Tensor GlobalAvgPool::forward(LayerContext& ctx, const Tensor& x) {
                                 " is not (N, C, H, W)");
   m_inputShape = x.shape();
   m_inputDtype = x.dtype();
+  m_inputFormat = x.format();
   const DType d = ctx.autocast.computeDtype(kOp, {x.dtype()});
   int casts = 0;
   const Tensor xc = castActivation(be, x, d, casts);
@@ -37,7 +38,7 @@ Tensor GlobalAvgPool::backward(LayerContext& ctx, const Tensor& dy, bool needInp
   if (!needInputGrad) return Tensor();
   if (m_inputShape.empty()) throw std::logic_error(describe() + ": backward without forward");
   Backend& be = ctx.backend;
-  Tensor dx = be.empty(m_inputShape, dy.dtype(), MemCategory::Activations);
+  Tensor dx = be.empty(m_inputShape, dy.dtype(), MemCategory::Activations, m_inputFormat);
   be.globalAvgPoolBackward(dy, dx);
   int casts = 0;
   dx = castActivation(be, dx, m_inputDtype, casts);

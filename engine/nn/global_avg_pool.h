@@ -19,6 +19,7 @@ class GlobalAvgPool final : public Layer {
  private:
   Shape m_inputShape;
   DType m_inputDtype = DType::F32;
+  MemoryFormat m_inputFormat = MemoryFormat::Contiguous;  // dx takes it
 };
 
 }  // namespace amp

@@ -29,6 +29,13 @@ Tensor castActivation(Backend& be, const Tensor& x, DType to, int& casts) {
   return be.cast(x, to, MemCategory::Activations);
 }
 
+Tensor formatActivation(Backend& be, const Tensor& x, MemoryFormat format) {
+  if (x.format() == format) return x;
+  Tensor t = be.empty(x.shape(), x.dtype(), MemCategory::Activations, format);
+  be.convertFormatInto(x, t);
+  return t;
+}
+
 AutocastOperands autocastOperands(LayerContext& ctx, const char* op, const Tensor& x,
                                   Parameter& weight, Parameter* bias) {
   AutocastOperands o;

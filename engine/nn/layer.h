@@ -88,6 +88,11 @@ void settleGrad(Backend& be, Parameter& p);
 
 // Casts an activation to `to` if needed (an autocast-inserted cast), counting it.
 Tensor castActivation(Backend& be, const Tensor& x, DType to, int& casts);
+// An activation (or its gradient) in `format`: x itself when it is in it, else a converted copy
+// counted as an activation. Image layers keep their activations in one format (Conv2d the
+// backend's preferred one, the others their input's) and take a gradient in any: Flatten hands
+// a channels-last map's gradient back contiguous.
+Tensor formatActivation(Backend& be, const Tensor& x, MemoryFormat format);
 
 // The operands of a weighted op (linear, conv2d) as autocast hands them to the kernel: the
 // compute dtype, the input and the (cached) weight and bias casts, with the trace counts.

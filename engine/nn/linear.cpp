@@ -64,7 +64,10 @@ void Linear::initialize(Backend& be, Rng& rng, DType dtype, MemCategory category
 
 Tensor Linear::forward(LayerContext& ctx, const Tensor& xIn) {
   Backend& be = ctx.backend;
-  const Tensor x = xIn.rank() == 2 ? xIn : xIn.reshaped({xIn.dim(0), shapeNumel(xIn.shape()) / xIn.dim(0)});
+  // An image input is flattened as Flatten does: in the logical order, so contiguous first.
+  const Tensor x = xIn.rank() == 2 ? xIn
+                                   : formatActivation(be, xIn, MemoryFormat::Contiguous).reshaped(
+                                         {xIn.dim(0), shapeNumel(xIn.shape()) / xIn.dim(0)});
   if (x.dim(1) != m_in)
     throw std::invalid_argument(describe() + ": input " + shapeString(xIn.shape()));
   m_inputDtype = x.dtype();

@@ -42,8 +42,9 @@ Tensor MaxPool2d::forward(LayerContext& ctx, const Tensor& x) {
   Pool2dGeometry& g = m_geometry;
   g.n = x.dim(0), g.c = x.dim(1), g.h = x.dim(2), g.w = x.dim(3);
   g.kernel = m_kernel, g.stride = m_stride, g.padding = m_padding;
-  Tensor y = be.empty({g.n, out[0], out[1], out[2]}, d, MemCategory::Activations);
-  m_argmax = be.empty(y.shape(), DType::I32, MemCategory::Activations);
+  m_format = x.format();  // the output and argmax keep the input's format
+  Tensor y = be.empty({g.n, out[0], out[1], out[2]}, d, MemCategory::Activations, m_format);
+  m_argmax = be.empty(y.shape(), DType::I32, MemCategory::Activations, m_format);
   be.maxPool2dForward(xc, y, m_argmax, g);
   ctx.autocast.record([&] {
     return OpTraceEntry{TracePhase::Forward, m_name, "max_pool2d",
@@ -58,8 +59,8 @@ Tensor MaxPool2d::backward(LayerContext& ctx, const Tensor& dy, bool needInputGr
   if (needInputGrad) {
     if (!m_argmax.defined()) throw std::logic_error(describe() + ": backward without forward");
     Backend& be = ctx.backend;
-    dx = be.empty(m_inputShape, dy.dtype(), MemCategory::Activations);
-    be.maxPool2dBackward(dy, m_argmax, dx, m_geometry);
+    dx = be.empty(m_inputShape, dy.dtype(), MemCategory::Activations, m_format);
+    be.maxPool2dBackward(formatActivation(be, dy, m_format), m_argmax, dx, m_geometry);
     int casts = 0;
     dx = castActivation(be, dx, m_inputDtype, casts);
     ctx.autocast.record([&] {

@@ -23,6 +23,7 @@ class MaxPool2d final : public Layer {
   Tensor m_argmax;  // int32, per output: the winner's index in its (n, c) plane
   Shape m_inputShape;
   DType m_inputDtype = DType::F32;
+  MemoryFormat m_format = MemoryFormat::Contiguous;  // of the input, the output and argmax
 };
 
 }  // namespace amp

@@ -113,12 +113,15 @@ Tensor ResidualBlock::forward(LayerContext& ctx, const Tensor& x) {
     s = forwardPart(ctx, *m_shortConv, x);
     s = forwardPart(ctx, *m_shortBn, s);
   }
+  // An identity shortcut carries the block's input in its format, the branch the convolutions'
+  // (they differ only where a contiguous map enters a channels-last network): the add needs one.
+  s = formatActivation(be, s, h.format());
   // The add is PyTorch's, not autocast's: no cast is inserted, the kernel reads both dtypes and
   // writes the promoted one.
   m_branchDtype = h.dtype();
   m_shortcutDtype = s.dtype();
   m_sumDtype = ctx.autocast.computeDtype("add", {h.dtype(), s.dtype()});
-  Tensor sum = be.empty(h.shape(), m_sumDtype, MemCategory::Activations);
+  Tensor sum = be.empty(h.shape(), m_sumDtype, MemCategory::Activations, h.format());
   be.add(h, s, sum);
   const std::string addName = m_name + ".add";
   ctx.autocast.record([&] {
@@ -142,6 +145,7 @@ Tensor ResidualBlock::forwardFused(LayerContext& ctx, const Tensor& x) {
   h = m_c2.forward(ctx, h);
   Tensor s = x;
   if (m_shortConv) s = m_shortBn->forward(ctx, m_shortConv->forward(ctx, x));
+  s = formatActivation(be, s, h.format());  // as in forward(): one format for the add
   m_branchDtype = ctx.autocast.computeDtype("batch_norm", {h.dtype()});
   m_shortcutDtype = s.dtype();
   m_sumDtype = ctx.autocast.computeDtype("add", {m_branchDtype, m_shortcutDtype});
@@ -156,7 +160,7 @@ Tensor ResidualBlock::forwardFused(LayerContext& ctx, const Tensor& x) {
   if (m_sumDtype != m_branchDtype || m_shortcutDtype != m_branchDtype) {
     // Mixed dtypes promote: the separate add and ReLU (rare: a block fed fp32 under autocast).
     const Tensor b = m_b2.forward(ctx, h);
-    Tensor sum = be.empty(b.shape(), m_sumDtype, MemCategory::Activations);
+    Tensor sum = be.empty(b.shape(), m_sumDtype, MemCategory::Activations, b.format());
     be.add(b, s, sum);
     recordAdd("residual add: mixed inputs promoted");
     return m_relu2.forward(ctx, sum);
@@ -206,9 +210,10 @@ Tensor ResidualBlock::backward(LayerContext& ctx, const Tensor& dy, bool needInp
   releaseSaved();
   if (!needInputGrad) return Tensor();
   if (ctx.observer) ctx.observer->discardInputGradRounding();
-  // x fed both paths: its gradient is the sum of theirs, in x's dtype (both arrive in it).
-  Tensor total = be.empty(dx.shape(), m_inputDtype, MemCategory::Activations);
-  be.add(dx, dxShort, total);
+  // x fed both paths: its gradient is the sum of theirs, in x's dtype (both arrive in it), in
+  // the branch's format (an identity shortcut's may differ: see forward()).
+  Tensor total = be.empty(dx.shape(), m_inputDtype, MemCategory::Activations, dx.format());
+  be.add(dx, formatActivation(be, dxShort, dx.format()), total);
   return total;
 }
 

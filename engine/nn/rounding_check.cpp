@@ -11,7 +11,7 @@ RoundingCounts roundingBetween(const ExponentHistogram& reference, const Exponen
 
 RoundingCounts measureRounding(Backend& be, const Tensor& rounded,
                                const std::function<void(Tensor& fp32Out)>& computeFp32) {
-  Tensor reference = be.empty(rounded.shape(), DType::F32, MemCategory::Workspace);
+  Tensor reference = be.empty(rounded.shape(), DType::F32, MemCategory::Workspace, rounded.format());
   computeFp32(reference);
   return roundingBetween(be.histogram(reference, 1.0), be.histogram(rounded, 1.0));
 }

@@ -10,8 +10,14 @@
 // per channel; chunks of about 2,048 values give 49 blocks per channel there. Each block writes
 // its partial sum to the workspace; a finalize kernel (a thread per channel) computes the mean,
 // invStd, running statistics, scale and shift on the device, so nothing waits on the host.
+//
+// Channels-last (NHWC) tensors are walked in the same (image, position) order per channel, each
+// value read where the layout puts it (kernels/common/image_layout.h): the sums, and so every
+// output, are bit for bit the NCHW ones. A channel's values then lie c elements apart instead of
+// consecutively; the blocks of all channels of a chunk run together and share those lines in L2.
 #include <algorithm>
 
+#include "kernels/common/image_layout.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/pool_norm_kernels.h"
 
@@ -41,6 +47,7 @@ enum Slot : int {
 struct ChannelWalk {
   std::int64_t c, hw, m, chunks, perBlock;
   std::int64_t stepImages, stepPositions;  // kBlock values further on: images and positions
+  bool nhwc;
 };
 
 ChannelWalk channelWalk(const BatchNormDims& d) {
@@ -52,7 +59,7 @@ ChannelWalk channelWalk(const BatchNormDims& d) {
   perBlock = std::max<std::int64_t>(kBlock, (perBlock + kBlock - 1) / kBlock * kBlock);
   chunks = std::max<std::int64_t>(1, (m + perBlock - 1) / perBlock);
   const std::int64_t hw = std::max<std::int64_t>(1, d.hw);  // hw 0 only with m 0: no values
-  return {d.c, hw, m, chunks, perBlock, kBlock / hw, kBlock % hw};
+  return {d.c, hw, m, chunks, perBlock, kBlock / hw, kBlock % hw, d.channelsLast};
 }
 
 // The caller's buffer: partial sums [2][c][chunks] in double, then kSlots rows of c floats.
@@ -96,7 +103,7 @@ __global__ void __launch_bounds__(kBlock)
       // Unrolled so that several loads are in flight per thread (the adds stay in order).
 #pragma unroll 4
       for (; k < end; k += kBlock) {
-        const std::int64_t at = (image * w.c + ch) * w.hw + position;
+        const std::int64_t at = imageOffset(w.nhwc, image, ch, position, w.c, w.hw);
         const float v = loadFloat(xCode, x, at);
         // The CPU's fp32 terms, each rounded as there before it joins the double sum.
         if constexpr (kind == Sums::Values) first += v;
@@ -198,15 +205,16 @@ __global__ void finalizeBackwardKernel(ChannelWalk w, const double* partials, Ch
 
 #undef AMP_FOR_EACH_CHANNEL
 
-// Elementwise passes: one thread per element, its channel (e / hw) % c. In 32-bit arithmetic
-// whenever x fits (a 64-bit division per element would cost more than the memory traffic).
+// Elementwise passes: one thread per element, its channel (e / hw) % c, or e % c for NHWC. In
+// 32-bit arithmetic whenever x fits (a 64-bit division per element would cost more than the
+// memory traffic).
 template <class Index>
 __global__ void __launch_bounds__(kBlock)
-    applyKernel(Index total, Index hw, Index c, int xCode, const void* x, int yCode, void* y,
-                const float* perChannel) {
+    applyKernel(Index total, Index hw, Index c, bool nhwc, int xCode, const void* x, int yCode,
+                void* y, const float* perChannel) {
   const Index step = Index(gridDim.x) * kBlock;
   for (Index e = Index(blockIdx.x) * kBlock + threadIdx.x; e < total; e += step) {
-    const Index ch = (e / hw) % c;
+    const Index ch = channelAt(nhwc, e, c, hw);
     const float v = loadFloat(xCode, x, e);
     storeFloat(yCode, y, e, v * perChannel[kScale * c + ch] + perChannel[kShift * c + ch]);
   }
@@ -214,11 +222,11 @@ __global__ void __launch_bounds__(kBlock)
 
 template <class Index>
 __global__ void __launch_bounds__(kBlock)
-    inputGradKernel(Index total, Index hw, Index c, int xCode, const void* x, int dyCode,
-                    const void* dy, int dxCode, void* dx, const float* perChannel) {
+    inputGradKernel(Index total, Index hw, Index c, bool nhwc, int xCode, const void* x,
+                    int dyCode, const void* dy, int dxCode, void* dx, const float* perChannel) {
   const Index step = Index(gridDim.x) * kBlock;
   for (Index e = Index(blockIdx.x) * kBlock + threadIdx.x; e < total; e += step) {
-    const Index ch = (e / hw) % c;
+    const Index ch = channelAt(nhwc, e, c, hw);
     const float k = perChannel[kGradScale * c + ch], mu = perChannel[kMean * c + ch],
                 is = perChannel[kInvStd * c + ch], meanDy = perChannel[kMeanDy * c + ch],
                 meanDyXhat = perChannel[kMeanDyXhat * c + ch];
@@ -235,12 +243,12 @@ void launchApply(const BatchNormDims& d, int xCode, const void* x, int yCode, vo
   if (total <= 0) return;
   if (fitsIn32Bits(total))
     applyKernel<std::uint32_t><<<gridFor(total), kBlock, 0, s>>>(
-        std::uint32_t(total), std::uint32_t(d.hw), std::uint32_t(d.c), xCode, x, yCode, y,
-        perChannel);
+        std::uint32_t(total), std::uint32_t(d.hw), std::uint32_t(d.c), d.channelsLast, xCode, x,
+        yCode, y, perChannel);
   else
     applyKernel<std::uint64_t><<<gridFor(total), kBlock, 0, s>>>(
-        std::uint64_t(total), std::uint64_t(d.hw), std::uint64_t(d.c), xCode, x, yCode, y,
-        perChannel);
+        std::uint64_t(total), std::uint64_t(d.hw), std::uint64_t(d.c), d.channelsLast, xCode, x,
+        yCode, y, perChannel);
 }
 
 dim3 sumsGrid(const ChannelWalk& w) {
@@ -302,12 +310,12 @@ void launchBatchNormBackward(const BatchNormDims& d, int xCode, const void* x, i
   if (total <= 0) return;
   if (fitsIn32Bits(total))
     inputGradKernel<std::uint32_t><<<gridFor(total), kBlock, 0, s>>>(
-        std::uint32_t(total), std::uint32_t(d.hw), std::uint32_t(d.c), xCode, x, dyCode, dy,
-        dxCode, dx, sc.perChannel);
+        std::uint32_t(total), std::uint32_t(d.hw), std::uint32_t(d.c), d.channelsLast, xCode, x,
+        dyCode, dy, dxCode, dx, sc.perChannel);
   else
     inputGradKernel<std::uint64_t><<<gridFor(total), kBlock, 0, s>>>(
-        std::uint64_t(total), std::uint64_t(d.hw), std::uint64_t(d.c), xCode, x, dyCode, dy,
-        dxCode, dx, sc.perChannel);
+        std::uint64_t(total), std::uint64_t(d.hw), std::uint64_t(d.c), d.channelsLast, xCode, x,
+        dyCode, dy, dxCode, dx, sc.perChannel);
 }
 
 }  // namespace amp::cuda

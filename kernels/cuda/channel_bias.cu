@@ -1,4 +1,5 @@
 // Per-channel bias of NCHW convolutions (see channel_bias_kernels.h).
+#include "kernels/common/image_layout.h"
 #include "kernels/cuda/channel_bias_kernels.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -23,10 +24,11 @@ __device__ void storeRoundedOnce(int code, void* p, std::int64_t i, double v) {
 }
 
 __global__ void channelBiasAddKernel(int yCode, void* y, int biasCode, const void* bias,
-                                     std::int64_t k, std::int64_t hw, std::int64_t total) {
+                                     std::int64_t k, std::int64_t hw, std::int64_t total,
+                                     bool nhwc) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < total;
        i += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t channel = (i / hw) % k;
+    const std::int64_t channel = channelAt(nhwc, i, k, hw);
     storeFloat(yCode, y, i, loadFloat(yCode, y, i) + loadFloat(biasCode, bias, channel));
   }
 }
@@ -34,15 +36,16 @@ __global__ void channelBiasAddKernel(int yCode, void* y, int biasCode, const voi
 // One block per channel. Thread t adds, in fp32, the elements t, t + 256, ... of the channel's
 // n * hw values (walking image by image, so a warp reads consecutive addresses); the block then
 // adds its 256 partial sums in double in a fixed tree. Every step's order is fixed by the shape
-// alone, so the result does not depend on scheduling.
+// alone, so the result does not depend on scheduling, nor on the layout (NHWC reads the same
+// values in the same order, k elements apart).
 __global__ void channelBiasGradKernel(int dyCode, const void* dy, std::int64_t n, std::int64_t k,
-                                      std::int64_t hw, int dbCode, void* db) {
+                                      std::int64_t hw, bool nhwc, int dbCode, void* db) {
   const std::int64_t channel = blockIdx.x;
   const std::int64_t count = n * hw;
   float partial = 0.f;
   for (std::int64_t j = threadIdx.x; j < count; j += blockDim.x) {
     const std::int64_t image = j / hw, at = j - image * hw;
-    partial += loadFloat(dyCode, dy, (image * k + channel) * hw + at);
+    partial += loadFloat(dyCode, dy, imageOffset(nhwc, image, channel, at, k, hw));
   }
   const double total = blockSum(static_cast<double>(partial));
   if (threadIdx.x == 0) storeRoundedOnce(dbCode, db, channel, total);
@@ -51,18 +54,19 @@ __global__ void channelBiasGradKernel(int dyCode, const void* dy, std::int64_t n
 }  // namespace
 
 void launchChannelBiasAdd(int yCode, void* y, int biasCode, const void* bias, std::int64_t n,
-                          std::int64_t k, std::int64_t hw, Stream s) {
+                          std::int64_t k, std::int64_t hw, bool nhwc, Stream s) {
   const std::int64_t total = n * k * hw;
   if (total > 0)
-    channelBiasAddKernel<<<gridFor(total), kBlock, 0, s>>>(yCode, y, biasCode, bias, k, hw, total);
+    channelBiasAddKernel<<<gridFor(total), kBlock, 0, s>>>(yCode, y, biasCode, bias, k, hw, total,
+                                                           nhwc);
 }
 
 void launchChannelBiasGrad(int dyCode, const void* dy, std::int64_t n, std::int64_t k,
-                           std::int64_t hw, int dbCode, void* db, Stream s) {
+                           std::int64_t hw, bool nhwc, int dbCode, void* db, Stream s) {
   // blockSum assumes kBlock threads. k blocks: grid.x allows 2^31 - 1, far beyond any channel
   // count a 32-bit cuDNN convolution can have.
   if (k > 0)
-    channelBiasGradKernel<<<static_cast<unsigned>(k), kBlock, 0, s>>>(dyCode, dy, n, k, hw,
+    channelBiasGradKernel<<<static_cast<unsigned>(k), kBlock, 0, s>>>(dyCode, dy, n, k, hw, nhwc,
                                                                       dbCode, db);
 }
 

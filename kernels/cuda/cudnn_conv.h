@@ -1,5 +1,6 @@
-// NCHW 2-D convolutions (groups 1, dilation 1) through cuDNN 9's convolution API: one handle per
-// owner, bound to the owner's stream, and one plan per (pass, geometry, dtype, TF32 setting):
+// 2-D convolutions (groups 1, dilation 1) through cuDNN 9's convolution API, NCHW or NHWC: one
+// handle per owner, bound to the owner's stream, and one plan per (pass, geometry, dtype, TF32
+// setting, layout):
 // the tensor, filter and convolution descriptors plus the algorithm cuDNN's heuristics chose and
 // the workspace it needs. Every tensor of one call shares one dtype (fp32, fp16 or bf16, codes
 // as amp::DType); products are summed in fp32 whatever the dtype, and fp32 data never touches
@@ -31,6 +32,10 @@ struct ConvProblem {
   ConvGeometry geometry;
   int code = 0;       // dtype of every operand: 0 fp32, 1 fp16, 2 bf16
   bool tf32 = false;  // fp32 operands may run on TF32 tensor cores
+  // Every operand channels-last: x, y and their gradients NHWC, the filter KRSC (cuDNN's NHWC
+  // filter format), the layout cuDNN's tensor-core kernels work in, so it transforms nothing.
+  // Otherwise NCHW and KCRS.
+  bool channelsLast = false;
   // "forward x (128, 1, 28, 28) w (32, 1, 3, 3) -> (128, 32, 28, 28), stride 1x1, pad 1x1, fp16"
   std::string text() const;
 };
@@ -48,7 +53,11 @@ class CudnnConv {
   // std::invalid_argument for a geometry cuDNN's 32-bit sizes cannot describe.
   std::size_t workspaceBytes(const ConvProblem& problem);
 
-  // Enqueues the pass. Operands, dense NCHW / KCRS in problem.code:
+  // Whether cuDNN offers an acceptable algorithm for the problem (plans it on first use; a
+  // refusal is remembered too). workspaceBytes() and run() throw where this is false.
+  bool supports(const ConvProblem& problem);
+
+  // Enqueues the pass. Operands, dense NCHW / KCRS (NHWC / KRSC when channelsLast) in problem.code:
   //   Forward:        in0 = x,  in1 = w,  out = y
   //   BackwardData:   in0 = dy, in1 = w,  out = dx
   //   BackwardFilter: in0 = x,  in1 = dy, out = dw
@@ -61,16 +70,17 @@ class CudnnConv {
 
  private:
   struct Plan;
-  // pass, n, c, h, w, k, r, s, strideH, strideW, padH, padW, code, tf32
+  // pass, n, c, h, w, k, r, s, strideH, strideW, padH, padW, code, tf32, channelsLast
   using Key = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                          std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                         std::int64_t, std::int64_t, int, bool>;
+                         std::int64_t, std::int64_t, int, bool, bool>;
   static Key keyOf(const ConvProblem& problem);
   Plan& planFor(const ConvProblem& problem);
   void forget(const ConvProblem& problem);  // drops a plan whose algorithm failed to run
 
   void* m_handle = nullptr;  // cudnnHandle_t
   std::map<Key, std::unique_ptr<Plan>> m_plans;
+  std::map<Key, std::string> m_unsupported;  // problems cuDNN offered nothing for: the message
 };
 
 }  // namespace amp::cuda

@@ -1,6 +1,10 @@
 // Max pooling (NCHW, square window, optional -inf padding): forward with the winner's index, and
 // the backward as a gather. Both agree bit for bit with the CPU backend (cpu_backend_conv.cpp):
 // pooling only moves input values, and the backward adds the same fp32 values in the same order.
+// NHWC tensors (dims.channelsLast) are walked through the same windows in the same order, each
+// value read where the layout puts it (kernels/common/image_layout.h): the same bits, and argmax
+// keeps its meaning (the index h * W + w within the plane).
+#include "kernels/common/image_layout.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/pool_norm_kernels.h"
 
@@ -13,13 +17,15 @@ namespace {
 // this memory-bound op), 64-bit beyond.
 template <class Index>
 struct PoolIndexDims {
-  Index planes, h, w, outH, outW, kernel, stride, padding;
+  Index planes, h, w, outH, outW, kernel, stride, padding, channels;
+  bool nhwc;
 };
 
 template <class Index>
 PoolIndexDims<Index> indexDims(const PoolDims& d) {
-  return {Index(d.planes), Index(d.h),      Index(d.w),      Index(d.outH),
-          Index(d.outW),   Index(d.kernel), Index(d.stride), Index(d.padding)};
+  return {Index(d.planes), Index(d.h),      Index(d.w),       Index(d.outH),
+          Index(d.outW),   Index(d.kernel), Index(d.stride),  Index(d.padding),
+          Index(d.channels > 0 ? d.channels : 1), d.channelsLast};
 }
 
 bool fitsIn32Bits(const PoolDims& d) {
@@ -38,10 +44,9 @@ __global__ void __launch_bounds__(kBlock)
   const Index total = d.planes * d.outH * d.outW;
   const Index step = Index(gridDim.x) * kBlock;
   for (Index o = Index(blockIdx.x) * kBlock + threadIdx.x; o < total; o += step) {
-    const Index col = o % d.outW, rest = o / d.outW;
-    const Index row = rest % d.outH, plane = rest / d.outH;
-    const Index planeStart = plane * d.h * d.w;
-    const Index corner = row * stride * d.w + col * stride;  // window's top-left, in the plane
+    const PoolOutput<Index> out = poolOutputAt(d.nhwc, o, d.channels, d.outH, d.outW);
+    const Index plane = out.plane, planeSize = d.h * d.w;
+    const Index corner = out.row * stride * d.w + out.col * stride;  // window's top-left
     // The CPU's rule, literally: start below every value at the window's first element, scan
     // row-major, take a value that is strictly greater (ties keep the first maximum) or NaN
     // (so a NaN always wins, the last one seen if several).
@@ -50,7 +55,7 @@ __global__ void __launch_bounds__(kBlock)
     for (Index a = 0; a < kernel; ++a)
       for (Index b = 0; b < kernel; ++b) {
         const Index q = corner + a * d.w + b;
-        const float v = loadFloat(xCode, x, planeStart + q);
+        const float v = loadFloat(xCode, x, planeOffset(d.nhwc, plane, q, d.channels, planeSize));
         if (v > best || v != v) {
           best = v;
           at = q;
@@ -71,10 +76,12 @@ __global__ void __launch_bounds__(kBlock)
   const auto h = std::int64_t(d.h), w = std::int64_t(d.w), pad = std::int64_t(d.padding);
   const auto kernel = std::int64_t(d.kernel), stride = std::int64_t(d.stride);
   const auto total = std::int64_t(d.planes * d.outH * d.outW);
+  const auto channels = std::int64_t(d.channels);
   for (std::int64_t o = blockIdx.x * std::int64_t(kBlock) + threadIdx.x; o < total;
        o += std::int64_t(gridDim.x) * kBlock) {
-    const std::int64_t col = o % std::int64_t(d.outW), rest = o / std::int64_t(d.outW);
-    const std::int64_t row = rest % std::int64_t(d.outH), plane = rest / std::int64_t(d.outH);
+    const PoolOutput<std::int64_t> out =
+        poolOutputAt(d.nhwc, o, channels, std::int64_t(d.outH), std::int64_t(d.outW));
+    const std::int64_t row = out.row, col = out.col, plane = out.plane;
     const std::int64_t r0 = max(std::int64_t(0), row * stride - pad);
     const std::int64_t r1 = min(h, row * stride - pad + kernel);
     const std::int64_t c0 = max(std::int64_t(0), col * stride - pad);
@@ -83,7 +90,7 @@ __global__ void __launch_bounds__(kBlock)
     std::int64_t at = r0 * w + c0;
     for (std::int64_t r = r0; r < r1; ++r)
       for (std::int64_t c = c0; c < c1; ++c) {
-        const float v = loadFloat(xCode, x, plane * h * w + r * w + c);
+        const float v = loadFloat(xCode, x, planeOffset(d.nhwc, plane, r * w + c, channels, h * w));
         if (v > best || v != v) {
           best = v;
           at = r * w + c;
@@ -110,8 +117,9 @@ __global__ void __launch_bounds__(kBlock)
   for (Index e = Index(blockIdx.x) * kBlock + threadIdx.x; e < total; e += step) {
     // Positions in the padded plane (padding rows and columns come first), where window i covers
     // rows [i * stride, i * stride + kernel); `self` is the unpadded index argmax holds.
-    const Index col0 = e % d.w, rest = e / d.w;
-    const Index row0 = rest % d.h, plane = rest / d.h;
+    Index plane = 0, position = 0;
+    planeAndPositionAt(d.nhwc, e, d.channels, d.h * d.w, plane, position);
+    const Index row0 = position / d.w, col0 = position - row0 * d.w;
     const Index row = row0 + d.padding, col = col0 + d.padding;
     // Window i covers rows [i * stride, i * stride + kernel): it holds `row` for
     // ceil((row - kernel + 1) / stride) <= i <= row / stride, within [0, outH). Same for columns.
@@ -120,11 +128,11 @@ __global__ void __launch_bounds__(kBlock)
     const Index firstJ = col < kernel ? 0 : (col - kernel + stride) / stride;
     const Index lastJ = col / stride < d.outW - 1 ? col / stride : d.outW - 1;
     const auto self = static_cast<std::int32_t>(row0 * d.w + col0);
-    const Index outStart = plane * d.outH * d.outW;
+    const Index outPlaneSize = d.outH * d.outW;
     float sum = 0.f;
     for (Index i = firstI; i <= lastI; ++i)
       for (Index j = firstJ; j <= lastJ; ++j) {
-        const Index o = outStart + i * d.outW + j;
+        const Index o = planeOffset(d.nhwc, plane, i * d.outW + j, d.channels, outPlaneSize);
         if (argmax[o] == self) sum += loadFloat(dyCode, dy, o);
       }
     storeFloat(dxCode, dx, e, sum);

@@ -8,6 +8,11 @@
 // order of operations is fixed: pooling bit for bit; batch norm with the same fp32/double
 // formulas, its per-channel sums in double in an order fixed by the shape alone (deterministic,
 // no atomics), so it differs from the CPU only by the CPU's fp32 lane sums.
+//
+// Both take NCHW or NHWC (channels-last) tensors, every tensor of one call in one layout
+// (kernels/common/image_layout.h). A layout changes where each element lies, never the order in
+// which a window, a channel's sum or an output visits the elements: NHWC results equal NCHW
+// results bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -16,11 +21,13 @@
 
 namespace amp::cuda {
 
-// ---- max pooling (NCHW, square window, -inf padding up to half the window) ------------------
+// ---- max pooling (square window, -inf padding up to half the window) ------------------------
 struct PoolDims {
   std::int64_t planes = 0;  // n * c
   std::int64_t h = 0, w = 0, outH = 0, outW = 0;
   std::int64_t kernel = 0, stride = 0, padding = 0;
+  std::int64_t channels = 1;  // c: where an NHWC plane's values lie
+  bool channelsLast = false;  // x, y, argmax, dy and dx NHWC
 };
 
 // y[p, i, j] = the window's maximum (row-major scan, strict '>' so the first maximum wins ties,
@@ -39,6 +46,7 @@ void launchMaxPoolBackward(const PoolDims& d, int dyCode, const void* dy,
 // ---- batch normalisation: x viewed as (n, c, hw) -------------------------------------------
 struct BatchNormDims {
   std::int64_t n = 0, c = 0, hw = 0;
+  bool channelsLast = false;  // x, y, dy and dx stored (n, hw, c)
   std::int64_t count() const { return n * hw; }  // values per channel
 };
 

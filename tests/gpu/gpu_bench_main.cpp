@@ -5,7 +5,9 @@
 // that text file) at one of pytorch_gpt.py's two sizes, beside ../shared/peers/pytorch_recipe_gpu.py,
 // pytorch_fmnist.py and pytorch_gpt.py. Prints tables, then one JSON object (also to --json
 // FILE): the recipe's runs, with the CNN's and the GPT's under "fmnist_cnn" and "gpt"; with
-// --recipe off the GPT's runs are the object's own "runs".
+// --recipe off the GPT's runs are the object's own "runs". The CNN's figure says which layout its
+// activations ran in ("fmnist_cnn_layout": channels-last unless AMP_CUDA_DISABLE=channels-last),
+// so that figures from both layouts are never mixed up.
 // A benchmark: CI builds it and never runs it.
 #include <unistd.h>
 
@@ -190,6 +192,8 @@ int main(int argc, char** argv) {
         {"backend", "\"" + recipe.front().backend + "\""}};
 
     if (!o.fmnistDir.empty()) {
+      // The layout the runs' backends prefer for images (each run makes its own, alike).
+      const std::string layout = memoryFormatName(makeBackend(o.backend)->preferredImageFormat());
       std::vector<BenchRun> cnn;
       for (const std::string& mode : o.modes) {
         RunConfig c = configFor("fmnist-cnn", o, mode);
@@ -197,8 +201,9 @@ int main(int argc, char** argv) {
         setConfigValue(c, "train.epochs", o.cnnEpochs);
         cnn.push_back(benchRun(c, mode, tty ? benchProgressOnStderr : nullptr));
       }
-      std::printf("\nFashion-MNIST CNN (fmnist-cnn preset, batch 128), %s epochs on %s:\n",
-                  o.cnnEpochs.c_str(), cnn.front().backend.c_str());
+      std::printf("\nFashion-MNIST CNN (fmnist-cnn preset, batch 128), %s epochs on %s, %s "
+                  "activations:\n",
+                  o.cnnEpochs.c_str(), cnn.front().backend.c_str(), layout.c_str());
       std::printf("%-6s %14s %14s %10s %12s\n", "mode", "median epoch s", "ms/step", "test acc",
                   "peak");
       std::string cnnJson = "[";
@@ -213,6 +218,7 @@ int main(int argc, char** argv) {
                    ", \"peak_bytes\": " + std::to_string(r.peak.totalPeak) + "}";
       }
       header.push_back({"fmnist_cnn", cnnJson + "]"});
+      header.push_back({"fmnist_cnn_layout", "\"" + layout + "\""});
     }
     if (!gpt.empty()) header.push_back({"gpt", benchJson(gpt, gptHeader(o, gpt.front()))});
     return writeJson(benchJson(recipe, header), o.jsonPath);
