@@ -399,6 +399,10 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
     }
   }
   if (!quiet && tty) std::fputc('\n', stderr);
+  // A CUDA graph that could not be recorded or replayed leaves eager steps (the same numbers,
+  // slower): say so once, with the reason.
+  if (!quiet && !trainer.stepGraphNote().empty())
+    std::fprintf(stderr, "[%s] note: %s\n", tag.c_str(), trainer.stepGraphNote().c_str());
   if (checkpoints && config.checkpoint.atEnd) checkpoint();
   if (resumed) {
     result.extra["resumed_from"] = QString::fromStdString(resumeFrom);

@@ -76,6 +76,13 @@ struct StepGate {
   bool skipIfNonFiniteAfterUnscale = false;
 };
 
+// A step capture the device refused (an op that cannot be recorded, a graph that does not
+// instantiate): nothing of the step ran; run it eagerly instead.
+class StepCaptureFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // NCHW convolution geometry (groups = 1, dilation = 1), shared with the kernels.
 using Conv2dGeometry = ConvGeometry;
 
@@ -390,6 +397,32 @@ class Backend : public BufferAllocator {
   virtual void updateScale(const ScaleRule& rule, const ScaleCounters& current);
   // The step's stats, brought to the host: the one synchronisation of a step.
   virtual StepStats readStepStats();
+
+  // ---- whole-step graphs (CUDA graphs: engine/backend/cuda_step_graph.cpp) ----------------
+  // A backend that can record one training step's device work and replay it with the host doing
+  // almost nothing (no layer code, no launches). The trainer (engine/train/step_graph_policy.h)
+  // decides when: shapes fixed, optimizer state made, no telemetry that reads mid-step.
+  //   capture: beginStepCapture(), then the step exactly as an eager one; its readStepStats
+  //            ends the capture, runs the recorded step and reads its stats. Nothing runs
+  //            before that, so a capture that fails (StepCaptureFailed) changed no device data:
+  //            the caller restores its host state and runs the step eagerly.
+  //   replay:  the next batch uploaded into the captured step's input tensors, then
+  //            beginStepReplay(lossSeed) and the step's AMP tail only (beginStep, unscale, clip,
+  //            gate, optimizer step, updateScale: the calls the captured step made, in its order,
+  //            which hand over this step's scalars: 1/scale, lr, Adam's bias corrections, the
+  //            scale counters); its readStepStats launches the graph and reads the stats.
+  // Any other launch during a replay is a logic error. Memory allocated while capturing stays
+  // the graph's until dropStepGraph (it is rewritten by every replay).
+  virtual bool capturesSteps() const { return false; }
+  virtual void beginStepCapture();
+  virtual void beginStepReplay(float lossSeed);
+  virtual bool hasStepGraph() const { return false; }
+  // A capture or replay has begun and its readStepStats has not launched it: nothing of this
+  // step has run on the device, so the step can still be run eagerly instead.
+  virtual bool stepGraphPending() const { return false; }
+  virtual void dropStepGraph() {}
+  // A 0-d int32 counter += 1 (BatchNorm's num_batches_tracked) without a host round trip.
+  virtual void incrementInt(Tensor& counter);
 
   // ---- telemetry and teaching ------------------------------------------------------------
   // Histogram of t's values multiplied by `multiplier` (in double: 1 = as stored, 1/scale =

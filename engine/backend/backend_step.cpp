@@ -116,3 +116,24 @@ void Backend::updateScale(const ScaleRule& rule, const ScaleCounters& current) {
 StepStats Backend::readStepStats() { return m_stepStats; }
 
 }  // namespace amp
+
+namespace amp {
+
+void Backend::beginStepCapture() {
+  throw std::logic_error("beginStepCapture: " + name() + " does not record training steps");
+}
+
+void Backend::beginStepReplay(float) {
+  throw std::logic_error("beginStepReplay: " + name() + " has no recorded training step");
+}
+
+void Backend::incrementInt(Tensor& counter) {
+  if (counter.dtype() != DType::I32 || counter.numel() != 1)
+    throw std::invalid_argument("incrementInt: needs a one-element int32 tensor, got " +
+                                shapeString(counter.shape()) + " " + std::string(dtypeName(counter.dtype())));
+  std::vector<std::int32_t> n = toHostInt(counter);
+  n[0] += 1;
+  uploadInt(counter, n);
+}
+
+}  // namespace amp

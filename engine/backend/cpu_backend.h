@@ -13,7 +13,8 @@
 
 namespace amp {
 
-class CpuBackend final : public Backend {
+// Not final: tests derive from it to stand in for a device backend's protocols (step graphs).
+class CpuBackend : public Backend {
  public:
   CpuBackend();
   ~CpuBackend() override;

@@ -16,6 +16,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/block_cache.h"
+#include "engine/backend/cuda_step_graph.h"
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cudnn_conv.h"
 #include "kernels/cuda/cuda_kernels.h"
@@ -157,6 +158,17 @@ class CudaBackend final : public Backend {
   void updateScale(const ScaleRule& rule, const ScaleCounters& current) override;
   StepStats readStepStats() override;
 
+  // Whole-step CUDA graphs (cuda_step_graph.cpp; the protocol is Backend's). On unless
+  // AMP_CUDA_DISABLE=cuda-graphs, or setStepGraphs(false) (tests compare both in one process).
+  bool capturesSteps() const override;
+  void setStepGraphs(bool on) { m_stepGraphsOn = on; }
+  void beginStepCapture() override;
+  void beginStepReplay(float lossSeed) override;
+  bool hasStepGraph() const override { return m_graph != nullptr && m_graph->exec != nullptr; }
+  bool stepGraphPending() const override { return m_graphMode != cudabk::GraphMode::Eager; }
+  void dropStepGraph() override;
+  void incrementInt(Tensor& counter) override;
+
   ExponentHistogram histogram(const Tensor& t, double multiplier) override;
   void setElement(Tensor& t, std::int64_t index, float value) override;
   std::optional<double> deviceStepSeconds() const override { return m_stepSeconds; }
@@ -176,6 +188,10 @@ class CudaBackend final : public Backend {
   // launches work or allocates calls it first (cudaSetDevice is a no-op when it already is), so
   // a second CudaBackend on the same thread cannot redirect this one's work.
   void useDevice() const;
+  // Throws StepCaptureFailed naming op while a step is being captured: for what a CUDA graph
+  // cannot record (a wait for the device, a copy from pageable host memory, a value that
+  // changes every step outside the slots, such as a dropout seed).
+  void refuseWhileCapturing(const char* op) const;
   // Throws, naming op and detail, if the last launch failed.
   void checkLaunch(const char* op, const std::string& detail) const;
   // Waits for the stream; throws naming op if any queued work failed.
@@ -212,6 +228,24 @@ class CudaBackend final : public Backend {
   // dtype a's and the output c's (gemm and gemmBatched; `op` names them in dtype errors).
   cuda::GemmShape gemmShape(std::int64_t m, std::int64_t n, std::int64_t k, bool transA,
                             bool transB, const Tensor& a, const Tensor& c, const char* op) const;
+  // Graph slots (cuda_step_graph.cpp). stepScalar: while capturing, a slot holding `value`
+  // whose device address the launch reads instead (returned); while replaying, `value` written
+  // into the next slot, which must be this op's (nullptr returned, and the caller launches
+  // nothing); eagerly, nullptr. stepCheck: the same for arguments a graph bakes in, which a
+  // replayed call must repeat exactly. replaying(): the caller only hands over its values.
+  const void* stepScalar(cudabk::SlotKind kind, const char* op, const void* value,
+                         std::size_t bytes, float multiplier = 1.f, float divisor = 1.f);
+  void stepCheck(const char* op, std::vector<std::int64_t> args);
+  bool replaying() const { return m_graphMode == cudabk::GraphMode::Replaying; }
+  bool capturing() const { return m_graphMode == cudabk::GraphMode::Capturing; }
+  // Records a timing event; while capturing, as a node of the graph (cudaEventRecordExternal),
+  // so that every replay records it again.
+  void recordEvent(void* event, const char* op);
+  // Ends the capture and instantiates the graph (StepCaptureFailed when either fails), then
+  // launches it between the step's timing events; for a replay, only the launch.
+  void launchStepGraph();
+  // Frees what the graph holds and hands its memory back to the general cache.
+  void releaseGraph() noexcept;
   // The step record (m_stepRecord) or a scratch one for the single-tensor AMP ops.
   cuda::DeviceStepStats* stepRecord() { return m_stepRecord; }
 
@@ -251,6 +285,19 @@ class CudaBackend final : public Backend {
   struct Nccl;
   std::shared_ptr<Nccl> m_nccl;
   bool m_ncclDecided = false;
+
+  // Whole-step graphs (cuda_step_graph.cpp). Memory allocated or freed while capturing belongs
+  // to the graph (every replay rewrites it): its free blocks wait in m_graphCache, never in
+  // m_blocks, until the graph is dropped. Tensors may be freed on any thread: the set has a lock.
+  bool m_stepGraphsOn = true;
+  cudabk::GraphMode m_graphMode = cudabk::GraphMode::Eager;
+  std::unique_ptr<cudabk::StepGraph> m_graph;
+  BlockCache m_graphCache;
+  std::unordered_set<void*> m_graphBlocks;
+  std::mutex m_graphBlocksMutex;
+  void* m_slotsHost = nullptr;    // pinned, cudabk::kGraphSlotBytes
+  void* m_slotsDevice = nullptr;  // the device block the graph's first node fills from it
+  cuda::Stream m_sideStream = nullptr;  // multi-tensor tables copied while capturing
 };
 
 namespace cudabk {
@@ -260,6 +307,9 @@ int floatCode(const Tensor& t, const char* op);
 // roundFirst is empty or as long as the list and rounds only fp32 gradients through 16 bits.
 int roundCode(std::span<const DType> roundFirst, std::size_t i, const Tensor& grad, const char* op);
 void requireSameSize(const Tensor& a, const Tensor& b, const char* op);
+// A multi-tensor table as the numbers a graph replay compares (cuda_step_graph.cpp): addresses,
+// sizes and dtype codes, entry by entry.
+std::vector<std::int64_t> tableKey(const std::vector<cuda::MultiTensorEntry>& entries);
 std::string shapes(std::initializer_list<const Tensor*> ts);  // "(2, 3) fp16, (3) fp32"
 }  // namespace cudabk
 

@@ -2,6 +2,7 @@
 // clip coefficient and the new scale in one device record; readStepStats copies it back once per
 // step. The single-tensor forms (unscaleAndCheck, countNonFinite, ...) read their result at once.
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include "engine/backend/cuda_backend.h"
@@ -29,6 +30,27 @@ std::vector<cuda::MultiTensorEntry> gradEntries(std::span<Tensor* const> grads, 
   return entries;
 }
 
+}  // namespace
+
+namespace cudabk {
+std::vector<std::int64_t> tableKey(const std::vector<cuda::MultiTensorEntry>& entries) {
+  std::vector<std::int64_t> key;
+  key.reserve(entries.size() * 10);
+  auto address = [](const void* p) { return static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(p)); };
+  for (const auto& e : entries) {
+    for (const void* p : {static_cast<const void*>(e.param), static_cast<const void*>(e.grad),
+                          static_cast<const void*>(e.stateA), static_cast<const void*>(e.stateB),
+                          static_cast<const void*>(e.lowCopy)})
+      key.push_back(address(p));
+    for (std::int64_t v : {e.n, std::int64_t(e.paramCode), std::int64_t(e.gradCode),
+                           std::int64_t(e.roundCode), std::int64_t(e.lowCode)})
+      key.push_back(v);
+  }
+  return key;
+}
+}  // namespace cudabk
+
+namespace {
 StepStats hostStats(const cuda::DeviceStepStats& d) {
   StepStats s;
   s.lossSum = d.lossSum;
@@ -54,6 +76,21 @@ const cuda::MultiTensorEntry* CudaBackend::uploadTable(
   maxN = 0;
   for (const auto& e : entries) maxN = std::max(maxN, e.n);
   const std::size_t bytes = entries.size() * sizeof(cuda::MultiTensorEntry);
+  if (capturing()) {
+    // A table of the graph's own, written now from a side stream (the capturing stream runs
+    // nothing): the shared buffer below is rewritten by later launches, and a graph cannot copy
+    // from pageable memory at replay time. Its own cudaMalloc, not a block of the graph's pool:
+    // a pool block may be a temporary of an earlier node, which every replay would write over
+    // the table before the launch that reads it.
+    if (!bytes) return nullptr;
+    void* table = nullptr;
+    checkCuda(cudaMalloc(&table, bytes), "allocate multi-tensor table");
+    m_graph->tables.emplace_back(table, bytes);
+    checkCuda(cudaMemcpyAsync(table, entries.data(), bytes, cudaMemcpyHostToDevice, m_sideStream),
+              "upload multi-tensor table");
+    checkCuda(cudaStreamSynchronize(m_sideStream), "upload multi-tensor table");
+    return static_cast<const cuda::MultiTensorEntry*>(table);
+  }
   if (bytes > m_tableBytes) {
     synchronize("multi-tensor table");
     void* old = m_table;
@@ -71,10 +108,12 @@ const cuda::MultiTensorEntry* CudaBackend::uploadTable(
 }
 
 void CudaBackend::beginStep() {
-  useDevice();
   m_unscaledThisStep = false;
   m_stepSeconds.reset();
-  checkCuda(cudaEventRecord(static_cast<cudaEvent_t>(m_stepEvents.start), m_stream), "step timing");
+  if (replaying()) return;  // the graph begins with the captured launch below
+  useDevice();
+  // A graph's step is timed around its launch (launchStepGraph).
+  if (!capturing()) recordEvent(m_stepEvents.start, "step timing");
   cuda::launchBeginStep(m_stepRecord, m_stream);
   checkLaunch("begin step", "");
 }
@@ -104,27 +143,47 @@ bool CudaBackend::keepsWeightCopies() const {
 
 void CudaBackend::foreachUnscaleAndCheck(std::span<Tensor* const> grads, float invScale,
                                          std::span<const DType> roundFirst) {
-  useDevice();
+  if (!replaying()) useDevice();
   if (!roundFirst.empty() && roundFirst.size() != grads.size())
     throw std::invalid_argument("foreach unscale: tensor lists differ in length");
+  const auto entries = gradEntries(grads, "unscale", roundFirst);
+  if (stepGraphPending()) stepCheck("unscale", cudabk::tableKey(entries));
+  const auto* invOnDevice = static_cast<const float*>(
+      stepScalar(cudabk::SlotKind::Scalar, "unscale", &invScale, sizeof invScale));
+  m_unscaledThisStep = true;
+  if (replaying()) return;
   std::int64_t maxN = 0;
-  const auto* table = uploadTable(gradEntries(grads, "unscale", roundFirst), maxN);
+  const auto* table = uploadTable(entries, maxN);
   cuda::launchUnscaleAndCheck(table, static_cast<int>(grads.size()), maxN, invScale,
-                              m_stepRecord, m_stream);
+                              m_stepRecord, m_stream, invOnDevice);
   checkLaunch("unscale and check", std::to_string(grads.size()) + " gradients");
   m_unscaledThisStep = true;
 }
 
 void CudaBackend::foreachClipGradNorm(std::span<Tensor* const> grads, double maxNorm) {
-  useDevice();
+  if (!replaying()) useDevice();
+  const auto entries = gradEntries(grads, "clip");
+  if (stepGraphPending()) {
+    std::vector<std::int64_t> key = cudabk::tableKey(entries);
+    std::int64_t bits = 0;
+    std::memcpy(&bits, &maxNorm, sizeof bits);
+    key.push_back(bits);
+    key.push_back(m_unscaledThisStep);
+    stepCheck("clip", std::move(key));
+    if (replaying()) return;
+  }
   std::int64_t maxN = 0;
-  const auto* table = uploadTable(gradEntries(grads, "clip"), maxN);
+  const auto* table = uploadTable(entries, maxN);
   cuda::launchClipGradNorm(table, static_cast<int>(grads.size()), maxN, maxNorm,
                            m_unscaledThisStep, m_stepRecord, m_stream);
   checkLaunch("clip grad norm", std::to_string(grads.size()) + " gradients");
 }
 
 void CudaBackend::gateStep(const StepGate& gate) {
+  if (stepGraphPending()) {
+    stepCheck("gate", {gate.skipIfFoundInf, gate.skipIfNonFiniteAfterUnscale});
+    if (replaying()) return;
+  }
   useDevice();
   cuda::launchGateStep(gate.skipIfFoundInf, gate.skipIfNonFiniteAfterUnscale, m_stepRecord,
                        m_stream);
@@ -132,14 +191,31 @@ void CudaBackend::gateStep(const StepGate& gate) {
 }
 
 void CudaBackend::updateScale(const ScaleRule& rule, const ScaleCounters& current) {
+  if (stepGraphPending()) {
+    std::int64_t g = 0, b = 0;
+    std::memcpy(&g, &rule.growthFactor, sizeof g);
+    std::memcpy(&b, &rule.backoffFactor, sizeof b);
+    std::int32_t lo = 0, hi = 0;
+    std::memcpy(&lo, &rule.minScale, sizeof lo);
+    std::memcpy(&hi, &rule.maxScale, sizeof hi);
+    stepCheck("update scale", {std::int64_t(rule.kind), g, b, rule.growthInterval, lo, hi,
+                               rule.hysteresis, rule.consecutiveHysteresis});
+  }
+  const auto* currentOnDevice = static_cast<const ScaleCounters*>(
+      stepScalar(cudabk::SlotKind::Scalar, "update scale", &current, sizeof current));
+  if (replaying()) return;
   useDevice();
-  cuda::launchUpdateScale(rule, current, m_stepRecord, m_stream);
+  cuda::launchUpdateScale(rule, current, m_stepRecord, m_stream, currentOnDevice);
   checkLaunch("update scale", "");
 }
 
 StepStats CudaBackend::readStepStats() {
-  useDevice();
-  checkCuda(cudaEventRecord(static_cast<cudaEvent_t>(m_stepEvents.stop), m_stream), "step timing");
+  if (stepGraphPending()) {
+    launchStepGraph();  // ends a capture first; times the launch with the step's events
+  } else {
+    useDevice();
+    recordEvent(m_stepEvents.stop, "step timing");
+  }
   cuda::DeviceStepStats d;
   download(&d, m_stepRecord, sizeof d, "read step stats");
   float ms = 0;

@@ -75,9 +75,9 @@ void CudaBackend::timeInGemmCounters(double flops, const std::function<void()>& 
   }
   const EventPair& ev = m_events[m_eventsUsed++];
   try {
-    checkCuda(cudaEventRecord(static_cast<cudaEvent_t>(ev.start), m_stream), "conv timing");
+    recordEvent(ev.start, "conv timing");  // a node of the graph when capturing
     work();
-    checkCuda(cudaEventRecord(static_cast<cudaEvent_t>(ev.stop), m_stream), "conv timing");
+    recordEvent(ev.stop, "conv timing");  // a node of the graph when capturing
   } catch (...) {
     --m_eventsUsed;  // a pair without its stop must not be summed
     throw;

@@ -36,6 +36,7 @@ void CudaBackend::activationBackward(Activation a, const Tensor& x, const Tensor
 void CudaBackend::dropoutForward(const Tensor& x, Tensor& mask, Tensor& y, float p,
                                  std::uint64_t seed) {
   useDevice();
+  refuseWhileCapturing("dropout (a new mask every step)");
   if (mask.dtype() != DType::U8) throw std::invalid_argument("dropout: mask must be uint8");
   cudabk::requireSameSize(x, y, "dropout");
   cudabk::requireSameSize(x, mask, "dropout");

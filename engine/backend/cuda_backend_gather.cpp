@@ -15,6 +15,7 @@ namespace amp {
 
 void CudaBackend::gatherRows(const Tensor& src, std::span<const std::int64_t> rows, Tensor& dst) {
   useDevice();
+  refuseWhileCapturing("a gather of rows the host picks every step");
   const std::size_t rowBytes = checks::gatherRows(src, rows, dst);
   if (rows.empty() || rowBytes == 0) return;
   const auto* in = static_cast<const std::uint8_t*>(src.rawData());

@@ -44,7 +44,7 @@ void CudaBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool trans
     m_events.push_back({start, stop});
   }
   const EventPair& ev = m_events[m_eventsUsed++];
-  checkCuda(cudaEventRecord(static_cast<cudaEvent_t>(ev.start), m_stream), "gemm timing");
+  recordEvent(ev.start, "gemm timing");  // a node of the graph when capturing
   try {
     m_gemm->run(s, a.rawData(), b.rawData(), s.withBias ? bias->rawData() : nullptr, c.rawData(),
                 m_stream);
@@ -56,7 +56,7 @@ void CudaBackend::gemm(const Tensor& a, bool transA, const Tensor& b, bool trans
                         m_stream);
     checkLaunch("gemm bias", cudabk::shapes({bias, &c}));
   }
-  checkCuda(cudaEventRecord(static_cast<cudaEvent_t>(ev.stop), m_stream), "gemm timing");
+  recordEvent(ev.stop, "gemm timing");  // a node of the graph when capturing
   m_gemmCounters.flops += 2.0 * double(s.m) * double(s.n) * double(s.k);
   ++m_gemmCounters.calls;
 }

@@ -76,9 +76,13 @@ void CudaBackend::crossEntropyBackward(const Tensor& probs, const Tensor& labels
   useDevice();
   requireF32(probs, "cross-entropy probabilities");
   const std::int64_t m = probs.dim(0), c = probs.dim(1);
-  cuda::launchCrossEntropyBackward(probs.data<float>(), labels.data<std::int32_t>(), m, c,
-                                   gradScale / float(m), floatCode(dlogits, "cross-entropy"),
-                                   dlogits.rawData(), m_stream);
+  const float k = gradScale / float(m);
+  // In a step graph, k carries the loss scale: a slot that each replay refills (LossFactor).
+  const auto* kOnDevice = static_cast<const float*>(
+      stepScalar(cudabk::SlotKind::LossFactor, "cross-entropy backward", &k, sizeof k, 1.f, float(m)));
+  cuda::launchCrossEntropyBackward(probs.data<float>(), labels.data<std::int32_t>(), m, c, k,
+                                   floatCode(dlogits, "cross-entropy"), dlogits.rawData(), m_stream,
+                                   kOnDevice);
   checkLaunch("cross-entropy backward", cudabk::shapes({&probs, &dlogits}));
 }
 
@@ -99,8 +103,11 @@ void CudaBackend::mseBackward(const Tensor& pred, const Tensor& target, float gr
                               Tensor& dpred) {
   useDevice();
   const float k = 2.f * gradScale / float(pred.numel());
+  const auto* kOnDevice = static_cast<const float*>(stepScalar(
+      cudabk::SlotKind::LossFactor, "mse backward", &k, sizeof k, 2.f, float(pred.numel())));
   cuda::launchMseBackward(floatCode(pred, "mse"), pred.rawData(), target.data<float>(),
-                          pred.numel(), k, floatCode(dpred, "mse"), dpred.rawData(), m_stream);
+                          pred.numel(), k, floatCode(dpred, "mse"), dpred.rawData(), m_stream,
+                          kOnDevice);
   checkLaunch("mse backward", cudabk::shapes({&pred, &dpred}));
 }
 

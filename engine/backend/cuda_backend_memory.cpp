@@ -94,6 +94,10 @@ void CudaBackend::init() {
 CudaBackend::~CudaBackend() { release(); }
 
 void CudaBackend::useDevice() const {
+  // A replayed step runs no op of its own until its graph is launched (cuda_step_graph.cpp).
+  if (m_graphMode == cudabk::GraphMode::Replaying)
+    throw std::logic_error("CUDA graph replay: an op outside the step's AMP tail was called "
+                           "(AMP_CUDA_DISABLE=cuda-graphs turns step graphs off)");
   // A no-op when the device is already current; another CudaBackend on this thread (or any
   // other CUDA user) may have changed it since the last call.
   const cudaError_t e = cudaSetDevice(m_device);
@@ -105,6 +109,18 @@ void CudaBackend::release() noexcept {
   cudaSetDevice(m_device);
   cudaGetLastError();
   if (m_stream) cudaStreamSynchronize(m_stream);
+  if (m_graphMode == cudabk::GraphMode::Capturing) {
+    cudaGraph_t graph = nullptr;
+    cudaStreamEndCapture(m_stream, &graph);
+    if (graph) cudaGraphDestroy(graph);
+  }
+  m_graphMode = cudabk::GraphMode::Eager;
+  releaseGraph();  // its blocks into m_blocks, freed below
+  if (m_slotsHost) cudaFreeHost(m_slotsHost);
+  if (m_slotsDevice) cudaFree(m_slotsDevice);
+  if (m_sideStream) cudaStreamDestroy(m_sideStream);
+  m_slotsHost = m_slotsDevice = nullptr;
+  m_sideStream = nullptr;
   m_nccl.reset();  // the NCCL communicator (cuda_backend_nccl.cpp) before the device's memory
   if (m_gemm) m_memory.onFree(MemCategory::Workspace, static_cast<std::int64_t>(m_gemm->workspaceBytes()));
   m_gemm.reset();
@@ -175,12 +191,27 @@ void CudaBackend::checkLaunch(const char* op, const std::string& detail) const {
 }
 
 void CudaBackend::synchronize(const char* op) const {
+  refuseWhileCapturing(op);
   checkCuda(cudaStreamSynchronize(m_stream), op);
 }
 
 void* CudaBackend::allocateBytes(std::size_t bytes) {
   useDevice();
   const std::size_t rounded = roundedSize(bytes);
+  if (capturing()) {
+    // The graph's own memory (cuda_step_graph.cpp): its free blocks first, then the cache's
+    // (idle: the capture began with a synchronisation), then new ones.
+    void* p = m_graphCache.take(rounded);
+    if (!p) p = m_blocks.take(rounded);
+    if (!p && cudaMalloc(&p, rounded) != cudaSuccess) {
+      cudaGetLastError();
+      throw StepCaptureFailed("allocating " + std::to_string(rounded) +
+                              " bytes for the training step's graph failed");
+    }
+    std::lock_guard lock(m_graphBlocksMutex);
+    m_graphBlocks.insert(p);
+    return p;
+  }
   if (void* p = m_blocks.take(rounded)) return p;
   void* p = nullptr;
   cudaError_t e = cudaMalloc(&p, rounded);
@@ -203,10 +234,22 @@ void* CudaBackend::allocateBytes(std::size_t bytes) {
 
 void CudaBackend::freeBytes(void* p, std::size_t bytes) {
   if (!p) return;
-  m_blocks.keep(p, roundedSize(bytes));  // no cap: cudaFree would synchronise the device
+  const std::size_t rounded = roundedSize(bytes);
+  {
+    // Freed while capturing (the graph may have used it before the free) or the graph's own:
+    // kept for the graph, which rewrites it at every replay.
+    std::lock_guard lock(m_graphBlocksMutex);
+    if (capturing() || m_graphBlocks.count(p)) {
+      m_graphBlocks.insert(p);
+      m_graphCache.keep(p, rounded);
+      return;
+    }
+  }
+  m_blocks.keep(p, rounded);  // no cap: cudaFree would synchronise the device
 }
 
 void* CudaBackend::scratch(std::size_t bytes) {
+  refuseWhileCapturing("a result read back at once");
   if (bytes > m_scratchBytes) {
     synchronize("scratch");
     void* old = m_scratch;
@@ -221,12 +264,19 @@ void* CudaBackend::scratch(std::size_t bytes) {
 }
 
 void CudaBackend::download(void* host, const void* device, std::size_t bytes, const char* op) {
+  refuseWhileCapturing(op);
   checkCuda(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, m_stream), op);
   synchronize(op);
 }
 
 void CudaBackend::uploadFloat(Tensor& dst, std::span<const float> src) {
   useDevice();
+  if (dst.channelsLast()) {  // the host speaks the logical order: upload, then transpose
+    Tensor scratch = empty(dst.shape(), dst.dtype(), MemCategory::Workspace);
+    uploadFloat(scratch, src);
+    return convertFormatInto(scratch, dst);
+  }
+  refuseWhileCapturing("a copy from host memory");
   if (static_cast<std::int64_t>(src.size()) != dst.numel())
     throw std::invalid_argument("upload: size mismatch for " + shapeString(dst.shape()));
   const int code = floatCode(dst, "uploadFloat");
@@ -248,6 +298,12 @@ void CudaBackend::uploadFloat(Tensor& dst, std::span<const float> src) {
 
 void CudaBackend::uploadInt(Tensor& dst, std::span<const std::int32_t> src) {
   useDevice();
+  if (dst.channelsLast()) {  // the host speaks the logical order: upload, then transpose
+    Tensor scratch = empty(dst.shape(), dst.dtype(), MemCategory::Workspace);
+    uploadInt(scratch, src);
+    return convertFormatInto(scratch, dst);
+  }
+  refuseWhileCapturing("a copy from host memory");
   if (dst.dtype() != DType::I32 || static_cast<std::int64_t>(src.size()) != dst.numel())
     throw std::invalid_argument("uploadInt: needs an int32 tensor of matching size");
   checkCuda(cudaMemcpyAsync(dst.rawData(), src.data(), src.size() * 4, cudaMemcpyHostToDevice,
@@ -307,6 +363,12 @@ std::vector<std::uint8_t> CudaBackend::toHostBytes(const Tensor& t) {
 
 void CudaBackend::uploadBytes(Tensor& dst, std::span<const std::uint8_t> src) {
   useDevice();
+  if (dst.channelsLast()) {  // the host speaks the logical order: upload, then transpose
+    Tensor scratch = empty(dst.shape(), dst.dtype(), MemCategory::Workspace);
+    uploadBytes(scratch, src);
+    return convertFormatInto(scratch, dst);
+  }
+  refuseWhileCapturing("a copy from host memory");
   if (src.size() != dst.bytes())
     throw std::invalid_argument("uploadBytes: " + std::to_string(src.size()) +
                                 " bytes for a tensor of " + std::to_string(dst.bytes()));
@@ -372,6 +434,12 @@ void CudaBackend::roundThrough(Tensor& t, DType through) {
 
 void CudaBackend::setElement(Tensor& t, std::int64_t index, float value) {
   useDevice();
+  if (t.channelsLast() && index >= 0 && index < t.numel()) {  // a logical (NCHW) index
+    const std::int64_t planeSize = t.dim(2) * t.dim(3);
+    index = planeOffset<std::int64_t>(true, index / planeSize, index % planeSize, t.dim(1),
+                                      planeSize);
+  }
+  refuseWhileCapturing("a copy from host memory");
   if (index < 0 || index >= t.numel()) throw std::out_of_range("setElement: index out of range");
   const int code = floatCode(t, "setElement");
   // One element, converted on the host with the shared code and copied into place.

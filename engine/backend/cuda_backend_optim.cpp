@@ -68,7 +68,7 @@ void CudaBackend::foreachSgdStep(std::span<Tensor* const> params, std::span<Tens
                                  std::span<Tensor* const> momentum, const SgdParams& p,
                                  std::span<const DType> roundFirst,
                                  std::span<Tensor* const> lowCopies) {
-  useDevice();
+  if (!replaying()) useDevice();
   if (params.size() != grads.size() || params.size() != momentum.size() ||
       (!roundFirst.empty() && roundFirst.size() != params.size()) ||
       (!lowCopies.empty() && lowCopies.size() != params.size()))
@@ -81,10 +81,15 @@ void CudaBackend::foreachSgdStep(std::span<Tensor* const> params, std::span<Tens
                                  cudabk::roundCode(roundFirst, i, *grads[i], "foreach sgd")));
     attachWeightCopy(entries.back(), lowCopies, i, *params[i], "foreach sgd");
   }
+  const cuda::SgdScalars scalars = sgdScalars(p);
+  if (stepGraphPending()) stepCheck("sgd step", cudabk::tableKey(entries));
+  const auto* onDevice = static_cast<const cuda::SgdScalars*>(
+      stepScalar(cudabk::SlotKind::Scalar, "sgd step", &scalars, sizeof scalars));
+  if (replaying()) return;
   std::int64_t maxN = 0;
   const auto* table = uploadTable(entries, maxN);
-  cuda::launchSgdStep(table, static_cast<int>(entries.size()), maxN, sgdScalars(p), m_stepRecord,
-                      m_stream);
+  cuda::launchSgdStep(table, static_cast<int>(entries.size()), maxN, scalars, m_stepRecord,
+                      m_stream, onDevice);
   checkLaunch("sgd step", std::to_string(entries.size()) + " parameters");
 }
 
@@ -93,7 +98,7 @@ void CudaBackend::foreachAdamStep(std::span<Tensor* const> params, std::span<Ten
                                   std::span<Tensor* const> expAvgSq, const AdamParams& p,
                                   std::span<const DType> roundFirst,
                                   std::span<Tensor* const> lowCopies) {
-  useDevice();
+  if (!replaying()) useDevice();
   if (params.size() != grads.size() || params.size() != expAvg.size() ||
       params.size() != expAvgSq.size() || (!roundFirst.empty() && roundFirst.size() != params.size()) ||
       (!lowCopies.empty() && lowCopies.size() != params.size()))
@@ -105,10 +110,15 @@ void CudaBackend::foreachAdamStep(std::span<Tensor* const> params, std::span<Ten
                                  cudabk::roundCode(roundFirst, i, *grads[i], "foreach adam")));
     attachWeightCopy(entries.back(), lowCopies, i, *params[i], "foreach adam");
   }
+  const AdamScalars scalars = adamScalars(p);
+  if (stepGraphPending()) stepCheck("adam step", cudabk::tableKey(entries));
+  const auto* onDevice = static_cast<const AdamScalars*>(
+      stepScalar(cudabk::SlotKind::Scalar, "adam step", &scalars, sizeof scalars));
+  if (replaying()) return;
   std::int64_t maxN = 0;
   const auto* table = uploadTable(entries, maxN);
-  cuda::launchAdamStep(table, static_cast<int>(entries.size()), maxN, adamScalars(p),
-                       m_stepRecord, m_stream);
+  cuda::launchAdamStep(table, static_cast<int>(entries.size()), maxN, scalars, m_stepRecord,
+                       m_stream, onDevice);
   checkLaunch("adam step", std::to_string(entries.size()) + " parameters");
 }
 

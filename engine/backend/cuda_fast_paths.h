@@ -6,6 +6,13 @@
 //                           update it (Parameter::lowCopy), so forwards need no weight casts
 //   nccl                    data-parallel ranks with a GPU each all-reduce with NCCL on the
 //                           device (cuda_backend_nccl.cpp) instead of through host memory and MPI
+//   channels-last           image activations kept NHWC (MemoryFormat::ChannelsLast), so cuDNN's
+//                           tensor-core convolutions need no NCHW<->NHWC transposes; off, every
+//                           activation is NCHW as on the CPU (the same numbers either way, up to
+//                           the algorithm cuDNN picks for a convolution)
+//   cuda-graphs             a steady training step recorded once as a CUDA graph and replayed
+//                           (cuda_step_graph.cpp, engine/train/trainer_graph.cpp); off, every
+//                           step launches its kernels one by one (the same numbers either way)
 // Read once per process. Unknown names are ignored, so a script written for a later build
 // still runs.
 #pragma once

@@ -62,9 +62,7 @@ Tensor BatchNorm::forward(LayerContext& ctx, const Tensor& x) {
     be.batchNormForwardTrain(xc, m_weight.value, m_bias.value, m_runningMean, m_runningVar,
                              static_cast<float>(m_momentum), eps, y, m_saveMean, m_saveInvStd);
     m_savedX = xc;
-    auto n = be.toHostInt(m_numBatchesTracked);
-    n[0] += 1;
-    be.uploadInt(m_numBatchesTracked, n);
+    be.incrementInt(m_numBatchesTracked);  // on the device: no host round trip per layer
   } else {
     be.batchNormForwardEval(xc, m_weight.value, m_bias.value, m_runningMean, m_runningVar, eps, y);
     releaseSaved();
@@ -95,9 +93,7 @@ Tensor BatchNorm::forwardRelu(LayerContext& ctx, const Tensor& x, const Tensor* 
                                static_cast<float>(m_momentum), static_cast<float>(m_eps), residual,
                                y, m_saveMean, m_saveInvStd);
   m_savedX = xc;
-  auto n = be.toHostInt(m_numBatchesTracked);
-  n[0] += 1;
-  be.uploadInt(m_numBatchesTracked, n);
+  be.incrementInt(m_numBatchesTracked);  // on the device: no host round trip per layer
   ctx.autocast.record([&] {
     return OpTraceEntry{TracePhase::Forward, m_name, "batch_norm",
         ctx.autocast.effectivePolicy("batch_norm"), ctx.autocast.enabled(),

@@ -124,6 +124,31 @@ OptimizerStepStats Optimizer::finishStep(const StepStats& stats) {
   return out;
 }
 
+Optimizer::HostState Optimizer::hostState() const {
+  HostState s;
+  s.steps = m_steps;
+  for (const ParamState& p : m_state) s.started.push_back(p.started);
+  return s;
+}
+
+void Optimizer::restoreHostState(const HostState& s) {
+  if (s.started.size() != m_state.size())
+    throw std::logic_error("restoreHostState: the state is another optimizer's");
+  m_steps = s.steps;
+  for (std::size_t i = 0; i < m_state.size(); ++i) m_state[i].started = s.started[i];
+  m_launchedElements = 0;
+  m_launchedFirstUse.clear();
+  m_launchedAllocated.clear();
+}
+
+bool Optimizer::steady() const {
+  const std::size_t tensors = stateSuffixes().size();
+  for (const ParamState& p : m_state)
+    if (!p.started || (tensors > 0 && !p.a.defined()) || (tensors > 1 && !p.b.defined()))
+      return false;
+  return !m_state.empty();
+}
+
 std::vector<const char*> Optimizer::stateSuffixes() const {
   if (m_config.name == "sgd") return m_config.momentum != 0 ? std::vector<const char*>{"momentum_buffer"}
                                                              : std::vector<const char*>{};

@@ -51,6 +51,18 @@ class Optimizer {
   // allocating it: what a checkpoint must hold.
   std::vector<std::pair<std::string, Shape>> stateSpecs() const;
   std::map<std::string, double> stateScalars() const;
+  // What a step changes on the host (the step count, which parameters have started), so that a
+  // step recorded but never run can be taken back (the trainer's CUDA graph fallback).
+  struct HostState {
+    std::int64_t steps = 0;
+    std::vector<bool> started;
+  };
+  HostState hostState() const;
+  void restoreHostState(const HostState& s);
+  // Every parameter's state exists and has been stepped: a step allocates nothing and takes
+  // no first-use path, so it is the same launch every time (what a step graph needs).
+  bool steady() const;
+
   // Restores state; allocates the tensors that stateTensors() would name, for loading.
   void prepareStateForLoad();
   void setStateScalars(const std::map<std::string, double>& s);

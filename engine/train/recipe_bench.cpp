@@ -68,6 +68,7 @@ BenchRun benchRun(const RunConfig& config, const std::string& label,
     }
     summary.add(m);
     ++r.steps;
+    r.replayedSteps += trainer.lastStepGraph() == "replayed";
     if (progress) progress(trainer.stepsDone() - warmup, trainer.totalSteps() - warmup);
   }
   // Each step ends by reading its stats back, so the device has finished when the clock stops.
@@ -78,6 +79,7 @@ BenchRun benchRun(const RunConfig& config, const std::string& label,
   r.peak = s.peakMemory;
   r.finalLoss = s.finalLoss;
   r.skippedSteps = s.skippedSteps;
+  r.graphNote = trainer.stepGraphNote();
   if (s.finalTestAcc) r.finalTestAcc = *s.finalTestAcc;
   if (config.model.name == "recipe_mlp")
     r.standaloneTflops = standaloneGemmTflops(be, gemmDtype, config.train.batchSize, config.model.width);
@@ -149,7 +151,13 @@ std::string benchTable(const std::vector<BenchRun>& runs) {
       out += line;
     }
   }
-  for (const BenchRun& r : runs) out += r.label + " on " + r.backend + ": " + r.compute + "\n";
+  for (const BenchRun& r : runs) {
+    out += r.label + " on " + r.backend + ": " + r.compute + "\n";
+    if (r.replayedSteps > 0)
+      out += "  " + std::to_string(r.replayedSteps) + " of " + std::to_string(r.steps) +
+             " timed steps replayed as a CUDA graph (AMP_CUDA_DISABLE=cuda-graphs: none)\n";
+    if (!r.graphNote.empty()) out += "  " + r.graphNote + "\n";
+  }
   return out;
 }
 
@@ -177,7 +185,9 @@ std::string benchJson(const std::vector<BenchRun>& runs,
          (r.peak.deviceTotal > 0 ? ", \"device_total_bytes\": " + std::to_string(r.peak.deviceTotal)
                                  : std::string()) +
          ", \"final_loss\": " + fixed(r.finalLoss, 6) +
-         ", \"skipped_steps\": " + std::to_string(r.skippedSteps) + "}";
+         ", \"skipped_steps\": " + std::to_string(r.skippedSteps) +
+         ", \"graph_replayed_steps\": " + std::to_string(r.replayedSteps) +
+         (r.graphNote.empty() ? std::string() : ", \"graph_note\": " + quoted(r.graphNote)) + "}";
   }
   j += "\n  ],\n  \"ratios_vs_first\": {";
   const auto act = std::size_t(MemCategory::Activations);

@@ -29,6 +29,10 @@ struct BenchRun {
   MemorySnapshot peak;            // max over the run; device bytes on a GPU
   double finalLoss = 0;
   std::int64_t skippedSteps = 0;
+  // Timed steps a CUDA graph replayed (Trainer::lastStepGraph), and why graphs went off when a
+  // capture failed: a figure says which kind of step it measured.
+  std::int64_t replayedSteps = 0;
+  std::string graphNote;
   // Wall-clock training time of each completed epoch (evaluation excluded), as the peers'
   // per-epoch figures; and the last evaluation's accuracy (-1: none).
   std::vector<double> epochSeconds;

@@ -131,6 +131,10 @@ Trainer::Trainer(RunConfig config, std::unique_ptr<Backend> backend)
 Trainer::~Trainer() = default;
 
 const Batch& Trainer::nextBatch() {
+  if (m_batchPending) {  // already taken by planStepGraph
+    m_batchPending = false;
+    return m_batch;
+  }
   if (!m_loader->next(m_batch)) m_loader->next(m_batch);  // epoch ended: start the next one
   return m_batch;
 }
@@ -273,7 +277,7 @@ void Trainer::joinRanks(Communicator& comm) {
   broadcastModel(*m_be, comm, *m_model);
 }
 
-StepMetrics Trainer::runStep() {
+StepMetrics Trainer::runStepAs(GraphPlan plan) {
   const int ranks = this->ranks(), rank = this->rank();
   if (m_config.train.threads > 0) omp_set_num_threads(m_config.train.threads);
   else if (m_threadsPerRank > 0) omp_set_num_threads(m_threadsPerRank);
@@ -285,7 +289,7 @@ StepMetrics Trainer::runStep() {
   mt.step = m_step + 1;
   const auto& tc = m_config.train;
   // Histograms are rank 0's record (after the all-reduce, every rank's gradients are the same).
-  const bool recordHist = rank == 0 && tc.histogramEvery > 0 && (mt.step == 1 || mt.step % tc.histogramEvery == 0);
+  const bool recordHist = rank == 0 && recordsHistogramsAt(mt.step);
   mt.scale = m_scaler->scale();
   HistogramRecorder recorder(*m_be, mt.scale, /*measureRounding=*/!replaysInFp32());
   LayerContext ctx{*m_be, m_autocast, true, recordHist ? &recorder : nullptr,
@@ -298,12 +302,20 @@ StepMetrics Trainer::runStep() {
 
   // The step's stats start here: the losses go into them too, read back once at the end.
   mt.lr = m_schedule->lrAt(m_schedulerSteps);
+  // A graph step's batch is in m_graph's input tensors already (planStepGraph). A replay runs
+  // no layer: only the AMP tail below, which hands the graph this step's scalars.
+  if (plan == GraphPlan::Capture) m_be->beginStepCapture();
+  if (plan == GraphPlan::Replay) m_be->beginStepReplay(seed);
   m_scaled->beginStep(mt.lr, tc.postUnscaleCheck == "skip" && mt.scale < 1.f);
-  m_model->zeroGrad();
   std::int64_t samples = 0, globalSamples = 0;
+  if (plan == GraphPlan::Replay) {
+    samples = globalSamples = nextBatch().size;
+  } else {
+    m_model->zeroGrad();
+  }
   std::optional<Fp32Replay> replay;
   Batch shard;
-  for (int micro = 0; micro < tc.accumulation; ++micro) {
+  for (int micro = 0; plan != GraphPlan::Replay && micro < tc.accumulation; ++micro) {
     const Batch& global = nextBatch();
     globalSamples += global.size;
     if (ranks > 1) shard = shardBatch(global, rank, ranks);
@@ -314,8 +326,8 @@ StepMetrics Trainer::runStep() {
     const float microSeed = ranks > 1 && b.size * ranks != global.size
                                 ? static_cast<float>(double(seed) * double(b.size * ranks) / double(global.size))
                                 : seed;
-    Tensor x = uploadInput(b);
-    Tensor target = uploadTarget(b);
+    Tensor x = plan == GraphPlan::Capture ? m_graph.x : uploadInput(b);
+    Tensor target = plan == GraphPlan::Capture ? m_graph.target : uploadTarget(b);
     if (recordHist && micro == 0 && replaysInFp32()) {
       replay = replayInFp32(x, target, seed, ctx.stepSeed);
       // The replay is telemetry, not training: the step's time, GEMM rate and memory peaks
@@ -334,11 +346,19 @@ StepMetrics Trainer::runStep() {
     m_model->backward(ctx, dout);
   }
   mt.epoch = static_cast<int>(m_loader->epoch());
+  // The gradients' deferred roundings are host state the backward sets and the AMP tail passes
+  // to the backend: a replay (no backward) hands over what the captured backward set.
+  if (plan == GraphPlan::Capture) {
+    m_graph.gradRounds.clear();
+    for (Parameter* p : m_model->parameters()) m_graph.gradRounds.push_back(p->gradRoundThrough);
+  } else if (plan == GraphPlan::Replay) {
+    const auto params = m_model->parameters();
+    for (std::size_t i = 0; i < params.size() && i < m_graph.gradRounds.size(); ++i)
+      params[i]->gradRoundThrough = m_graph.gradRounds[i];
+  }
 
   // Fault injection: an inf in one gradient, as an fp16 overflow would leave it.
-  const bool inject = (m_injectNext || std::find(tc.injectNonFinite.begin(), tc.injectNonFinite.end(),
-                                                 mt.step) != tc.injectNonFinite.end()) &&
-                     (m_config.dist.injectRank < 0 || m_config.dist.injectRank == rank);
+  const bool inject = injectsAt(mt.step);
   m_injectNext = false;
   // Readers of .grad before the fused passes see rounded gradients (Parameter::gradRoundThrough).
   if (inject || recordHist || ranks > 1) m_scaled->settleGrads();
@@ -465,7 +485,10 @@ StepMetrics Trainer::runStep() {
   const GemmCounters gc = m_be->gemmCounters();
   mt.gemmGflops = gc.seconds > 0 ? gc.flops / gc.seconds / 1e9 : 0.0;
   // Memory and time are the training step's own; evaluation comes after them.
-  mt.memory = m_be->memory().snapshot();
+  // A replay allocates nothing: its memory is the captured step's, which it reuses.
+  mt.memory = plan == GraphPlan::Replay ? m_graph.memory : m_be->memory().snapshot();
+  if (plan == GraphPlan::Capture) m_graph.memory = mt.memory;
+  m_lastStepGraph = plan == GraphPlan::Capture ? "captured" : plan == GraphPlan::Replay ? "replayed" : "eager";
   if (const auto device = m_be->deviceMemory()) {
     mt.memory.deviceTotal = device->total;
     mt.memory.deviceFree = device->free;
@@ -517,6 +540,7 @@ TrainerProgress Trainer::progress() const {
 }
 
 void Trainer::restoreProgress(const TrainerProgress& p) {
+  dropStepGraph();  // the weights and optimizer state were just replaced
   m_loader->restore(p.loader);
   m_step = p.step;
   m_schedulerSteps = p.schedulerSteps;

@@ -101,9 +101,21 @@ class Trainer {
     return m_loader->problemWith(s);
   }
   void restoreProgress(const TrainerProgress& p);
+  // How the last step ran on a backend with step graphs ("eager", "captured", "replayed"), and
+  // why graphs were turned off for this run when a capture or replay failed (empty otherwise).
+  const std::string& lastStepGraph() const { return m_lastStepGraph; }
+  const std::string& stepGraphNote() const { return m_graph.note; }
 
  private:
-  StepMetrics runStep();
+  // Whole-step CUDA graphs (trainer_graph.cpp): how this step runs.
+  enum class GraphPlan : std::uint8_t { Eager, Capture, Replay };
+  StepMetrics runStep();  // plans the step, runs it, and runs it eagerly if a graph failed
+  StepMetrics runStepAs(GraphPlan plan);
+  GraphPlan planStepGraph();
+  void fillGraphInputs(const Batch& b);
+  void dropStepGraph();
+  bool recordsHistogramsAt(std::int64_t step) const;
+  bool injectsAt(std::int64_t step) const;
   // includeData: the data set is not loaded yet, so its host bytes count too.
   void refuseIfItCannotFit(bool includeData = false);
   std::string outOfMemoryMessage(const std::string& when) const;
@@ -159,6 +171,21 @@ class Trainer {
   struct DeviceData {
     Tensor x, labels, targets;
   } m_deviceData;
+  // The next nextBatch() returns m_batch again: planStepGraph looked at it first.
+  bool m_batchPending = false;
+  std::string m_lastStepGraph = "eager";
+  // The step graph's side (trainer_graph.cpp): the batch shape and gate it was captured for,
+  // the eager steps seen with that key, the input tensors every replay's batch is copied into,
+  // the captured step's memory figures (a replay allocates nothing), and why graphs stopped.
+  struct StepGraphState {
+    std::vector<std::int64_t> key;
+    int warmSteps = 0;
+    Tensor x, target;
+    MemorySnapshot memory;
+    std::vector<DType> gradRounds;  // each parameter's gradRoundThrough after the backward
+    bool off = false;
+    std::string note;
+  } m_graph;
 };
 
 }  // namespace amp

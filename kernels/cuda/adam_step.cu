@@ -32,9 +32,10 @@ struct AdamBody {
 };
 }  // namespace
 
-__global__ void adamStepKernel(const MultiTensorEntry* table, AdamScalars p,
-                               DeviceStepStats* stats, int rowBase) {
+__global__ void adamStepKernel(const MultiTensorEntry* table, AdamScalars value,
+                               const AdamScalars* onDevice, DeviceStepStats* stats, int rowBase) {
   if (!stats->stepped) return;
+  const AdamScalars p = onDevice ? *onDevice : value;
   const MultiTensorEntry e = table[tensorIndex(rowBase)];
   AdamBody body{e, p};
   forEachLanes(e.n, vectorAligned(e.param, e.grad, e.stateA, e.stateB) && vectorAligned(e.lowCopy), body);
@@ -42,9 +43,10 @@ __global__ void adamStepKernel(const MultiTensorEntry* table, AdamScalars p,
 }
 
 void launchAdamStep(const MultiTensorEntry* table, int count, std::int64_t maxN,
-                    const AdamScalars& p, DeviceStepStats* stats, Stream s) {
+                    const AdamScalars& p, DeviceStepStats* stats, Stream s,
+                    const AdamScalars* pOnDevice) {
   forEachRowChunk(count, maxN, [&](dim3 grid, int rowBase) {
-    adamStepKernel<<<grid, kBlock, 0, s>>>(table, p, stats, rowBase);
+    adamStepKernel<<<grid, kBlock, 0, s>>>(table, p, pOnDevice, stats, rowBase);
   });
 }
 

@@ -32,8 +32,10 @@ struct UnscaleBody {
 };
 }  // namespace
 
-__global__ void unscaleAndCheckKernel(const MultiTensorEntry* table, float invScale,
-                                      DeviceStepStats* stats, int rowBase) {
+__global__ void unscaleAndCheckKernel(const MultiTensorEntry* table, float invScaleValue,
+                                      const float* invScaleOnDevice, DeviceStepStats* stats,
+                                      int rowBase) {
+  const float invScale = invScaleOnDevice ? *invScaleOnDevice : invScaleValue;
   const int tensor = tensorIndex(rowBase);
   const MultiTensorEntry e = table[tensor];
   UnscaleBody body{e, invScale, unscaleStores(invScale, e.roundCode)};
@@ -52,9 +54,11 @@ __global__ void unscaleAndCheckKernel(const MultiTensorEntry* table, float invSc
 }
 
 void launchUnscaleAndCheck(const MultiTensorEntry* table, int count, std::int64_t maxN,
-                           float invScale, DeviceStepStats* stats, Stream s) {
+                           float invScale, DeviceStepStats* stats, Stream s,
+                           const float* invScaleOnDevice) {
   forEachRowChunk(count, maxN, [&](dim3 grid, int rowBase) {
-    unscaleAndCheckKernel<<<grid, kBlock, 0, s>>>(table, invScale, stats, rowBase);
+    unscaleAndCheckKernel<<<grid, kBlock, 0, s>>>(table, invScale, invScaleOnDevice, stats,
+                                                  rowBase);
   });
 }
 

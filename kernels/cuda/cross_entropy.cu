@@ -29,8 +29,9 @@ __global__ void crossEntropyForwardKernel(int code, const void* logits, const st
 }
 
 __global__ void crossEntropyBackwardKernel(const float* probs, const std::int32_t* labels,
-                                           std::int64_t m, std::int64_t c, float k, int gCode,
-                                           void* dlogits) {
+                                           std::int64_t m, std::int64_t c, float kValue,
+                                           const float* kOnDevice, int gCode, void* dlogits) {
+  const float k = kOnDevice ? *kOnDevice : kValue;
   const std::int64_t total = m * c;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < total;
        i += std::int64_t(gridDim.x) * blockDim.x) {
@@ -48,10 +49,11 @@ void launchCrossEntropyForward(int code, const void* logits, const std::int32_t*
 }
 
 void launchCrossEntropyBackward(const float* probs, const std::int32_t* labels, std::int64_t m,
-                                std::int64_t c, float k, int gCode, void* dlogits, Stream s) {
+                                std::int64_t c, float k, int gCode, void* dlogits, Stream s,
+                                const float* kOnDevice) {
   if (m * c > 0)
-    crossEntropyBackwardKernel<<<gridFor(m * c), kBlock, 0, s>>>(probs, labels, m, c, k, gCode,
-                                                                 dlogits);
+    crossEntropyBackwardKernel<<<gridFor(m * c), kBlock, 0, s>>>(probs, labels, m, c, k,
+                                                                 kOnDevice, gCode, dlogits);
 }
 
 }  // namespace amp::cuda

@@ -68,12 +68,13 @@ void launchCrossEntropyForward(int code, const void* logits, const std::int32_t*
                                std::int64_t m, std::int64_t c, float* probs, double* rowLoss,
                                int* badLabel, Stream s);
 void launchCrossEntropyBackward(const float* probs, const std::int32_t* labels, std::int64_t m,
-                                std::int64_t c, float k, int gCode, void* dlogits, Stream s);
+                                std::int64_t c, float k, int gCode, void* dlogits, Stream s,
+                                const float* kOnDevice = nullptr);
 // *sum (zeroed by the caller) += sum of (pred - target)^2 in double.
 void launchMseForward(int code, const void* pred, const float* target, std::int64_t n,
                       double* sum, Stream s);
 void launchMseBackward(int pCode, const void* pred, const float* target, std::int64_t n, float k,
-                       int gCode, void* dpred, Stream s);
+                       int gCode, void* dpred, Stream s, const float* kOnDevice = nullptr);
 // *count (zeroed by the caller) += rows whose first argmax equals the label.
 void launchCountCorrect(int code, const void* logits, const std::int32_t* labels, std::int64_t m,
                         std::int64_t c, unsigned long long* count, Stream s);
@@ -108,10 +109,16 @@ struct MultiTensorEntry {
   int lowCode = 0;
 };
 
+// The per-step scalars below (the loss gradient's factor, 1/scale, the optimizer's scalars, the
+// scale counters) may also come from device memory: a *OnDevice pointer, when given, is read by
+// the kernel instead of the value. A CUDA graph of the training step passes its slots there, so
+// a replay uses this step's values, not those of the step it was captured from
+// (engine/backend/cuda_step_graph.h).
 void launchBeginStep(DeviceStepStats* stats, Stream s);
 // _amp_foreach_non_finite_check_and_unscale_ on the entries' grads, in list order.
 void launchUnscaleAndCheck(const MultiTensorEntry* table, int count, std::int64_t maxN,
-                           float invScale, DeviceStepStats* stats, Stream s);
+                           float invScale, DeviceStepStats* stats, Stream s,
+                           const float* invScaleOnDevice = nullptr);
 // clip_grad_norm_: the norm is the unscaled gradients' (useUnscaledSum, no second read) or
 // measured here; when finite, gradients are scaled by float(maxNorm / (norm + 1e-6)) if < 1.
 void launchClipGradNorm(const MultiTensorEntry* table, int count, std::int64_t maxN,
@@ -123,9 +130,11 @@ struct SgdScalars {
   bool nesterov = false, firstStep = false;
 };
 void launchSgdStep(const MultiTensorEntry* table, int count, std::int64_t maxN,
-                   const SgdScalars& p, DeviceStepStats* stats, Stream s);
+                   const SgdScalars& p, DeviceStepStats* stats, Stream s,
+                   const SgdScalars* pOnDevice = nullptr);
 void launchAdamStep(const MultiTensorEntry* table, int count, std::int64_t maxN,
-                    const AdamScalars& p, DeviceStepStats* stats, Stream s);
+                    const AdamScalars& p, DeviceStepStats* stats, Stream s,
+                    const AdamScalars* pOnDevice = nullptr);
 // A training loss into the step's record instead of back to the host: the row losses (m, in
 // double) summed in row order and divided by m; or the MSE sum launchMseForward left in
 // stats->mseSum, divided by n.
@@ -134,6 +143,10 @@ void launchAddRowLossesToStep(const double* rowLoss, std::int64_t m, DeviceStepS
 void launchAddMseToStep(std::int64_t n, DeviceStepStats* stats, Stream s);
 // _amp_update_scale_ with the step's found_inf; the result lands in stats->scale.
 void launchUpdateScale(const ScaleRule& rule, const ScaleCounters& current,
-                       DeviceStepStats* stats, Stream s);
+                       DeviceStepStats* stats, Stream s,
+                       const ScaleCounters* currentOnDevice = nullptr);
+// A 0-d int32 counter += 1 on the device (BatchNorm's num_batches_tracked), so a training step
+// needs no round trip through the host for it.
+void launchIncrementInt(std::int32_t* counter, Stream s);
 
 }  // namespace amp::cuda

@@ -18,7 +18,9 @@ __global__ void mseForwardKernel(int code, const void* pred, const float* target
 }
 
 __global__ void mseBackwardKernel(int pCode, const void* pred, const float* target,
-                                  std::int64_t n, float k, int gCode, void* dpred) {
+                                  std::int64_t n, float kValue, const float* kOnDevice,
+                                  int gCode, void* dpred) {
+  const float k = kOnDevice ? *kOnDevice : kValue;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x)
     storeFloat(gCode, dpred, i, (loadFloat(pCode, pred, i) - target[i]) * k);
@@ -30,9 +32,10 @@ void launchMseForward(int code, const void* pred, const float* target, std::int6
 }
 
 void launchMseBackward(int pCode, const void* pred, const float* target, std::int64_t n, float k,
-                       int gCode, void* dpred, Stream s) {
+                       int gCode, void* dpred, Stream s, const float* kOnDevice) {
   if (n > 0)
-    mseBackwardKernel<<<gridFor(n), kBlock, 0, s>>>(pCode, pred, target, n, k, gCode, dpred);
+    mseBackwardKernel<<<gridFor(n), kBlock, 0, s>>>(pCode, pred, target, n, k, kOnDevice, gCode,
+                                                    dpred);
 }
 
 }  // namespace amp::cuda

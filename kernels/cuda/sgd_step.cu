@@ -41,9 +41,10 @@ struct SgdBody {
 };
 }  // namespace
 
-__global__ void sgdStepKernel(const MultiTensorEntry* table, SgdScalars p, DeviceStepStats* stats,
-                              int rowBase) {
+__global__ void sgdStepKernel(const MultiTensorEntry* table, SgdScalars value,
+                              const SgdScalars* onDevice, DeviceStepStats* stats, int rowBase) {
   if (!stats->stepped) return;
+  const SgdScalars p = onDevice ? *onDevice : value;
   const MultiTensorEntry e = table[tensorIndex(rowBase)];
   SgdBody body{e, p};
   forEachLanes(e.n, vectorAligned(e.param, e.grad, e.stateA, e.lowCopy), body);
@@ -51,9 +52,10 @@ __global__ void sgdStepKernel(const MultiTensorEntry* table, SgdScalars p, Devic
 }
 
 void launchSgdStep(const MultiTensorEntry* table, int count, std::int64_t maxN,
-                   const SgdScalars& p, DeviceStepStats* stats, Stream s) {
+                   const SgdScalars& p, DeviceStepStats* stats, Stream s,
+                   const SgdScalars* pOnDevice) {
   forEachRowChunk(count, maxN, [&](dim3 grid, int rowBase) {
-    sgdStepKernel<<<grid, kBlock, 0, s>>>(table, p, stats, rowBase);
+    sgdStepKernel<<<grid, kBlock, 0, s>>>(table, p, pOnDevice, stats, rowBase);
   });
 }
 

@@ -5,16 +5,23 @@
 
 namespace amp::cuda {
 
-__global__ void updateScaleKernel(ScaleRule rule, ScaleCounters current, DeviceStepStats* stats) {
-  ScaleCounters next = current;
+__global__ void updateScaleKernel(ScaleRule rule, ScaleCounters current,
+                                  const ScaleCounters* currentOnDevice, DeviceStepStats* stats) {
+  ScaleCounters next = currentOnDevice ? *currentOnDevice : current;
   stats->scaleEvent = applyScaleRule(rule, next, stats->foundInf != 0);
   stats->scale = next;
   stats->scaleUpdated = 1;
 }
 
 void launchUpdateScale(const ScaleRule& rule, const ScaleCounters& current,
-                       DeviceStepStats* stats, Stream s) {
-  updateScaleKernel<<<1, 1, 0, s>>>(rule, current, stats);
+                       DeviceStepStats* stats, Stream s, const ScaleCounters* currentOnDevice) {
+  updateScaleKernel<<<1, 1, 0, s>>>(rule, current, currentOnDevice, stats);
+}
+
+__global__ void incrementIntKernel(std::int32_t* counter) { *counter += 1; }
+
+void launchIncrementInt(std::int32_t* counter, Stream s) {
+  incrementIntKernel<<<1, 1, 0, s>>>(counter);
 }
 
 }  // namespace amp::cuda

@@ -73,6 +73,10 @@ def bench(d):
             t = TARGETS.get((width, m))
             print(f"  {m:5} {fmt(a):>7} {fmt(b):>7} {fmt(c):>7} {ratio(a, b):>11} {ratio(a, c):>11} "
                   f"{fmt(t, 2) if t else '-':>7} {fmt(fl) if m != 'fp32' and width == 4096 else '-':>7}")
+        eager = ours(f"{d}/eager_{width}.json")
+        if eager:
+            print("  ours without step graphs (AMP_CUDA_DISABLE=cuda-graphs): " +
+                  ", ".join(f"{m} {fmt(med(eager.get(m, [])))}" for m in ("fp32", "fp16", "bf16")))
         plain = ours(f"{d}/plain_{width}.json")
         if plain:
             print("  ours with AMP_CUDA_DISABLE=all: " +

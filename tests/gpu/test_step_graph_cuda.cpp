@@ -1,0 +1,319 @@
+// Whole-step CUDA graphs (engine/backend/cuda_step_graph.cpp, engine/train/trainer_graph.cpp)
+// against the eager step on the same GPU. The reference is exact: a replay launches the kernels
+// the eager step launches, on the same memory layout's values, with this step's scalars through
+// the slots, so every loss, scale decision, gradient norm and final weight must be bit for bit
+// the eager run's. Runs cover what a replay must hand over: a schedule's lr, Adam's bias
+// corrections, the scale's growth and backoff (skipped steps), clipping, a bf16 run without a
+// scaler (deferred roundings), BatchNorm's counters (a ResNet), and the eager steps between
+// replays (injected overflows, histogram steps) that drop and re-record the graph. Then the
+// backend's protocol on its own: slots, refusals, and a replay that differs from its capture.
+// Skips without a GPU.
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "engine/backend/cuda_backend.h"
+#include "engine/config/config_schema.h"
+#include "engine/config/presets.h"
+#include "engine/data/dataset.h"
+#include "engine/train/trainer.h"
+#include "tests/gpu/gpu_test_support.h"
+
+using namespace amp;
+using namespace amp::gpu_test;
+
+namespace {
+
+using Overrides = std::vector<std::pair<std::string, std::string>>;
+
+RunConfig recipe(const Overrides& o) {
+  RunConfig c = presetConfig(*findPreset("recipe"));
+  setConfigValue(c, "backend", "cuda");
+  setConfigValue(c, "model.width", "256");
+  setConfigValue(c, "train.batch_size", "128");
+  setConfigValue(c, "train.histogram_every", "0");
+  setConfigValue(c, "train.eval_every", "0");
+  for (const auto& [k, v] : o) setConfigValue(c, k, v);
+  return c;
+}
+
+struct GraphRun {
+  std::vector<StepMetrics> steps;
+  std::vector<std::string> how;  // Trainer::lastStepGraph() after each step
+  std::vector<std::vector<std::uint8_t>> weights, buffers;
+  std::string note;
+};
+
+GraphRun run(const RunConfig& c, int n, bool graphs) {
+  auto backend = std::make_unique<CudaBackend>(0, false);
+  backend->setStepGraphs(graphs);
+  Trainer t(c, std::move(backend));
+  GraphRun r;
+  while (!t.finished() && static_cast<int>(r.steps.size()) < n) {
+    r.steps.push_back(t.step());
+    r.how.push_back(t.lastStepGraph());
+  }
+  for (Parameter* p : t.model().parameters()) r.weights.push_back(t.backend().toHostBytes(p->value));
+  for (const auto& [name, tensor] : t.model().buffers())
+    r.buffers.push_back(t.backend().toHostBytes(*tensor));
+  r.note = t.stepGraphNote();
+  return r;
+}
+
+int count(const std::vector<std::string>& how, const std::string& what) {
+  int n = 0;
+  for (const auto& h : how) n += h == what;
+  return n;
+}
+
+void expectSameRun(const GraphRun& eager, const GraphRun& graph, const std::string& what) {
+  EXPECT_EQ(graph.note, "") << what;
+  ASSERT_EQ(eager.steps.size(), graph.steps.size()) << what;
+  for (std::size_t i = 0; i < eager.steps.size(); ++i) {
+    const StepMetrics &a = eager.steps[i], &b = graph.steps[i];
+    const std::string at = what + " step " + std::to_string(i + 1) + " (" + graph.how[i] + ")";
+    expectSameOrBothNaN(a.loss, b.loss, at + " loss");
+    expectSameOrBothNaN(a.gradNorm, b.gradNorm, at + " grad norm");
+    EXPECT_EQ(a.skipped, b.skipped) << at;
+    EXPECT_EQ(a.scale, b.scale) << at;
+    EXPECT_EQ(a.scaleAfter, b.scaleAfter) << at;
+    EXPECT_EQ(a.growthTracker, b.growthTracker) << at;
+    EXPECT_EQ(a.lr, b.lr) << at;
+    EXPECT_EQ(a.lostUpdateFrac, b.lostUpdateFrac) << at;
+    EXPECT_EQ(a.clipped, b.clipped) << at;
+    EXPECT_EQ(a.firstNonFinite, b.firstNonFinite) << at;
+    // A replay reports the captured step's memory; the eager step of the same shapes peaks the
+    // same (the graph's input tensors stand in for the batch the eager step uploads).
+    EXPECT_EQ(a.memory.totalPeak, b.memory.totalPeak) << at << " peak memory";
+    EXPECT_GT(b.stepMs, 0) << at;
+    if (a.gemmGflops > 0) {
+      EXPECT_GT(b.gemmGflops, 0) << at << ": a replay times its GEMMs";
+    }
+  }
+  ASSERT_EQ(eager.weights.size(), graph.weights.size()) << what;
+  for (std::size_t i = 0; i < eager.weights.size(); ++i)
+    EXPECT_EQ(eager.weights[i], graph.weights[i]) << what << ": parameter " << i;
+  for (std::size_t i = 0; i < eager.buffers.size() && i < graph.buffers.size(); ++i)
+    EXPECT_EQ(eager.buffers[i], graph.buffers[i]) << what << ": buffer " << i;
+}
+
+}  // namespace
+
+TEST(StepGraphCuda, TwoEagerRunsAreIdentical) {
+  // The control: without it, a difference below could be the GPU's, not the graph's.
+  AMP_SKIP_WITHOUT_GPU();
+  const RunConfig c = recipe({{"amp.mode", "fp16"}, {"optimizer.momentum", "0.9"}});
+  const GraphRun a = run(c, 20, false), b = run(c, 20, false);
+  expectSameRun(a, b, "eager twice");
+  EXPECT_EQ(count(b.how, "eager"), 20);
+}
+
+TEST(StepGraphCuda, RecipeReplaysGiveTheEagerRunBitForBit) {
+  AMP_SKIP_WITHOUT_GPU();
+  const std::vector<std::pair<std::string, Overrides>> variants{
+      {"fp32 sgd momentum", {{"amp.mode", "fp32"}, {"optimizer.momentum", "0.9"}}},
+      {"fp16 sgd cosine schedule", {{"amp.mode", "fp16"}, {"optimizer.momentum", "0.9"},
+                                    {"schedule.name", "cosine"}, {"train.steps", "40"}}},
+      {"fp16 adamw clip", {{"amp.mode", "fp16"}, {"optimizer.name", "adamw"},
+                           {"optimizer.lr", "0.001"}, {"optimizer.weight_decay", "0.01"},
+                           {"train.clip_norm", "0.5"}}},
+      {"bf16 adam no scaler", {{"amp.mode", "bf16"}, {"optimizer.name", "adam"},
+                               {"optimizer.lr", "0.001"}}},
+  };
+  for (const auto& [what, o] : variants) {
+    const RunConfig c = recipe(o);
+    const GraphRun eager = run(c, 40, false), graph = run(c, 40, true);
+    expectSameRun(eager, graph, what);
+    // Steps 1 and 2 eager (the optimizer's first step, then one steady step), 3 captured, the
+    // rest replayed, unless an early overflow skipped a step and delayed the first.
+    EXPECT_EQ(count(graph.how, "captured"), 1) << what;
+    EXPECT_GE(count(graph.how, "replayed"), 30) << what;
+    EXPECT_EQ(count(eager.how, "eager"), 40) << what;
+  }
+}
+
+// The scale grows inside replays (growth interval 5) and backs off on the injected overflows,
+// whose eager steps drop the graph; the steps after them warm up and record it again. Adam's
+// step count must roll back on every skipped step, replayed or not.
+TEST(StepGraphCuda, OverflowsAndScaleGrowthAcrossReplays) {
+  AMP_SKIP_WITHOUT_GPU();
+  for (const char* optimizer : {"sgd", "adam"}) {
+    const RunConfig c = recipe({{"amp.mode", "fp16"}, {"optimizer.name", optimizer},
+                                {"scaler.growth_interval", "5"},
+                                {"scaler.init_scale", "1099511627776"},  // 2^40: early overflows
+                                {"train.inject_nonfinite", "20,21,45"}});
+    const GraphRun eager = run(c, 60, false), graph = run(c, 60, true);
+    expectSameRun(eager, graph, optimizer);
+    int skipped = 0;
+    for (const auto& m : graph.steps) skipped += m.skipped;
+    EXPECT_GE(skipped, 5) << optimizer << ": the early overflows and the three injected steps";
+    EXPECT_GE(count(graph.how, "captured"), 2) << optimizer;
+    EXPECT_GE(count(graph.how, "replayed"), 40) << optimizer;
+  }
+}
+
+// Histogram steps run eagerly (they read gradients mid-step) between replays.
+TEST(StepGraphCuda, HistogramStepsRunEagerlyBetweenReplays) {
+  AMP_SKIP_WITHOUT_GPU();
+  const RunConfig c = recipe({{"amp.mode", "fp16"}, {"train.histogram_every", "10"}});
+  const GraphRun eager = run(c, 35, false), graph = run(c, 35, true);
+  expectSameRun(eager, graph, "histograms every 10");
+  for (std::size_t i = 0; i < graph.how.size(); ++i)
+    if ((i + 1) % 10 == 0 || i == 0) {
+      EXPECT_EQ(graph.how[i], "eager") << "step " << i + 1;
+    }
+  for (std::size_t i = 0; i < graph.steps.size(); ++i)
+    EXPECT_EQ(eager.steps[i].histograms.size(), graph.steps[i].histograms.size()) << "step " << i + 1;
+}
+
+// A ResNet: convolutions (cuDNN, their workspaces from the graph's memory), BatchNorm (its
+// running statistics and num_batches_tracked, now counted on the device), residual adds.
+TEST(StepGraphCuda, ResNetReplaysGiveTheEagerRunBitForBit) {
+  AMP_SKIP_WITHOUT_GPU();
+  const char* dir = std::getenv("AMP_FASHION_MNIST_DIR");
+  const std::string data = dir ? dir : kFashionMnistDir;
+  if (!std::filesystem::exists(data)) GTEST_SKIP() << "Fashion-MNIST is not here (set AMP_FASHION_MNIST_DIR)";
+  for (const char* mode : {"fp32", "bf16"}) {
+    RunConfig c;
+    for (const auto& [k, v] : Overrides{
+             {"backend", "cuda"}, {"model.name", "resnet"}, {"model.depth", "8"},
+             {"model.base_width", "8"}, {"data.name", "fmnist"}, {"data.path", data},
+             {"data.subset", "1024"}, {"data.test_subset", "256"}, {"data.normalize", "standard"},
+             {"train.batch_size", "64"}, {"train.steps", "25"}, {"train.histogram_every", "0"},
+             {"train.eval_every", "0"}, {"optimizer.name", "sgd"}, {"optimizer.lr", "0.1"},
+             {"optimizer.momentum", "0.9"}, {"amp.mode", mode}})
+      setConfigValue(c, k, v);
+    const GraphRun eager = run(c, 25, false), graph = run(c, 25, true);
+    expectSameRun(eager, graph, std::string("resnet ") + mode);
+    EXPECT_GE(count(graph.how, "replayed"), 20) << mode;
+  }
+}
+
+// ---- the backend's protocol ----------------------------------------------------------------
+
+namespace {
+// One AMP tail on three fp32 gradients: unscale, gate, SGD with momentum, scale update.
+struct Tail {
+  CudaBackend& be;
+  std::vector<Tensor> w, g, m;
+  std::vector<Tensor*> wp, gp, mp;
+  Tail(CudaBackend& b, std::uint32_t seed) : be(b) {
+    for (int i = 0; i < 3; ++i) {
+      const std::int64_t n = 1000 * (i + 1);
+      w.push_back(be.fromHost(finiteValues(std::size_t(n), seed + i), {n}, DType::F32, MemCategory::Weights));
+      g.push_back(be.fromHost(finiteValues(std::size_t(n), seed + 10 + i), {n}, DType::F32, MemCategory::Gradients));
+      m.push_back(be.zeros({n}, DType::F32, MemCategory::OptimizerState));
+    }
+    for (int i = 0; i < 3; ++i) {
+      wp.push_back(&w[i]);
+      gp.push_back(&g[i]);
+      mp.push_back(&m[i]);
+    }
+  }
+  StepStats step(float invScale, float lr, const ScaleCounters& current) {
+    be.beginStep();
+    be.foreachUnscaleAndCheck(gp, invScale);
+    be.gateStep({true, false});
+    SgdParams p;
+    p.lr = lr;
+    p.momentum = 0.9f;
+    p.firstStep = false;
+    be.foreachSgdStep(wp, gp, mp, p);
+    be.updateScale(ScaleRule{}, current);
+    return be.readStepStats();
+  }
+};
+}  // namespace
+
+// Capture with one set of scalars, replay with others: the replay must compute what an eager
+// step with the replay's scalars computes (the slots), not what the capture was given.
+TEST(StepGraphCuda, ReplaysUseTheirOwnScalars) {
+  AMP_SKIP_WITHOUT_GPU();
+  CudaBackend graphBe(0, false), eagerBe(0, false);
+  Tail graph(graphBe, 1), eager(eagerBe, 1);
+  const float inv[] = {1.f / 1024, 1.f / 2048, 1.f / 512};
+  const float lr[] = {0.1f, 0.05f, 0.025f};
+  const ScaleCounters counters[] = {{1024.f, 3, 1}, {2048.f, 0, 1}, {512.f, 1999, 1}};
+  for (int s = 0; s < 3; ++s) {
+    if (s == 0) graphBe.beginStepCapture();
+    else graphBe.beginStepReplay(1.f);
+    const StepStats a = graph.step(inv[s], lr[s], counters[s]);
+    const StepStats b = eager.step(inv[s], lr[s], counters[s]);
+    EXPECT_FALSE(graphBe.stepGraphPending());
+    EXPECT_TRUE(graphBe.hasStepGraph());
+    EXPECT_EQ(a.unscaledSumOfSquares, b.unscaledSumOfSquares) << "step " << s;
+    EXPECT_EQ(a.stepGradSumOfSquares, b.stepGradSumOfSquares) << "step " << s;
+    EXPECT_EQ(a.scale.scale, b.scale.scale) << "step " << s;
+    EXPECT_EQ(a.scale.growthTracker, b.scale.growthTracker) << "step " << s;
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(graphBe.toHostBytes(graph.w[i]), eagerBe.toHostBytes(eager.w[i])) << "step " << s;
+      EXPECT_EQ(graphBe.toHostBytes(graph.m[i]), eagerBe.toHostBytes(eager.m[i])) << "step " << s;
+    }
+    // The gradients were unscaled in place: give both the same fresh ones for the next step.
+    for (int i = 0; i < 3; ++i) {
+      const auto v = finiteValues(std::size_t(graph.g[i].numel()), 100 + 10 * s + i);
+      graphBe.uploadFloat(graph.g[i], v);
+      eagerBe.uploadFloat(eager.g[i], v);
+    }
+  }
+}
+
+// What a graph cannot record refuses while capturing, and leaves the backend usable.
+TEST(StepGraphCuda, CaptureRefusesHostCopiesAndReadsAndRecovers) {
+  AMP_SKIP_WITHOUT_GPU();
+  CudaBackend be(0, false);
+  Tensor t = be.zeros({16}, DType::F32, MemCategory::Workspace);
+  const std::vector<float> ones(16, 1.f);
+  be.beginStepCapture();
+  EXPECT_THROW(be.uploadFloat(t, ones), StepCaptureFailed);
+  EXPECT_THROW(be.toHostFloat(t), StepCaptureFailed);
+  EXPECT_THROW(be.sumOfSquares(t), StepCaptureFailed);
+  EXPECT_TRUE(be.stepGraphPending());
+  be.dropStepGraph();
+  EXPECT_FALSE(be.stepGraphPending());
+  EXPECT_FALSE(be.hasStepGraph());
+  be.uploadFloat(t, ones);
+  EXPECT_EQ(be.sumOfSquares(t), 16.0);
+}
+
+// A replay whose tail differs from the captured one (another gate, a missing call, an op that
+// is not in the tail) is refused before anything runs.
+TEST(StepGraphCuda, ReplayRefusesAStepThatDiffers) {
+  AMP_SKIP_WITHOUT_GPU();
+  CudaBackend be(0, false);
+  Tail tail(be, 7);
+  be.beginStepCapture();
+  tail.step(1.f / 8, 0.1f, {8.f, 0, 1});
+  ASSERT_TRUE(be.hasStepGraph());
+
+  be.beginStepReplay(1.f);
+  be.beginStep();
+  be.foreachUnscaleAndCheck(tail.gp, 1.f / 8);
+  EXPECT_THROW(be.gateStep({false, false}), std::logic_error);  // captured with skipIfFoundInf
+  EXPECT_TRUE(be.stepGraphPending());
+  be.dropStepGraph();
+
+  be.beginStepCapture();
+  tail.step(1.f / 8, 0.1f, {8.f, 0, 1});
+  be.beginStepReplay(1.f);
+  be.beginStep();
+  EXPECT_THROW(be.fill(tail.w[0], 0.f), std::logic_error);  // not part of a replayed step
+  be.foreachUnscaleAndCheck(tail.gp, 1.f / 8);
+  be.gateStep({true, false});
+  EXPECT_THROW(be.readStepStats(), std::logic_error);  // the SGD step and the update are missing
+  be.dropStepGraph();
+  EXPECT_NO_THROW(tail.step(1.f / 8, 0.1f, {8.f, 0, 1}));  // eager again
+}
+
+// BatchNorm's counter on the device: the base class's host round trip gives the same count.
+TEST(StepGraphCuda, IncrementIntCountsOnTheDevice) {
+  AMP_SKIP_WITHOUT_GPU();
+  CudaBackend be(0, false);
+  Tensor n = be.zeros({}, DType::I32, MemCategory::Workspace);
+  for (int i = 0; i < 5; ++i) be.incrementInt(n);
+  EXPECT_EQ(be.toHostInt(n), std::vector<std::int32_t>{5});
+  Tensor wrong = be.zeros({2}, DType::I32, MemCategory::Workspace);
+  EXPECT_THROW(be.incrementInt(wrong), std::invalid_argument);
+}
