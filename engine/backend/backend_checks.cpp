@@ -147,4 +147,14 @@ void poolGeometry(std::int64_t kernel, std::int64_t stride, std::int64_t padding
                                 std::to_string(w) + ")");
 }
 
+void convertFormatOperands(const Tensor& src, const Tensor& dst) {
+  if (src.dtype() != dst.dtype() || src.shape() != dst.shape())
+    throw std::invalid_argument("convert format: " + shapeString(src.shape()) + " " +
+                                std::string(dtypeName(src.dtype())) + " into " +
+                                shapeString(dst.shape()) + " " + std::string(dtypeName(dst.dtype())) +
+                                ": shapes and dtypes must match");
+  if (src.rawData() == dst.rawData())
+    throw std::invalid_argument("convert format: source and destination share their bytes");
+}
+
 }  // namespace amp::checks

@@ -36,6 +36,8 @@ DType convInputDtype(std::initializer_list<const Tensor*> inputs,
 MemoryFormat sameFormat(std::initializer_list<const Tensor*> ts, const char* op);
 // A tensor that must be Contiguous (a weight, a per-channel or 2-D operand), else logic_error.
 void requireContiguous(const Tensor& t, const char* op, const char* what);
+// convertFormatInto's operands: one shape and dtype, separate bytes.
+void convertFormatOperands(const Tensor& src, const Tensor& dst);
 
 // gatherRows: src and dst of one dtype, dst (rows.size(), src's row shape), every row index in
 // [0, src rows). Returns the bytes of one row.

@@ -7,19 +7,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/backend/backend_checks.h"
 #include "engine/backend/cpu_backend.h"
 #include "kernels/cpu/image_transpose.h"
 
 namespace amp {
 
 void CpuBackend::convertFormatInto(const Tensor& src, Tensor& dst) {
-  if (src.dtype() != dst.dtype() || src.shape() != dst.shape())
-    throw std::invalid_argument("convert format: " + shapeString(src.shape()) + " " +
-                                std::string(dtypeName(src.dtype())) + " into " +
-                                shapeString(dst.shape()) + " " + std::string(dtypeName(dst.dtype())) +
-                                ": shapes and dtypes must match");
-  if (src.rawData() == dst.rawData())
-    throw std::invalid_argument("convert format: source and destination share their bytes");
+  checks::convertFormatOperands(src, dst);
   if (src.format() == dst.format()) {
     copyInto(src, dst);
     return;

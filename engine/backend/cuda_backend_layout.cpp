@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/backend/backend_checks.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/backend/cuda_fast_paths.h"
 #include "kernels/cuda/image_kernels.h"
@@ -19,11 +20,7 @@ MemoryFormat CudaBackend::preferredImageFormat() const {
 
 void CudaBackend::convertFormatInto(const Tensor& src, Tensor& dst) {
   useDevice();
-  if (src.dtype() != dst.dtype() || src.shape() != dst.shape())
-    throw std::invalid_argument("convert format: " + cudabk::shapes({&src, &dst}) +
-                                ": shapes and dtypes must match");
-  if (src.rawData() == dst.rawData())
-    throw std::invalid_argument("convert format: source and destination share their bytes");
+  checks::convertFormatOperands(src, dst);
   if (src.format() == dst.format()) {
     copyInto(src, dst);
     return;
