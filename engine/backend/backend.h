@@ -416,6 +416,10 @@ class Backend : public BufferAllocator {
   virtual bool capturesSteps() const { return false; }
   virtual void beginStepCapture();
   virtual void beginStepReplay(float lossSeed);
+  // The trainer's mark between the step's forward/backward and its AMP tail (the first settle,
+  // unscale, clip or optimizer call follows): a replay runs the tail's calls again, so a
+  // capturing backend records the tail's generic ops (roundThrough) as the tail's.
+  virtual void beginStepTail() {}
   virtual bool hasStepGraph() const { return false; }
   // A capture or replay has begun and its readStepStats has not launched it: nothing of this
   // step has run on the device, so the step can still be run eagerly instead.

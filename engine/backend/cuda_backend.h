@@ -6,6 +6,7 @@
 // in the constructor).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -164,6 +165,7 @@ class CudaBackend final : public Backend {
   void setStepGraphs(bool on) { m_stepGraphsOn = on; }
   void beginStepCapture() override;
   void beginStepReplay(float lossSeed) override;
+  void beginStepTail() override { m_graphTail = capturing(); }
   bool hasStepGraph() const override { return m_graph != nullptr && m_graph->exec != nullptr; }
   bool stepGraphPending() const override { return m_graphMode != cudabk::GraphMode::Eager; }
   void dropStepGraph() override;
@@ -290,7 +292,9 @@ class CudaBackend final : public Backend {
   // to the graph (every replay rewrites it): its free blocks wait in m_graphCache, never in
   // m_blocks, until the graph is dropped. Tensors may be freed on any thread: the set has a lock.
   bool m_stepGraphsOn = true;
-  cudabk::GraphMode m_graphMode = cudabk::GraphMode::Eager;
+  // Atomic: freeBytes reads it on whatever thread frees a tensor.
+  std::atomic<cudabk::GraphMode> m_graphMode{cudabk::GraphMode::Eager};
+  bool m_graphTail = false;  // capturing the step's AMP tail (beginStepTail)
   std::unique_ptr<cudabk::StepGraph> m_graph;
   BlockCache m_graphCache;
   std::unordered_set<void*> m_graphBlocks;

@@ -108,12 +108,13 @@ void CudaBackend::release() noexcept {
   // Must not throw: errors here (a device already lost) are ignored.
   cudaSetDevice(m_device);
   cudaGetLastError();
-  if (m_stream) cudaStreamSynchronize(m_stream);
+  // An open capture ends first: waiting on a capturing stream would be illegal.
   if (m_graphMode == cudabk::GraphMode::Capturing) {
     cudaGraph_t graph = nullptr;
     cudaStreamEndCapture(m_stream, &graph);
     if (graph) cudaGraphDestroy(graph);
   }
+  if (m_stream) cudaStreamSynchronize(m_stream);
   m_graphMode = cudabk::GraphMode::Eager;
   releaseGraph();  // its blocks into m_blocks, freed below
   if (m_slotsHost) cudaFreeHost(m_slotsHost);
@@ -425,9 +426,16 @@ void CudaBackend::scaleInPlace(Tensor& t, float factor) {
 }
 
 void CudaBackend::roundThrough(Tensor& t, DType through) {
-  useDevice();
   if (t.dtype() != DType::F32) throw std::invalid_argument("roundThrough: needs an fp32 tensor");
   if (through != DType::F16 && through != DType::BF16) return;
+  // A deferred rounding settled in the step's AMP tail (before a clip without a scaler) is part
+  // of a replayed step: the graph has the kernel, the replay checks it is the same tensor.
+  if (replaying() || (capturing() && m_graphTail)) {
+    stepCheck("round through", {static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(t.rawData())),
+                                t.numel(), static_cast<std::int64_t>(through)});
+    if (replaying()) return;
+  }
+  useDevice();
   cuda::launchRoundThrough(t.data<float>(), t.numel(), static_cast<int>(through), m_stream);
   checkLaunch("round through", cudabk::shapes({&t}));
 }

@@ -57,31 +57,39 @@ void CudaBackend::beginStepCapture() {
   if (m_graphMode != GraphMode::Eager)
     throw std::logic_error("beginStepCapture: a capture or replay is already under way");
   releaseGraph();
-  if (!m_slotsHost) {
-    checkCuda(cudaHostAlloc(&m_slotsHost, cudabk::kGraphSlotBytes, cudaHostAllocDefault),
-              "allocate graph slots");
-    std::memset(m_slotsHost, 0, cudabk::kGraphSlotBytes);
-  }
-  if (!m_slotsDevice)
-    checkCuda(cudaMalloc(&m_slotsDevice, cudabk::kGraphSlotBytes), "allocate graph slots");
-  if (!m_sideStream) {
-    cudaStream_t side = nullptr;
-    checkCuda(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "create side stream");
-    m_sideStream = side;
-  }
-  // Everything queued before (the batch's upload, the last evaluation) finishes first: blocks
-  // it used may be handed to the graph, and the tables are written into them at once.
-  synchronize("begin step capture");
-  m_graph = std::make_unique<cudabk::StepGraph>();
-  // Relaxed: the capture may allocate (cudaMalloc) when the cache has no block of a size.
-  checkCuda(cudaStreamBeginCapture(m_stream, cudaStreamCaptureModeRelaxed), "begin step capture");
-  m_graphMode = GraphMode::Capturing;
-  // The graph's first node: this step's scalars, from the pinned block to the device block.
-  const cudaError_t copied = cudaMemcpyAsync(m_slotsDevice, m_slotsHost, cudabk::kGraphSlotBytes,
-                                             cudaMemcpyHostToDevice, m_stream);
-  if (copied != cudaSuccess) {
+  // Whatever fails here fails before anything of the step was queued: a StepCaptureFailed, so
+  // the trainer runs the step eagerly instead of stopping the run.
+  try {
+    if (!m_slotsHost) {
+      checkCuda(cudaHostAlloc(&m_slotsHost, cudabk::kGraphSlotBytes, cudaHostAllocDefault),
+                "allocate graph slots");
+      std::memset(m_slotsHost, 0, cudabk::kGraphSlotBytes);
+    }
+    if (!m_slotsDevice)
+      checkCuda(cudaMalloc(&m_slotsDevice, cudabk::kGraphSlotBytes), "allocate graph slots");
+    if (!m_sideStream) {
+      cudaStream_t side = nullptr;
+      checkCuda(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "create side stream");
+      m_sideStream = side;
+    }
+    // Everything queued before (the batch's upload, the last evaluation) finishes first: blocks
+    // it used may be handed to the graph.
+    synchronize("begin step capture");
+    m_graph = std::make_unique<cudabk::StepGraph>();
+    m_graphTail = false;
+    // Relaxed: the capture may allocate (cudaMalloc) when the cache has no block of a size.
+    checkCuda(cudaStreamBeginCapture(m_stream, cudaStreamCaptureModeRelaxed), "begin step capture");
+    m_graphMode = GraphMode::Capturing;
+    // The graph's first node: this step's scalars, from the pinned block to the device block.
+    checkCuda(cudaMemcpyAsync(m_slotsDevice, m_slotsHost, cudabk::kGraphSlotBytes,
+                              cudaMemcpyHostToDevice, m_stream),
+              "begin step capture", "graph slots");
+  } catch (const StepCaptureFailed&) {
     dropStepGraph();
-    checkCuda(copied, "begin step capture", "graph slots");
+    throw;
+  } catch (const std::exception& e) {
+    dropStepGraph();
+    throw StepCaptureFailed(std::string("preparing the step's capture: ") + e.what());
   }
 }
 
@@ -160,6 +168,7 @@ void CudaBackend::stepCheck(const char* op, std::vector<std::int64_t> args) {
 
 void CudaBackend::launchStepGraph() {
   cudabk::StepGraph& g = *m_graph;
+  m_graphTail = false;
   if (capturing()) {
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(m_stream, &graph);

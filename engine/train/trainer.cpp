@@ -386,6 +386,7 @@ StepMetrics Trainer::runStepAs(GraphPlan plan) {
   // backend keeps found_inf, the skip decision and the new scale where the gradients live, and
   // the step's figures are read back once (PyTorch's fused AMP path; no per-parameter syncs).
   // Only unscaling by 1/scale > 1 can turn gradients the scaler found finite into inf.
+  m_be->beginStepTail();
   m_scaler->unscale(*m_scaled);
   if (tc.clipNorm > 0) m_scaled->clipGradNorm(tc.clipNorm);
   m_scaler->step(*m_scaled);

@@ -120,6 +120,10 @@ StepMetrics Trainer::runStep() {
     if (!nothingRan) throw;
     *m_scaler = scalerBefore;
     m_optimizer->restoreHostState(optimizerBefore);
+    // What the abandoned step saved for its backward goes now, not when the rerun replaces it
+    // (the rerun's memory peak would count both).
+    m_model->releaseSaved();
+    m_loss->releaseSaved();
     m_graph.off = true;
     m_graph.note = std::string(plan == GraphPlan::Capture ? "capturing" : "replaying") +
                    " step " + std::to_string(m_step + 1) +

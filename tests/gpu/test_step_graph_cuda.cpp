@@ -1,8 +1,10 @@
 // Whole-step CUDA graphs (engine/backend/cuda_step_graph.cpp, engine/train/trainer_graph.cpp)
 // against the eager step on the same GPU. The reference is exact: a replay launches the kernels
-// the eager step launches, on the same memory layout's values, with this step's scalars through
-// the slots, so every loss, scale decision, gradient norm and final weight must be bit for bit
-// the eager run's. Runs cover what a replay must hand over: a schedule's lr, Adam's bias
+// the eager step launches, with this step's scalars through the slots, so every scale decision
+// and every final weight must be bit for bit the eager run's. The loss and the gradient norm are
+// sums of block partials added with double atomics, whose order varies from run to run (eager
+// or not): those agree within 1e-12 relative (the weights, which a clip would feed that norm
+// into, stay exact). Runs cover what a replay must hand over: a schedule's lr, Adam's bias
 // corrections, the scale's growth and backoff (skipped steps), clipping, a bf16 run without a
 // scaler (deferred roundings), BatchNorm's counters (a ResNet), and the eager steps between
 // replays (injected overflows, histogram steps) that drop and re-record the graph. Then the
@@ -68,14 +70,23 @@ int count(const std::vector<std::string>& how, const std::string& what) {
   return n;
 }
 
+// Sums of double atomics (see the top): within 1e-12 relative; non-finite only with non-finite.
+void expectNearOrBothNonFinite(double a, double b, const std::string& what) {
+  if (!std::isfinite(a) || !std::isfinite(b)) {
+    EXPECT_EQ(std::isfinite(a), std::isfinite(b)) << what << ": " << a << " vs " << b;
+    return;
+  }
+  EXPECT_NEAR(b, a, 1e-12 * std::fabs(a)) << what;
+}
+
 void expectSameRun(const GraphRun& eager, const GraphRun& graph, const std::string& what) {
   EXPECT_EQ(graph.note, "") << what;
   ASSERT_EQ(eager.steps.size(), graph.steps.size()) << what;
   for (std::size_t i = 0; i < eager.steps.size(); ++i) {
     const StepMetrics &a = eager.steps[i], &b = graph.steps[i];
     const std::string at = what + " step " + std::to_string(i + 1) + " (" + graph.how[i] + ")";
-    expectSameOrBothNaN(a.loss, b.loss, at + " loss");
-    expectSameOrBothNaN(a.gradNorm, b.gradNorm, at + " grad norm");
+    expectNearOrBothNonFinite(a.loss, b.loss, at + " loss");
+    expectNearOrBothNonFinite(a.gradNorm, b.gradNorm, at + " grad norm");
     EXPECT_EQ(a.skipped, b.skipped) << at;
     EXPECT_EQ(a.scale, b.scale) << at;
     EXPECT_EQ(a.scaleAfter, b.scaleAfter) << at;
@@ -121,6 +132,10 @@ TEST(StepGraphCuda, RecipeReplaysGiveTheEagerRunBitForBit) {
                            {"train.clip_norm", "0.5"}}},
       {"bf16 adam no scaler", {{"amp.mode", "bf16"}, {"optimizer.name", "adam"},
                                {"optimizer.lr", "0.001"}}},
+      // No scaler and a clip: the deferred roundings are settled in the step's tail, before the
+      // clip reads the gradients, so the replay hands those calls over too.
+      {"bf16 sgd clip no scaler", {{"amp.mode", "bf16"}, {"optimizer.momentum", "0.9"},
+                                   {"train.clip_norm", "0.5"}}},
   };
   for (const auto& [what, o] : variants) {
     const RunConfig c = recipe(o);
@@ -134,23 +149,28 @@ TEST(StepGraphCuda, RecipeReplaysGiveTheEagerRunBitForBit) {
   }
 }
 
-// The scale grows inside replays (growth interval 5) and backs off on the injected overflows,
-// whose eager steps drop the graph; the steps after them warm up and record it again. Adam's
-// step count must roll back on every skipped step, replayed or not.
+// The scale grows inside replays (growth interval 5, from 2^20) and backs off on the injected
+// overflows (and on its own, should it grow far enough), whose eager steps drop the graph; the steps
+// after them warm up and record it again. Adam's step count must roll back on every skipped
+// step, replayed or not. Replays: at most 60 - 3 (before the first capture) - 3 x 3 (each
+// injected step, then its warm-up and its capture) = 48, fewer when an early step skips.
 TEST(StepGraphCuda, OverflowsAndScaleGrowthAcrossReplays) {
   AMP_SKIP_WITHOUT_GPU();
   for (const char* optimizer : {"sgd", "adam"}) {
     const RunConfig c = recipe({{"amp.mode", "fp16"}, {"optimizer.name", optimizer},
                                 {"scaler.growth_interval", "5"},
-                                {"scaler.init_scale", "1099511627776"},  // 2^40: early overflows
+                                {"scaler.init_scale", "1048576"},  // 2^20
                                 {"train.inject_nonfinite", "20,21,45"}});
     const GraphRun eager = run(c, 60, false), graph = run(c, 60, true);
     expectSameRun(eager, graph, optimizer);
     int skipped = 0;
     for (const auto& m : graph.steps) skipped += m.skipped;
-    EXPECT_GE(skipped, 5) << optimizer << ": the early overflows and the three injected steps";
-    EXPECT_GE(count(graph.how, "captured"), 2) << optimizer;
-    EXPECT_GE(count(graph.how, "replayed"), 40) << optimizer;
+    EXPECT_GE(skipped, 3) << optimizer << ": the three injected steps";
+    int grown = 0;
+    for (const auto& m : graph.steps) grown += m.scaleAfter > m.scale;
+    EXPECT_GE(grown, 4) << optimizer << ": growth every 5 clean steps, inside replays too";
+    EXPECT_GE(count(graph.how, "captured"), 3) << optimizer;
+    EXPECT_GE(count(graph.how, "replayed"), 30) << optimizer;
   }
 }
 
@@ -243,8 +263,8 @@ TEST(StepGraphCuda, ReplaysUseTheirOwnScalars) {
     const StepStats b = eager.step(inv[s], lr[s], counters[s]);
     EXPECT_FALSE(graphBe.stepGraphPending());
     EXPECT_TRUE(graphBe.hasStepGraph());
-    EXPECT_EQ(a.unscaledSumOfSquares, b.unscaledSumOfSquares) << "step " << s;
-    EXPECT_EQ(a.stepGradSumOfSquares, b.stepGradSumOfSquares) << "step " << s;
+    expectNearOrBothNonFinite(a.unscaledSumOfSquares, b.unscaledSumOfSquares, "step " + std::to_string(s));
+    expectNearOrBothNonFinite(a.stepGradSumOfSquares, b.stepGradSumOfSquares, "step " + std::to_string(s));
     EXPECT_EQ(a.scale.scale, b.scale.scale) << "step " << s;
     EXPECT_EQ(a.scale.growthTracker, b.scale.growthTracker) << "step " << s;
     for (int i = 0; i < 3; ++i) {
