@@ -91,24 +91,30 @@ void CudaBackend::runCudnn(const cuda::ConvProblem& problem, const Tensor& in0, 
   const bool filterOut = problem.pass == cuda::ConvPass::BackwardFilter;
   if (problem.channelsLast) {
     const MemoryFormat nchw = MemoryFormat::Contiguous, nhwc = MemoryFormat::ChannelsLast;
-    if (!m_conv->supports(problem)) {
-      // No NHWC algorithm for this one: the same convolution on NCHW copies.
-      cuda::ConvProblem fallback = problem;
-      fallback.channelsLast = false;
-      Tensor result = out.channelsLast()
-                          ? empty(out.shape(), out.dtype(), MemCategory::Workspace, nchw)
-                          : out;
-      runCudnn(fallback, inFormat(*this, in0, nchw), inFormat(*this, in1, nchw), result);
-      if (result.rawData() != out.rawData()) convertFormatInto(result, out);
-      return;
+    if (m_conv->supports(problem)) {
+      try {
+        if (filterOut) {  // dw comes out KRSC: into workspace, then transposed into place
+          Tensor krsc = empty(out.shape(), out.dtype(), MemCategory::Workspace, nhwc);
+          runCudnnAsLaidOut(problem, in0, in1, krsc);
+          convertFormatInto(krsc, out);
+          return;
+        }
+        return runCudnnAsLaidOut(problem, in0, inFormat(*this, in1, nhwc), out);  // in1: the filter
+      } catch (const std::runtime_error&) {
+        // An algorithm that planned but failed to run is refused from then on (CudnnConv::run):
+        // this call, and later ones, take the NCHW copies below. Anything else is rethrown.
+        if (m_conv->supports(problem)) throw;
+      }
     }
-    if (filterOut) {  // dw comes out KRSC: into workspace, then transposed into place
-      Tensor krsc = empty(out.shape(), out.dtype(), MemCategory::Workspace, nhwc);
-      runCudnnAsLaidOut(problem, in0, in1, krsc);
-      convertFormatInto(krsc, out);
-      return;
-    }
-    return runCudnnAsLaidOut(problem, in0, inFormat(*this, in1, nhwc), out);  // in1: the filter
+    // No NHWC algorithm for this one: the same convolution on NCHW copies.
+    cuda::ConvProblem fallback = problem;
+    fallback.channelsLast = false;
+    Tensor result = out.channelsLast()
+                        ? empty(out.shape(), out.dtype(), MemCategory::Workspace, nchw)
+                        : out;
+    runCudnn(fallback, inFormat(*this, in0, nchw), inFormat(*this, in1, nchw), result);
+    if (result.rawData() != out.rawData()) convertFormatInto(result, out);
+    return;
   }
   runCudnnAsLaidOut(problem, in0, in1, out);
 }

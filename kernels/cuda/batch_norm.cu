@@ -5,7 +5,8 @@
 // across blocks by a finalize kernel adding the blocks' partial sums in block order. That order
 // depends on the shape alone, so reruns agree bit for bit, and no float atomics are used.
 //
-// Grid of the sums: (chunks, channels). Few channels with many values each (the CNN's (128, 32,
+// Grid of the sums: (channels, chunks), the channel on x, so the blocks that run side by side are
+// the channels of one chunk (x varies fastest in launch order). Few channels with many values each (the CNN's (128, 32,
 // 28, 28): 100,352 values in each of 32 channels) would leave most of the GPU idle with a block
 // per channel; chunks of about 2,048 values give 49 blocks per channel there. Each block writes
 // its partial sum to the workspace; a finalize kernel (a thread per channel) computes the mean,
@@ -14,7 +15,8 @@
 // Channels-last (NHWC) tensors are walked in the same (image, position) order per channel, each
 // value read where the layout puts it (kernels/common/image_layout.h): the sums, and so every
 // output, are bit for bit the NCHW ones. A channel's values then lie c elements apart instead of
-// consecutively; the blocks of all channels of a chunk run together and share those lines in L2.
+// consecutively; the blocks of all channels of a chunk run together (the grid's x) and share
+// those lines in L2.
 #include <algorithm>
 
 #include "kernels/common/image_layout.h"
@@ -27,7 +29,7 @@ namespace {
 
 constexpr std::int64_t kValuesPerBlock = 8 * kBlock;  // eight values per thread
 constexpr std::int64_t kMaxChunks = 1024;
-constexpr std::int64_t kMaxGridY = 65535;  // CUDA's limit; more channels loop over blockIdx.y
+constexpr std::int64_t kMaxGridX = 2147483647;  // CUDA's limit; more channels loop over blockIdx.x
 
 // fp32 per-channel values kept in the workspace between kernels, one row of c floats each.
 enum Slot : int {
@@ -79,21 +81,21 @@ enum class Sums {
   Gradients,          // sum dy, and sum dy * xhat into the second half of the partials
 };
 
-// Block (b, y) adds chunk b of channels y, y + gridDim.y, ...; partials[ch * chunks + b] gets
+// Block (x, b) adds chunk b of channels x, x + gridDim.x, ...; partials[ch * chunks + b] gets
 // the first sum, partials[(c + ch) * chunks + b] the second (Gradients only).
 template <Sums kind>
 __global__ void __launch_bounds__(kBlock)
     channelSumsKernel(ChannelWalk w, int xCode, const void* x, int dyCode, const void* dy,
                       const float* mean, ChannelIn saveMean, ChannelIn saveInvStd,
                       double* partials) {
-  for (std::int64_t ch = blockIdx.y; ch < w.c; ch += gridDim.y) {
+  for (std::int64_t ch = blockIdx.x; ch < w.c; ch += gridDim.x) {
     float mu = 0.f, invStd = 0.f;
     if constexpr (kind == Sums::SquaredDeviations) mu = mean[ch];
     if constexpr (kind == Sums::Gradients) {
       mu = loadFloat(saveMean.code, saveMean.data, ch);
       invStd = loadFloat(saveInvStd.code, saveInvStd.data, ch);
     }
-    const std::int64_t begin = blockIdx.x * w.perBlock;
+    const std::int64_t begin = blockIdx.y * w.perBlock;
     const std::int64_t end = begin + w.perBlock < w.m ? begin + w.perBlock : w.m;
     double first = 0, second = 0;
     std::int64_t k = begin + threadIdx.x;
@@ -124,8 +126,8 @@ __global__ void __launch_bounds__(kBlock)
     first = blockSum(first);
     if constexpr (kind == Sums::Gradients) second = blockSum(second);
     if (threadIdx.x == 0) {
-      partials[ch * w.chunks + blockIdx.x] = first;
-      if constexpr (kind == Sums::Gradients) partials[(w.c + ch) * w.chunks + blockIdx.x] = second;
+      partials[ch * w.chunks + blockIdx.y] = first;
+      if constexpr (kind == Sums::Gradients) partials[(w.c + ch) * w.chunks + blockIdx.y] = second;
     }
   }
 }
@@ -252,7 +254,8 @@ void launchApply(const BatchNormDims& d, int xCode, const void* x, int yCode, vo
 }
 
 dim3 sumsGrid(const ChannelWalk& w) {
-  return dim3(static_cast<unsigned>(w.chunks), static_cast<unsigned>(std::min(w.c, kMaxGridY)));
+  // chunks <= kMaxChunks (1024) fits y's limit of 65535.
+  return dim3(static_cast<unsigned>(std::min(w.c, kMaxGridX)), static_cast<unsigned>(w.chunks));
 }
 
 }  // namespace

@@ -392,6 +392,9 @@ void CudnnConv::run(const ConvProblem& p, const void* in0, const void* in1, void
     const std::string what = "run (algorithm " + std::to_string(plan.algo) + ", math type " +
                              std::to_string(int(plan.math)) + ")";
     forget(p);  // a later call plans afresh instead of failing the same way forever
+    // An NHWC algorithm that plans but does not run: refused from now on, so the caller's
+    // fallback (the same convolution on NCHW copies) takes over instead of planning it again.
+    if (p.channelsLast) m_unsupported.emplace(keyOf(p), "cuDNN " + what + " failed");
     check(status, what.c_str(), p);
   }
 }

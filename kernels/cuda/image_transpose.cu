@@ -2,6 +2,8 @@
 // 32 x 32 tiles in shared memory, so that both the reads and the writes of a warp are
 // consecutive addresses (a naive gather would read or write with a stride of C or H * W).
 // The tile's row of 33 avoids shared-memory bank conflicts on the transposed read.
+#include <cuda_runtime.h>
+
 #include <stdexcept>
 #include <string>
 
@@ -57,6 +59,15 @@ void launch(const void* src, void* dst, std::int64_t count, std::int64_t rows, s
 void launchTransposeImage(bool toNhwc, std::size_t elementBytes, const void* src, void* dst,
                           std::int64_t n, std::int64_t c, std::int64_t hw, Stream s) {
   if (n <= 0 || c <= 0 || hw <= 0) return;
+  // One channel or one position per image: both layouts are the same bytes (a model's
+  // single-channel input, a 1x1 map), so a copy does it.
+  if (c == 1 || hw == 1) {
+    const cudaError_t e = cudaMemcpyAsync(dst, src, std::size_t(n * c * hw) * elementBytes,
+                                          cudaMemcpyDeviceToDevice, s);
+    if (e != cudaSuccess)
+      throw std::runtime_error(std::string("transpose (a copy): ") + cudaGetErrorString(e));
+    return;
+  }
   // NCHW -> NHWC transposes each image's (c x hw) matrix; NHWC -> NCHW its (hw x c) one.
   const std::int64_t rows = toNhwc ? c : hw, cols = toNhwc ? hw : c;
   switch (elementBytes) {

@@ -8,6 +8,8 @@
 // boundary in the logical order, refusals of mixed formats with the CPU's messages, workspace
 // handed back, and the switch. Results are read through contiguous() so that each comparison
 // depends on one thing only. Skips without a GPU.
+#include <cuda_runtime.h>
+
 #include <cstdlib>
 #include <functional>
 #include <stdexcept>
@@ -65,6 +67,25 @@ TEST_F(ChannelsLastGpu, TransposesRoundTripEveryDtypeAndShape) {
       const Tensor xc = cpu->fromHost(v, s, d, MemCategory::Workspace);
       expectSameElements(d, logical(*cpu, cpu->toFormat(xc, kNhwc)), logical(*cuda, cl),
                          shapeString(s) + " " + name(d) + " CPU vs GPU");
+    }
+    // The bytes as they lie on the device: NHWC order, element (n, c, h, w) at ((n*H + h)*W + w)*C
+    // + c (a transpose that only copied would pass the round trips above).
+    {
+      const Tensor x32 = cuda->fromHost(v, s, DType::F32, MemCategory::Workspace);
+      const Tensor cl32 = cuda->toFormat(x32, kNhwc);
+      std::vector<float> raw(v.size());
+      ASSERT_EQ(cudaMemcpy(raw.data(), cl32.rawData(), raw.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      const std::int64_t C = s[1], H = s[2], W = s[3];
+      int wrong = 0;
+      for (std::int64_t n = 0; n < s[0]; ++n)
+        for (std::int64_t c = 0; c < C; ++c)
+          for (std::int64_t h = 0; h < H; ++h)
+            for (std::int64_t w = 0; w < W; ++w) {
+              const float want = v[std::size_t(((n * C + c) * H + h) * W + w)];
+              const float got = raw[std::size_t(((n * H + h) * W + w) * C + c)];
+              wrong += !(want == got || (std::isnan(want) && std::isnan(got)));
+            }
+      EXPECT_EQ(wrong, 0) << shapeString(s) << ": elements not where NHWC puts them";
     }
     std::vector<std::int32_t> ints(static_cast<std::size_t>(shapeNumel(s)));
     for (std::size_t i = 0; i < ints.size(); ++i) ints[i] = std::int32_t(i * 7 - 3);
