@@ -14,6 +14,8 @@
 #include "engine/config/config_schema.h"
 #include "engine/config/presets.h"
 #include "engine/data/dataset.h"
+#include "engine/amp/autocast.h"
+#include "engine/nn/layer.h"
 #include "engine/train/trainer.h"
 #include "tests/gpu/gpu_test_support.h"
 
@@ -59,6 +61,17 @@ RunResult train(const RunConfig& c, int which) {
     EXPECT_FALSE(m.skipped) << "step " << m.step;
     r.loss.push_back(m.loss);
     if (m.testLoss) r.testLoss = m.testLoss;
+  }
+  if (which > 0) {
+    // The run really was in the format asked for: the model's first layer (the stem
+    // convolution) writes its output in it.
+    Autocast autocast;
+    LayerContext ctx{t.backend(), autocast, false};
+    const Tensor x = t.backend().zeros({2, 1, 28, 28}, DType::F32, MemCategory::Workspace);
+    const Tensor y = t.model().layers().front()->forward(ctx, x);
+    EXPECT_EQ(y.rank(), 4);
+    EXPECT_EQ(y.format(), which == 1 ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous)
+        << "the stem's output";
   }
   return r;
 }
