@@ -47,9 +47,10 @@ Tensor Backend::cast(const Tensor& src, DType dtype, MemCategory category) {
 }
 
 // ---- memory formats ----------------------------------------------------------------------
-Tensor Backend::toFormat(const Tensor& src, MemoryFormat format) {
+Tensor Backend::toFormat(const Tensor& src, MemoryFormat format,
+                         std::optional<MemCategory> category) {
   if (src.format() == format) return src;
-  Tensor t = empty(src.shape(), src.dtype(), src.category(), format);
+  Tensor t = empty(src.shape(), src.dtype(), category.value_or(src.category()), format);
   convertFormatInto(src, t);
   return t;
 }

@@ -153,8 +153,10 @@ class Backend : public BufferAllocator {
   // dst = src element by logical index: same shape and dtype (any), any formats (a transpose
   // between NCHW and NHWC where they differ, a copy where they agree).
   virtual void convertFormatInto(const Tensor& src, Tensor& dst) = 0;
-  // src itself when it is in `format` already, else a converted copy in src's category.
-  Tensor toFormat(const Tensor& src, MemoryFormat format);
+  // src itself when it is in `format` already, else a converted copy, accounted in `category`
+  // (src's own when not given): the one way every layer and backend changes a tensor's format.
+  Tensor toFormat(const Tensor& src, MemoryFormat format,
+                  std::optional<MemCategory> category = std::nullopt);
   Tensor contiguous(const Tensor& src) { return toFormat(src, MemoryFormat::Contiguous); }
 
   // ---- elementwise -----------------------------------------------------------------------

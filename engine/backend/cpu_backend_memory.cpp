@@ -33,9 +33,7 @@ namespace {
 // A channels-last tensor crosses the host boundary through a contiguous copy (the transfers
 // speak the logical order): the copy for a download, the scratch to upload into for an upload.
 Tensor logicalCopy(CpuBackend& be, const Tensor& t) {
-  Tensor c = be.empty(t.shape(), t.dtype(), MemCategory::Workspace);
-  be.convertFormatInto(t, c);
-  return c;
+  return be.toFormat(t, MemoryFormat::Contiguous, MemCategory::Workspace);
 }
 Tensor logicalScratch(CpuBackend& be, const Tensor& t) {
   return be.empty(t.shape(), t.dtype(), MemCategory::Workspace);

@@ -157,7 +157,6 @@ void CudaBackend::foreachUnscaleAndCheck(std::span<Tensor* const> grads, float i
   cuda::launchUnscaleAndCheck(table, static_cast<int>(grads.size()), maxN, invScale,
                               m_stepRecord, m_stream, invOnDevice);
   checkLaunch("unscale and check", std::to_string(grads.size()) + " gradients");
-  m_unscaledThisStep = true;
 }
 
 void CudaBackend::foreachClipGradNorm(std::span<Tensor* const> grads, double maxNorm) {

@@ -54,13 +54,6 @@ Tensor widened(CudaBackend& be, const Tensor& t) {
   return wide;
 }
 
-// t itself when it is in `format`, else a copy in it in workspace.
-Tensor inFormat(CudaBackend& be, const Tensor& t, MemoryFormat format) {
-  if (t.format() == format) return t;
-  Tensor copy = be.empty(t.shape(), t.dtype(), MemCategory::Workspace, format);
-  be.convertFormatInto(t, copy);
-  return copy;
-}
 
 }  // namespace
 
@@ -99,7 +92,7 @@ void CudaBackend::runCudnn(const cuda::ConvProblem& problem, const Tensor& in0, 
           convertFormatInto(krsc, out);
           return;
         }
-        return runCudnnAsLaidOut(problem, in0, inFormat(*this, in1, nhwc), out);  // in1: the filter
+        return runCudnnAsLaidOut(problem, in0, toFormat(in1, nhwc, MemCategory::Workspace), out);  // in1: the filter
       } catch (const std::runtime_error&) {
         // An algorithm that planned but failed to run is refused from then on (CudnnConv::run):
         // this call, and later ones, take the NCHW copies below. Anything else is rethrown.
@@ -112,7 +105,7 @@ void CudaBackend::runCudnn(const cuda::ConvProblem& problem, const Tensor& in0, 
     Tensor result = out.channelsLast()
                         ? empty(out.shape(), out.dtype(), MemCategory::Workspace, nchw)
                         : out;
-    runCudnn(fallback, inFormat(*this, in0, nchw), inFormat(*this, in1, nchw), result);
+    runCudnn(fallback, toFormat(in0, nchw, MemCategory::Workspace), toFormat(in1, nchw, MemCategory::Workspace), result);
     if (result.rawData() != out.rawData()) convertFormatInto(result, out);
     return;
   }

@@ -340,9 +340,7 @@ std::vector<float> CudaBackend::toHostFloat(const Tensor& t) {
 std::vector<std::int32_t> CudaBackend::toHostInt(const Tensor& t) {
   useDevice();
   if (t.channelsLast()) {  // the host speaks the logical order: transpose, then download
-    Tensor logical = empty(t.shape(), t.dtype(), MemCategory::Workspace);
-    convertFormatInto(t, logical);
-    return toHostInt(logical);
+    return toHostInt(toFormat(t, MemoryFormat::Contiguous, MemCategory::Workspace));
   }
   if (t.dtype() != DType::I32) throw std::invalid_argument("toHostInt: not an int32 tensor");
   std::vector<std::int32_t> out(static_cast<std::size_t>(t.numel()));
@@ -353,9 +351,7 @@ std::vector<std::int32_t> CudaBackend::toHostInt(const Tensor& t) {
 std::vector<std::uint8_t> CudaBackend::toHostBytes(const Tensor& t) {
   useDevice();
   if (t.channelsLast()) {  // the host speaks the logical order: transpose, then download
-    Tensor logical = empty(t.shape(), t.dtype(), MemCategory::Workspace);
-    convertFormatInto(t, logical);
-    return toHostBytes(logical);
+    return toHostBytes(toFormat(t, MemoryFormat::Contiguous, MemCategory::Workspace));
   }
   std::vector<std::uint8_t> out(t.bytes());
   if (!out.empty()) download(out.data(), t.rawData(), t.bytes(), "download");

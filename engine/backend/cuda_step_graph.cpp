@@ -108,9 +108,14 @@ void CudaBackend::beginStepReplay(float lossSeed) {
 }
 
 namespace {
-// The next slot a replayed call must match (loss factors are filled by beginStepReplay).
-GraphSlot& nextSlot(cudabk::StepGraph& g, const char* op, SlotKind kind) {
+// Moves the cursor past loss factors: beginStepReplay fills those, no replayed call does.
+void skipLossFactors(cudabk::StepGraph& g) {
   while (g.cursor < g.slots.size() && g.slots[g.cursor].kind == SlotKind::LossFactor) ++g.cursor;
+}
+
+// The next slot a replayed call must match.
+GraphSlot& nextSlot(cudabk::StepGraph& g, const char* op, SlotKind kind) {
+  skipLossFactors(g);
   if (g.cursor == g.slots.size())
     throw std::logic_error(std::string("CUDA graph replay: the step called ") + op +
                            ", which the captured step did not" + kSwitchHint);
@@ -194,7 +199,7 @@ void CudaBackend::launchStepGraph() {
     g.gemm = m_gemmCounters;
   } else {
     // Every call of the captured tail must have been made, in its order.
-    while (g.cursor < g.slots.size() && g.slots[g.cursor].kind == SlotKind::LossFactor) ++g.cursor;
+    skipLossFactors(g);
     if (g.cursor != g.slots.size())
       throw std::logic_error("CUDA graph replay: the step did not call " + g.slots[g.cursor].op +
                              ", which the captured step did" + kSwitchHint);

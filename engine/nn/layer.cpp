@@ -30,10 +30,7 @@ Tensor castActivation(Backend& be, const Tensor& x, DType to, int& casts) {
 }
 
 Tensor formatActivation(Backend& be, const Tensor& x, MemoryFormat format) {
-  if (x.format() == format) return x;
-  Tensor t = be.empty(x.shape(), x.dtype(), MemCategory::Activations, format);
-  be.convertFormatInto(x, t);
-  return t;
+  return be.toFormat(x, format, MemCategory::Activations);
 }
 
 AutocastOperands autocastOperands(LayerContext& ctx, const char* op, const Tensor& x,

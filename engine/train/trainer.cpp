@@ -180,27 +180,35 @@ void Trainer::uploadTrainingSet() {
 }
 
 Tensor Trainer::uploadInput(const Batch& b) {
-  if (m_deviceData.x.defined()) {
-    Tensor x = m_be->empty(b.xShape, inputDtype(), MemCategory::Workspace);
-    m_be->gatherRows(m_deviceData.x, b.rows, x);
-    return x;
-  }
-  if (!b.tokens.empty()) return m_be->fromHostInt(b.tokens, b.xShape, MemCategory::Workspace);
-  return m_be->fromHost(b.x, b.xShape, inputDtype(), MemCategory::Workspace);  // data, not activations
+  // Data, not activations; token ids as int32.
+  Tensor x = m_be->empty(b.xShape, b.tokens.empty() ? inputDtype() : DType::I32, MemCategory::Workspace);
+  writeInput(b, x);
+  return x;
+}
+
+void Trainer::writeInput(const Batch& b, Tensor& x) {
+  if (m_deviceData.x.defined()) m_be->gatherRows(m_deviceData.x, b.rows, x);
+  else if (!b.tokens.empty()) m_be->uploadInt(x, b.tokens);
+  else m_be->uploadFloat(x, b.x);  // rounded to the input dtype as it goes
 }
 
 Tensor Trainer::uploadTarget(const Batch& b) {
-  if (m_deviceData.x.defined()) {
-    const bool labels = m_deviceData.labels.defined();
-    Tensor out = labels ? m_be->empty({b.size}, DType::I32, MemCategory::Workspace)
-                        : m_be->empty({b.size, m_data.train.targetDim}, DType::F32, MemCategory::Workspace);
-    m_be->gatherRows(labels ? m_deviceData.labels : m_deviceData.targets, b.rows, out);
-    return out;
-  }
-  if (!b.labels.empty())  // one label per sample, or per position of token data
-    return m_be->fromHostInt(b.labels, {std::int64_t(b.labels.size())}, MemCategory::Workspace);
-  return m_be->fromHost(b.targets, {b.size, m_data.train.targetDim}, DType::F32,
-                        MemCategory::Workspace);
+  const bool cached = m_deviceData.x.defined();
+  // One label per sample, or per position of token data; else a regression target per sample.
+  const bool labels = cached ? m_deviceData.labels.defined() : !b.labels.empty();
+  Tensor out = labels ? m_be->empty({cached ? b.size : std::int64_t(b.labels.size())}, DType::I32,
+                                    MemCategory::Workspace)
+                      : m_be->empty({b.size, m_data.train.targetDim}, DType::F32, MemCategory::Workspace);
+  writeTarget(b, out);
+  return out;
+}
+
+void Trainer::writeTarget(const Batch& b, Tensor& target) {
+  if (m_deviceData.x.defined())
+    m_be->gatherRows(m_deviceData.labels.defined() ? m_deviceData.labels : m_deviceData.targets,
+                     b.rows, target);
+  else if (!b.labels.empty()) m_be->uploadInt(target, b.labels);
+  else m_be->uploadFloat(target, b.targets);
 }
 
 Parameter* Trainer::injectionTarget() {

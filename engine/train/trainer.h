@@ -123,8 +123,12 @@ class Trainer {
   bool keepTrainingSetOnDevice() const;
   void uploadTrainingSet();
   DType inputDtype() const;
+  // A batch's input and target as new tensors, or written into ones of their shape (a step
+  // graph's, which every replay reads).
   Tensor uploadInput(const Batch& b);
   Tensor uploadTarget(const Batch& b);
+  void writeInput(const Batch& b, Tensor& x);
+  void writeTarget(const Batch& b, Tensor& target);
   double globalGradNorm();
   bool weightsNonFinite();
   std::string diagnoseNonFinite();

@@ -78,30 +78,12 @@ Trainer::GraphPlan Trainer::planStepGraph() {
   return GraphPlan::Capture;
 }
 
-// The batch into the tensors the graph reads, as uploadInput/uploadTarget would make them
-// (gathered from the device cache, or uploaded and rounded to the input dtype).
+// The batch into the tensors the graph reads: made by the first, rewritten by the others.
 void Trainer::fillGraphInputs(const Batch& b) {
-  const bool cached = m_deviceData.x.defined();
-  const bool tokens = !b.tokens.empty();
-  if (!m_graph.x.defined())
-    m_graph.x = m_be->empty(b.xShape, tokens ? DType::I32 : inputDtype(), MemCategory::Workspace);
-  if (!m_graph.target.defined()) {
-    const bool labels = cached ? m_deviceData.labels.defined() : !b.labels.empty();
-    m_graph.target = labels ? m_be->empty({std::int64_t(b.labels.size() ? b.labels.size() : b.size)},
-                                          DType::I32, MemCategory::Workspace)
-                            : m_be->empty({b.size, m_data.train.targetDim}, DType::F32,
-                                          MemCategory::Workspace);
-  }
-  if (cached) {
-    m_be->gatherRows(m_deviceData.x, b.rows, m_graph.x);
-    m_be->gatherRows(m_deviceData.labels.defined() ? m_deviceData.labels : m_deviceData.targets,
-                     b.rows, m_graph.target);
-    return;
-  }
-  if (tokens) m_be->uploadInt(m_graph.x, b.tokens);
-  else m_be->uploadFloat(m_graph.x, b.x);
-  if (!b.labels.empty()) m_be->uploadInt(m_graph.target, b.labels);
-  else m_be->uploadFloat(m_graph.target, b.targets);
+  if (m_graph.x.defined()) writeInput(b, m_graph.x);
+  else m_graph.x = uploadInput(b);
+  if (m_graph.target.defined()) writeTarget(b, m_graph.target);
+  else m_graph.target = uploadTarget(b);
 }
 
 StepMetrics Trainer::runStep() {
