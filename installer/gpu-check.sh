@@ -38,6 +38,8 @@ PROGRAMS=(ampstudio-gpu-tests ampstudio-gpu-bench)
 
 if [ "$BUILD_IT" = 1 ]; then
   echo "== building the GPU programs for sm_$ARCH in $BUILD"
+  # A fresh clone has no build/ yet: the configure log sits beside the build folder.
+  mkdir -p "$BUILD"
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DAMP_ENABLE_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DAMP_BUILD_GUI=OFF -DAMP_BUILD_BENCH=OFF \
     -DAMP_BUILD_TESTS=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \

@@ -22,9 +22,9 @@ RunConfig recipe(std::initializer_list<const char*> kv) {
   return c;
 }
 
-void expectTwoFollowOne(const RunConfig& c, const std::function<std::unique_ptr<Backend>(int)>& backendOf,
-                        const std::string& what) {
-  const auto one = test::trainOnRanks(c, 1), two = test::trainOnRanks(c, 2, backendOf);
+void expectRanksFollowOne(const RunConfig& c, const std::function<std::unique_ptr<Backend>(int)>& backendOf,
+                         const std::string& what, int ranks = 2) {
+  const auto one = test::trainOnRanks(c, 1), two = test::trainOnRanks(c, ranks, backendOf);
   ASSERT_EQ(one[0].steps.size(), two[0].steps.size()) << what;
   for (std::size_t i = 0; i < one[0].steps.size(); ++i) {
     const StepMetrics &a = one[0].steps[i], &b = two[0].steps[i];
@@ -33,7 +33,8 @@ void expectTwoFollowOne(const RunConfig& c, const std::function<std::unique_ptr<
     EXPECT_EQ(a.scaleAfter, b.scaleAfter) << what << " step " << i + 1;
     EXPECT_EQ(a.growthTracker, b.growthTracker) << what << " step " << i + 1;
   }
-  EXPECT_EQ(two[0].digest, two[1].digest) << what << ": the replicas parted";
+  for (int r = 1; r < ranks; ++r)
+    EXPECT_EQ(two[0].digest, two[std::size_t(r)].digest) << what << ": rank " << r << "'s replica parted";
 }
 
 }  // namespace
@@ -41,17 +42,22 @@ void expectTwoFollowOne(const RunConfig& c, const std::function<std::unique_ptr<
 TEST(DataParallelCuda, TwoRanksSharingOneGpuGoThroughHostMemory) {
   AMP_SKIP_WITHOUT_GPU();
   const auto sameGpu = [](int) { return makeBackend("cuda"); };
-  expectTwoFollowOne(recipe({"amp.mode=fp32"}), sameGpu, "fp32, one GPU");
-  expectTwoFollowOne(recipe({"amp.mode=fp16", "scaler.growth_interval=5", "train.inject_nonfinite=4,5,12",
+  expectRanksFollowOne(recipe({"amp.mode=fp32"}), sameGpu, "fp32, one GPU");
+  expectRanksFollowOne(recipe({"amp.mode=fp16", "scaler.growth_interval=5", "train.inject_nonfinite=4,5,12",
                              "dist.inject_rank=1"}),
                      sameGpu, "fp16, overflow on rank 1, one GPU");
+  // Three ranks: a batch of 64 splits 22/21/21 (the uneven shards' weighted average), with an
+  // overflow on the last rank only, and in bf16.
+  expectRanksFollowOne(recipe({"amp.mode=fp16", "train.inject_nonfinite=3", "dist.inject_rank=2"}),
+                       sameGpu, "fp16, 3 ranks, overflow on rank 2, one GPU", 3);
+  expectRanksFollowOne(recipe({"amp.mode=bf16"}), sameGpu, "bf16, 3 ranks, one GPU", 3);
 }
 
 TEST(DataParallelCuda, TwoRanksOnTwoGpusGoThroughNccl) {
   AMP_SKIP_WITHOUT_GPU();
   if (gpuInventory().devices.size() < 2) GTEST_SKIP() << "one GPU here: NCCL needs a GPU per rank";
   const auto ownGpu = [](int r) { return makeBackend("cuda:" + std::to_string(gpuInventory().devices[std::size_t(r)].ordinal)); };
-  expectTwoFollowOne(recipe({"amp.mode=bf16"}), ownGpu, "bf16, NCCL");
-  expectTwoFollowOne(recipe({"amp.mode=fp16", "train.inject_nonfinite=4,5", "dist.inject_rank=1"}), ownGpu,
+  expectRanksFollowOne(recipe({"amp.mode=bf16"}), ownGpu, "bf16, NCCL");
+  expectRanksFollowOne(recipe({"amp.mode=fp16", "train.inject_nonfinite=4,5", "dist.inject_rank=1"}), ownGpu,
                      "fp16, overflow on rank 1, NCCL");
 }
