@@ -15,7 +15,15 @@ wrappers), gradients (reading gradients and activations where they are defined),
 from ._version import __version__
 from .config import FORMAT_VERSION
 from .histogram import exponent_bin
-from .lightning import ProbeCallback
 from .probe import Probe
+
+
+def __getattr__(name):
+    # ProbeCallback derives from Lightning's Callback: Lightning is imported only when it is used.
+    if name == "ProbeCallback":
+        from .lightning import ProbeCallback
+        return ProbeCallback
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["Probe", "ProbeCallback", "FORMAT_VERSION", "exponent_bin", "__version__"]

@@ -83,7 +83,9 @@ def optimizer_settings(opt) -> Tuple[Dict[str, Any], str]:
     cls = type(opt).__name__
     g = opt.param_groups[0] if getattr(opt, "param_groups", None) else {}
     out: Dict[str, Any] = {}
-    lr = g.get("lr")
+    # The schedule's starting lr (a scheduler keeps it as "initial_lr" and may already have
+    # moved "lr", e.g. a warm-up's first factor), as AMP Studio's optimizer.lr is.
+    lr = g.get("initial_lr", g.get("lr"))
     if lr is not None:
         out["optimizer.lr"] = float(lr)  # also a tensor lr
     name = _OPTIMIZERS.get(cls)
@@ -143,14 +145,17 @@ def device_settings(device: torch.device, mode: str) -> Dict[str, Any]:
 
 def build_config(*, name: str, mode: str, device: torch.device, scaler, optimizer,
                  histogram_every: int, batch_size: Optional[int], seed: Optional[int],
-                 steps: Optional[int], overrides: Dict[str, Any]) -> Dict[str, Any]:
-    """The nested config.json object; overrides (already flattened and checked) win."""
+                 steps: Optional[int], overrides: Dict[str, Any],
+                 optimizer_keys: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The nested config.json object; overrides (already flattened and checked) win.
+    optimizer_keys: the optimizer's settings as read at the start (a run's config is its start,
+    not where a schedule left the lr); else read from `optimizer` now."""
     flat: Dict[str, Any] = {"format_version": FORMAT_VERSION, "name": name, "amp.mode": mode,
                             "model.name": EXTERNAL, "data.name": EXTERNAL,
                             "train.histogram_every": int(histogram_every)}
     flat.update(device_settings(device, mode))
     flat.update(scaler_settings(scaler))
-    flat.update(optimizer_settings(optimizer)[0])
+    flat.update(optimizer_keys if optimizer_keys is not None else optimizer_settings(optimizer)[0])
     if batch_size:
         flat["train.batch_size"] = int(batch_size)
     if seed is not None:

@@ -4,12 +4,19 @@ The probe reads each step's gradients at the first of these that happens:
 * scaler.unscale_, just before it unscales (GradScaler enabled): the gradients exactly as
   backward left them, multiplied by the scale; the "scaled" histogram side is them, the
   "unscaled" side them / scale, and right after unscaling GradScaler's found_inf is known;
-* optimizer.step, just before it runs (no unscale_ ran: no scaler, a disabled one, a scaler
-  that is not a GradScaler): the gradients are taken as unscaled, the scaled side is them times
-  the scale;
-* probe.step() (neither hook ran).
+* a disabled GradScaler's unscale_ (GradScaler(enabled=False), as scripts written for fp16 run
+  in bf16 or fp32): taken as unscaled, at the same moment the fp16 run of the script reads them
+  (so both read before the clipping that follows unscale_);
+* optimizer.step, just before it updates (no unscale_ ran: no scaler, a scaler that is not a
+  GradScaler): taken as unscaled, the scaled side is them times the scale. When step() is given
+  a closure (Lightning, LBFGS), right after the closure's backward. A fused optimizer
+  (Adam(fused=True)) with an enabled GradScaler gets the scale in optimizer.grad_scale and
+  unscales inside its kernel: its gradients are read as scaled by that value;
+* Probe.read_gradients() (Lightning's on_before_optimizer_step calls it): now;
+* probe.step() (none of these ran).
 So zero_grad() may come before probe.step(), and grad_norm is after unscaling and before any
-clipping when a GradScaler is enabled (after your clipping otherwise).
+clipping when a GradScaler (enabled or not) is unscaled before the clipping; with no scaler, call
+probe.read_gradients() before clipping to get the same.
 """
 from __future__ import annotations
 
@@ -24,29 +31,44 @@ from .histogram import DTYPE_NAMES, Histogram, histogram, histogram_pair
 Named = List[Tuple[str, torch.nn.Parameter]]
 
 
+def _float64_norm(g: torch.Tensor) -> torch.Tensor:
+    """||g||_2 accumulated in float64 (complex: |z|), as a 0-d tensor on g's device."""
+    if g.is_complex():
+        return torch.linalg.vector_norm(g.to(torch.complex128))
+    if g.dtype == torch.float64:
+        return torch.linalg.vector_norm(g)
+    return torch.linalg.vector_norm(g, dtype=torch.float64)
+
+
+def dense_values(g: torch.Tensor) -> torch.Tensor:
+    """The values that count for a gradient's norm: a sparse gradient's coalesced values (its
+    implicit zeros add nothing; duplicates of one index are summed first, as .to_dense() does)."""
+    return g.coalesce().values() if g.is_sparse else g
+
+
 def sum_of_squares(grads: List[torch.Tensor]) -> float:
-    """sum(g^2) over every gradient, in float64 on the host. Per-tensor norms in fp32 (fast, one
-    foreach call); a tensor whose fp32 norm overflowed (while its values are finite) or is tiny
-    enough for its squares to have lost bits is redone in float64."""
+    """sum(g^2) over every gradient, accumulated in float64: each fp32/fp16/bf16 square is exact
+    in float64 and the sum rounds at 2^-53, so the global norm agrees with PyTorch's own float64
+    norm to ~1e-15 (per-tensor fp32 norms summed were 2e-4 off on a real script). float64 and
+    complex gradients are included; sparse ones by their coalesced values. One device-to-host
+    copy for all of them (each .item() would wait on its own)."""
     if not grads:
         return 0.0
-    fp32 = [g for g in grads if g.dtype == torch.float32]
-    norms = list(torch._foreach_norm(fp32)) if fp32 and hasattr(torch, "_foreach_norm") else \
-        [torch.linalg.vector_norm(g) for g in fp32]
-    others = [g for g in grads if g.dtype != torch.float32]
-    norms += [torch.linalg.vector_norm(g, dtype=torch.float32) for g in others]
-    # One device-to-host copy for all of them (each .item() would wait on its own).
-    values = torch.stack(norms).tolist() if len({n.device for n in norms}) == 1 else [float(n) for n in norms]
-    tensors = fp32 + others
-    total = 0.0
-    for g, v in zip(tensors, values):
-        if not math.isfinite(v) or 0.0 < v < 2.0 ** -60:
-            if not math.isfinite(v) and not bool(torch.isfinite(g).all()):
-                total += v * v  # a real inf/nan in the gradient: the norm is inf/nan
-                continue
-            v = float(torch.linalg.vector_norm(g, dtype=torch.float64))
-        total += v * v
-    return total
+    values = [dense_values(g) for g in grads]
+    norms = None
+    plain = all(v.dtype in (torch.float32, torch.float16, torch.bfloat16) for v in values)
+    if plain and hasattr(torch, "_foreach_norm") and len({v.device for v in values}) == 1:
+        try:  # 2.1+: one foreach call, accumulating in float64
+            norms = list(torch._foreach_norm(values, 2, dtype=torch.float64))
+        except (TypeError, RuntimeError):
+            norms = None
+    if norms is None:
+        norms = [_float64_norm(v) for v in values]
+    if len({n.device for n in norms}) == 1:
+        host = torch.stack(norms).tolist()
+    else:
+        host = [float(n) for n in norms]
+    return math.fsum(v * v for v in host)
 
 
 class Capture:
@@ -84,10 +106,15 @@ class GradientReader:
         return c
 
     def timed(self, fn):
+        """fn as a hook of the user's training: timed for the overhead figure, and never raising
+        into the user's loop (a probe that cannot read something says so in events.log; the
+        training goes on and the step is recorded with what was read)."""
         def run(*args):
             t = time.perf_counter()
             try:
                 fn(*args)
+            except Exception as err:  # noqa: BLE001 -- the user's training must not die of the probe
+                self._note(f"could not read the gradients ({type(err).__name__}: {err})")
             finally:
                 self.seconds += time.perf_counter() - t
         return run
@@ -104,7 +131,7 @@ class GradientReader:
     def capture(self, named, held_is_scaled: bool, scale: float) -> None:
         """Norm (every step) and histograms (histogram steps) of the gradients as they are now."""
         c = self.cap
-        grads = [(n, p.grad) for n, p in named if p.grad is not None and not p.grad.is_sparse]
+        grads = [(n, p.grad) for n, p in named if p.grad is not None]
         c.captured, c.held_is_scaled, c.scale = True, held_is_scaled, scale
         c.sumsq += sum_of_squares([g for _, g in grads])
         if not self._hist_step_now():
@@ -115,15 +142,20 @@ class GradientReader:
         for n, g in grads:
             dt = DTYPE_NAMES.get(g.dtype)
             if dt is None:
-                self._note(f"no histograms of {g.dtype} gradients ({n}): AMP Studio stores fp32, fp16, bf16")
+                self._note(f"no histograms of {g.dtype} gradients ({n}): AMP Studio stores fp32, fp16, bf16 "
+                           "(they are in grad_norm)")
                 continue
+            if g.is_sparse:
+                # Its implicit zeros are zeros of the gradient the optimizer sees: count them.
+                self._note(f"{n}: a sparse gradient, histogram of its dense form (implicit zeros counted)")
+                g = g.to_dense()
             held, other = histogram_pair(g, mult)
             c.grad_hists[n] = (dt, held, other) if held_is_scaled else (dt, other, held)
 
     def first_nonfinite(self, named) -> str:
         # Backward order, approximately: the reverse of registration order.
         for n, p in reversed(named):
-            if p.grad is not None and not bool(torch.isfinite(p.grad).all()):
+            if p.grad is not None and not bool(torch.isfinite(dense_values(p.grad)).all()):
                 return n
         return ""
 
@@ -139,12 +171,30 @@ class GradientReader:
         if c.scale < 1.0 and not found_inf:
             # Unscaling by 1/scale > 1 can overflow values that were finite: PyTorch's check
             # (on the values before) misses it; the norm of what the optimizer gets shows it.
-            grads = [p.grad for _, p in named if p.grad is not None and not p.grad.is_sparse]
+            grads = [p.grad for _, p in named if p.grad is not None]
             c.post_sumsq = (c.post_sumsq or 0.0) + sum_of_squares(grads)
 
     def before_opt_step(self, optimizer) -> None:
-        if not self.cap.captured:  # no unscale_ ran: the gradients are not scaled (or scale 1)
+        """Just before the optimizer updates (after a closure's backward, when step() was given
+        one). No unscale_ ran (else the gradients were read there), so they are unscaled --
+        unless GradScaler handed the scale to a fused optimizer (Adam(fused=True)) in
+        `optimizer.grad_scale`: that optimizer unscales inside its kernel, the gradients are
+        still multiplied by the scale now."""
+        if self.cap.captured:
+            return
+        grad_scale = getattr(optimizer, "grad_scale", None)
+        if isinstance(grad_scale, torch.Tensor):
+            self.capture(self._params_of(optimizer), True, float(grad_scale))
+        else:
             self.capture(self._params_of(optimizer), False, self._scale_now())
+
+    def read_unscaled(self, optimizer) -> None:
+        """The gradients as they are now, taken as unscaled (a disabled GradScaler's unscale_,
+        Lightning's on_before_optimizer_step, Probe.read_gradients): before any clipping that
+        follows, as an enabled scaler's unscale_ reads them."""
+        if not self.cap.captured:
+            self.capture(self._params_of(optimizer) if optimizer is not None else self._named, False,
+                         self._scale_now())
 
     def activation_hook(self, name: str):
         def hook(module, inputs, output):

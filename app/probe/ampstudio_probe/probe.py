@@ -31,7 +31,7 @@ from typing import List, Optional, Tuple
 import torch
 
 from ._version import __version__
-from .config import FORMAT_VERSION, MODES, build_config, check_keys, flatten, scaler_enabled
+from .config import FORMAT_VERSION, MODES, build_config, check_keys, flatten, optimizer_settings, scaler_enabled
 from .gradients import GradientReader
 from .histogram import DTYPE_NAMES, histogram
 from .memory import MemoryMeter
@@ -85,6 +85,7 @@ class Probe:
         self._mode_source = "given" if mode else "guess"
         self._autocast_seen: Optional[Tuple[bool, torch.dtype]] = None
         self._config_args = dict(device=self.device, scaler=scaler, optimizer=optimizer,
+                                 optimizer_keys=optimizer_settings(optimizer)[0],
                                  histogram_every=self.histogram_every, batch_size=batch_size,
                                  seed=seed, steps=steps, overrides=overrides)
         self._growth_interval = int(getattr(scaler, "_growth_interval", 2000) or 2000)
@@ -104,8 +105,10 @@ class Probe:
             self._memory = MemoryMeter([p for _, p in self._named], optimizer, self.device)
             r = self._reader
             self._hooks = StepHooks(optimizer, scaler, r.timed(r.before_unscale), r.timed(r.after_unscale),
-                                    r.timed(r.before_opt_step))
-            self._autocast_hook = model.register_forward_pre_hook(self._see_autocast)
+                                    r.timed(r.before_opt_step), r.timed(r.read_unscaled))
+            # On every module, not only the one given: a LightningModule's training_step often
+            # calls a submodule (self.model(x)) and never its own forward. Removed after step 1.
+            self._autocast_hooks = [m.register_forward_pre_hook(self._see_autocast) for m in model.modules()]
             if activations:
                 for mname, m in model.named_modules():
                     if mname and not any(True for _ in m.children()):
@@ -114,7 +117,7 @@ class Probe:
         except BaseException:
             if getattr(self, "_hooks", None) is not None:
                 self._hooks.uninstall()
-            for h in self._handles + ([self._autocast_hook] if hasattr(self, "_autocast_hook") else []):
+            for h in self._handles + getattr(self, "_autocast_hooks", []):
                 h.remove()
             self._folder.close()
             raise
@@ -122,6 +125,18 @@ class Probe:
         self._t_prev = time.perf_counter()
 
     # ---- hooks --------------------------------------------------------------------------------
+
+    def _remove_autocast_hooks(self) -> None:
+        for h in self._autocast_hooks:
+            h.remove()
+        self._autocast_hooks = []
+
+    def read_gradients(self, optimizer=None) -> None:
+        """Reads this step's gradients now, unless a hook already did (call it before clipping
+        when there is no GradScaler, to record the norm before clipping as an fp16 run of the
+        same script does; Lightning's callback calls it from on_before_optimizer_step). Reads the
+        parameters of `optimizer`, or every parameter of the model when none is given."""
+        self._reader.timed(self._reader.read_unscaled)(optimizer)
 
     def _hist_step(self, n: int) -> bool:
         return self.histogram_every > 0 and (n == 1 or n % self.histogram_every == 0)
@@ -133,10 +148,18 @@ class Probe:
 
     # ---- the step -----------------------------------------------------------------------------
 
-    def step(self, loss=None, *, epoch: Optional[int] = None, injected: bool = False) -> StepRecord:
-        """Records one optimizer step. Call after scaler.update() (or optimizer.step())."""
+    def step(self, loss=None, *, epoch: Optional[int] = None, injected: bool = False,
+             test_loss: Optional[float] = None, test_accuracy: Optional[float] = None) -> StepRecord:
+        """Records one optimizer step. Call after scaler.update() (or optimizer.step()).
+        test_loss / test_accuracy: the script's own evaluation after this step (accuracy as a
+        fraction 0..1), shown in the app's test charts as AMP Studio's train.eval_every does."""
         if self._closed:
             raise RuntimeError("Probe.step() after close()")
+        test_loss = None if test_loss is None else self._loss_value(test_loss)
+        if test_accuracy is not None:
+            test_accuracy = float(test_accuracy.item() if isinstance(test_accuracy, torch.Tensor) else test_accuracy)
+            if not 0.0 <= test_accuracy <= 1.0:
+                raise ValueError(f"test_accuracy must be a fraction in [0, 1], got {test_accuracy!r}")
         self._sync()
         t0 = time.perf_counter()
         n = self._step + 1
@@ -150,7 +173,7 @@ class Probe:
         skipped, problem = decide_skip(sig, self._hooks.counts_steps, has_scaler, scale, scale_after)
         if n == 1:
             self._settle_mode(loss)
-            self._autocast_hook.remove()  # one call fewer per forward from now on
+            self._remove_autocast_hooks()  # calls fewer per forward from now on
         held = math.sqrt(c.sumsq)
         if c.held_is_scaled:
             scaled_norm = held
@@ -166,8 +189,10 @@ class Probe:
               self._tracker + 1 == self._growth_interval):
             event = "growth_rejected"  # scale x growth_factor would not be finite in fp32
         first_bad = c.first_nonfinite or (self._reader.first_nonfinite(self._named) if skipped else "")
-        lr = 0.0
-        if self.optimizer is not None and self.optimizer.param_groups:
+        # The lr this step's update used (read as optimizer.step began): a scheduler stepped
+        # before probe.step() has already moved param_groups to the next step's.
+        lr = sig.lr if sig.lr is not None else 0.0
+        if sig.lr is None and self.optimizer is not None and self.optimizer.param_groups:
             lr = float(self.optimizer.param_groups[0].get("lr", 0.0))
         step_ms = (t0 - self._t_prev) * 1e3
         rec = StepRecord(
@@ -178,7 +203,8 @@ class Probe:
             memory=self._memory.sample(self.mode in ("fp16", "bf16"),
                                        refresh=n <= 3 or n % 16 == 0 or self._hist_step(n)),
             first_nonfinite=first_bad if skipped else "", injected=bool(injected),
-            post_unscale_overflow=c.held_is_scaled and not sig.found_inf and scale < 1.0 and not math.isfinite(grad_norm))
+            post_unscale_overflow=c.held_is_scaled and not sig.found_inf and scale < 1.0 and not math.isfinite(grad_norm),
+            test_loss=test_loss, test_acc=test_accuracy)
         self.epoch = rec.epoch
         hists = []
         for name, (dt, s, u) in c.grad_hists.items():
@@ -291,8 +317,9 @@ class Probe:
         self._closed = True
         try:
             self._hooks.uninstall()
-            for h in self._handles + [self._autocast_hook]:
+            for h in self._handles:
                 h.remove()
+            self._remove_autocast_hooks()
             if self._step:
                 self._folder.write_config(self._config(steps=self._step))
             summary = self._summary.to_json(status)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from .histogram import MAX_EXP, MIN_EXP, Histogram
 
@@ -72,6 +72,8 @@ class StepRecord:
     first_nonfinite: str = ""
     injected: bool = False
     post_unscale_overflow: bool = False
+    test_loss: Optional[float] = None  # the script's own evaluation, when given to probe.step()
+    test_acc: Optional[float] = None  # a fraction (0..1)
 
     def to_json(self) -> dict:  # stepMetricsToJson(), same keys and the same omissions
         o = {"step": self.step, "epoch": self.epoch, "loss": num(self.loss), "scale": num(self.scale),
@@ -94,6 +96,10 @@ class StepRecord:
         if self.post_unscale_overflow:
             o["post_unscale_overflow"] = True
         o["lost_update_frac"] = 0.0  # would need the weights before and after every update
+        if self.test_loss is not None:
+            o["test_loss"] = num(self.test_loss)
+        if self.test_acc is not None:
+            o["test_acc"] = float(self.test_acc)
         return o
 
 
@@ -138,7 +144,12 @@ class LineWriter:
             parts.append(',"injected":true')
         if m.post_unscale_overflow:
             parts.append(',"post_unscale_overflow":true')
-        parts.append(',"lost_update_frac":0.0}\n')
+        parts.append(',"lost_update_frac":0.0')
+        if m.test_loss is not None:
+            parts.append(',"test_loss":' + _num_text(m.test_loss))
+        if m.test_acc is not None:
+            parts.append(',"test_acc":' + repr(float(m.test_acc)))
+        parts.append('}\n')
         return "".join(parts).encode()
 
 

@@ -32,6 +32,7 @@ class StepSignals:
     opt_calls: int = 0
     found_inf: Optional[bool] = None  # None: no unscale_ ran (no scaler, disabled, or not a GradScaler)
     unscaled: bool = False
+    lr: Optional[float] = None  # param_groups[0]["lr"] as the first optimizer.step began: the lr it used
 
 
 def read_found_inf(scaler, optimizer) -> Optional[bool]:
@@ -52,10 +53,12 @@ class StepHooks:
     def __init__(self, optimizer, scaler,
                  before_unscale: Callable[[object], None],
                  after_unscale: Callable[[object, Optional[bool]], None],
-                 before_opt_step: Callable[[object], None]) -> None:
+                 before_opt_step: Callable[[object], None],
+                 disabled_unscale: Callable[[object], None]) -> None:
         self.optimizer, self.scaler = optimizer, scaler
         self._before_unscale, self._after_unscale = before_unscale, after_unscale
         self._before_opt_step = before_opt_step
+        self._disabled_unscale = disabled_unscale
         self.signals = StepSignals()
         self.active = True
         self._installed = []  # (object, attribute name, our wrapper, what was there before)
@@ -71,16 +74,43 @@ class StepHooks:
         hooks, inner = self, opt.step
 
         def step(opt_self, *args, **kwargs):
-            if hooks.active:
+            if not hooks.active:
+                return inner(*args, **kwargs)
+            s = hooks.signals
+            if s.lr is None and getattr(opt_self, "param_groups", None):
+                lr = opt_self.param_groups[0].get("lr")
+                s.lr = None if lr is None else float(lr)
+            closure = kwargs.get("closure", args[0] if args else None)
+            if callable(closure):
+                # The gradients do not exist yet: the closure runs forward and backward inside
+                # step() (Lightning, LBFGS). Read them when it returns, before the update.
+                def read_after(*cargs, **ckwargs):
+                    out = closure(*cargs, **ckwargs)
+                    if hooks.active:
+                        hooks._before_opt_step(opt_self)
+                    return out
+                if "closure" in kwargs:
+                    kwargs = dict(kwargs, closure=read_after)
+                else:
+                    args = (read_after,) + tuple(args[1:])
+            else:
                 hooks._before_opt_step(opt_self)
+                # A fused optimizer (GradScaler hands it the scale and found_inf as attributes)
+                # skips inside step(): found_inf is the skip signal there.
+                found = getattr(opt_self, "found_inf", None)
+                if hooks.scaler is not None and found is not None and hasattr(found, "item"):
+                    s.found_inf = bool(s.found_inf) or float(found.item()) != 0.0
             out = inner(*args, **kwargs)
             if hooks.active:
                 hooks.signals.opt_calls += 1  # counted once it returned: it really ran
             return out
 
-        # Keep an lr_scheduler's mark: it warns when optimizer.step loses it.
-        if getattr(inner, "_with_counter", False):
-            step._with_counter = True
+        # Keep an lr_scheduler's marks: it warns when optimizer.step loses them (1.x: the
+        # counter's, 2.x: "optimizer.step() has been overridden after learning rate scheduler
+        # initialization").
+        for mark in ("_with_counter", "_wrapped_by_lr_sched"):
+            if getattr(inner, mark, False):
+                setattr(step, mark, True)
         self._set(opt, "step", types.MethodType(step, opt))
 
     def _wrap_unscale(self, scaler) -> None:
@@ -92,6 +122,8 @@ class StepHooks:
             enabled = getattr(scaler_self, "_enabled", True)
             if enabled:
                 hooks._before_unscale(optimizer)
+            else:
+                hooks._disabled_unscale(optimizer)  # same moment as an enabled scaler's read
             out = inner(optimizer)
             if enabled:
                 found = read_found_inf(scaler_self, optimizer)
