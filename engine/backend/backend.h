@@ -435,8 +435,15 @@ class Backend : public BufferAllocator {
   // unscaled domain).
   virtual ExponentHistogram histogram(const Tensor& t, double multiplier) = 0;
   virtual void setElement(Tensor& t, std::int64_t index, float value) = 0;  // fault injection
-  // The last training step's time on the device, from beginStep to readStepStats, where the
-  // device keeps its own clock (CUDA events); nothing on the CPU, where wall time is the truth.
+  // The trainer's mark where a training step's time starts, before its batch is read and
+  // uploaded, whether the step then runs eagerly, is captured or is replayed (a graph step's
+  // batch goes into the graph's input tensors before the capture or replay begins): every
+  // step's time covers the same work. A device backend starts its step clock here; without
+  // the mark, beginStep starts it.
+  virtual void beginStepTiming() {}
+  // The last training step's time on the device, from beginStepTiming (else beginStep) to
+  // readStepStats, where the device keeps its own clock (CUDA events); nothing on the CPU,
+  // where wall time is the truth.
   virtual std::optional<double> deviceStepSeconds() const { return std::nullopt; }
   virtual GemmCounters gemmCounters() const { return {}; }
   // The device's total and free memory, where the backend has a device of its own (the memory

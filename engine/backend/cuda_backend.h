@@ -163,6 +163,8 @@ class CudaBackend final : public Backend {
   // AMP_CUDA_DISABLE=cuda-graphs, or setStepGraphs(false) (tests compare both in one process).
   bool capturesSteps() const override;
   void setStepGraphs(bool on) { m_stepGraphsOn = on; }
+  // Graphs dropped because the device ran out of memory outside a step (cuda_alloc_retry.h).
+  int graphsDroppedForMemory() const { return m_graphsDroppedForMemory; }
   void beginStepCapture() override;
   void beginStepReplay(float lossSeed) override;
   void beginStepTail() override { m_graphTail = capturing(); }
@@ -173,6 +175,7 @@ class CudaBackend final : public Backend {
 
   ExponentHistogram histogram(const Tensor& t, double multiplier) override;
   void setElement(Tensor& t, std::int64_t index, float value) override;
+  void beginStepTiming() override;
   std::optional<double> deviceStepSeconds() const override { return m_stepSeconds; }
   GemmCounters gemmCounters() const override;
   void resetGemmCounters() override;
@@ -283,6 +286,8 @@ class CudaBackend final : public Backend {
   // Step time: an event at beginStep and one just before the stats are read.
   EventPair m_stepEvents{nullptr, nullptr};
   std::optional<double> m_stepSeconds;
+  // beginStepTiming recorded this step's start event: beginStep and a graph's launch leave it.
+  bool m_stepTimingMarked = false;
   // NCCL (cuda_backend_nccl.cpp): decided on the first all-reduce, the same on every rank.
   struct Nccl;
   std::shared_ptr<Nccl> m_nccl;
@@ -295,6 +300,7 @@ class CudaBackend final : public Backend {
   // Atomic: freeBytes reads it on whatever thread frees a tensor.
   std::atomic<cudabk::GraphMode> m_graphMode{cudabk::GraphMode::Eager};
   bool m_graphTail = false;  // capturing the step's AMP tail (beginStepTail)
+  int m_graphsDroppedForMemory = 0;
   std::unique_ptr<cudabk::StepGraph> m_graph;
   BlockCache m_graphCache;
   std::unordered_set<void*> m_graphBlocks;

@@ -107,13 +107,22 @@ const cuda::MultiTensorEntry* CudaBackend::uploadTable(
   return static_cast<const cuda::MultiTensorEntry*>(m_table);
 }
 
+void CudaBackend::beginStepTiming() {
+  if (capturing() || replaying()) return;  // the mark comes before either begins
+  useDevice();
+  // Before the batch's upload: eager, captured and replayed steps all time it (the copy is on
+  // this stream, after the event).
+  recordEvent(m_stepEvents.start, "step timing");
+  m_stepTimingMarked = true;
+}
+
 void CudaBackend::beginStep() {
   m_unscaledThisStep = false;
   m_stepSeconds.reset();
   if (replaying()) return;  // the graph begins with the captured launch below
   useDevice();
-  // A graph's step is timed around its launch (launchStepGraph).
-  if (!capturing()) recordEvent(m_stepEvents.start, "step timing");
+  // A graph's step is timed around its launch (launchStepGraph) unless beginStepTiming began it.
+  if (!capturing() && !m_stepTimingMarked) recordEvent(m_stepEvents.start, "step timing");
   cuda::launchBeginStep(m_stepRecord, m_stream);
   checkLaunch("begin step", "");
 }
@@ -217,6 +226,7 @@ StepStats CudaBackend::readStepStats() {
   }
   cuda::DeviceStepStats d;
   download(&d, m_stepRecord, sizeof d, "read step stats");
+  m_stepTimingMarked = false;  // the next step marks its own start
   float ms = 0;
   if (cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(m_stepEvents.start),
                            static_cast<cudaEvent_t>(m_stepEvents.stop)) == cudaSuccess)

@@ -209,7 +209,9 @@ void CudaBackend::launchStepGraph() {
     m_gemmCounters = g.gemm;
   }
   useDevice();
-  recordEvent(m_stepEvents.start, "step timing");
+  // From beginStepTiming when the trainer marked it (before the batch's upload, as an eager
+  // step's time starts), else from the launch.
+  if (!m_stepTimingMarked) recordEvent(m_stepEvents.start, "step timing");
   checkCuda(cudaGraphLaunch(static_cast<cudaGraphExec_t>(g.exec), m_stream), "launch step graph");
   recordEvent(m_stepEvents.stop, "step timing");
 }

@@ -285,11 +285,11 @@ void Trainer::joinRanks(Communicator& comm) {
   broadcastModel(*m_be, comm, *m_model);
 }
 
-StepMetrics Trainer::runStepAs(GraphPlan plan) {
+StepMetrics Trainer::runStepAs(GraphPlan plan, std::chrono::steady_clock::time_point started) {
   const int ranks = this->ranks(), rank = this->rank();
   if (m_config.train.threads > 0) omp_set_num_threads(m_config.train.threads);
   else if (m_threadsPerRank > 0) omp_set_num_threads(m_threadsPerRank);
-  auto t0 = std::chrono::steady_clock::now();
+  auto t0 = started;
   m_be->resetGemmCounters();
   m_be->memory().resetPeaks();
 

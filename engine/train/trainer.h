@@ -3,6 +3,7 @@
 // update, as PyTorch's AMP recipe, and reports everything the charts show.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -110,7 +111,8 @@ class Trainer {
   // Whole-step CUDA graphs (trainer_graph.cpp): how this step runs.
   enum class GraphPlan : std::uint8_t { Eager, Capture, Replay };
   StepMetrics runStep();  // plans the step, runs it, and runs it eagerly if a graph failed
-  StepMetrics runStepAs(GraphPlan plan);
+  // started: where the step's time began (runStep, before the batch is read and uploaded).
+  StepMetrics runStepAs(GraphPlan plan, std::chrono::steady_clock::time_point started);
   GraphPlan planStepGraph();
   void fillGraphInputs(const Batch& b);
   void dropStepGraph();

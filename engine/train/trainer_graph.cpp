@@ -87,14 +87,18 @@ void Trainer::fillGraphInputs(const Batch& b) {
 }
 
 StepMetrics Trainer::runStep() {
+  // The step's time starts before its batch is read and uploaded, whichever way it runs: a graph
+  // step uploads in planStepGraph, an eager one in runStepAs, and both must time the same work.
+  const auto started = std::chrono::steady_clock::now();
+  m_be->beginStepTiming();
   const GraphPlan plan = planStepGraph();
-  if (plan == GraphPlan::Eager) return runStepAs(plan);
+  if (plan == GraphPlan::Eager) return runStepAs(plan, started);
   // A capture runs nothing until its readStepStats, a replay nothing until its launch: what a
   // failure before then changed lives on the host, and is put back here.
   const GradScaler scalerBefore = *m_scaler;
   const Optimizer::HostState optimizerBefore = m_optimizer->hostState();
   try {
-    return runStepAs(plan);
+    return runStepAs(plan, started);
   } catch (const std::exception& e) {
     const bool nothingRan =
         m_be->stepGraphPending() || dynamic_cast<const StepCaptureFailed*>(&e) != nullptr;
@@ -111,7 +115,7 @@ StepMetrics Trainer::runStep() {
                    " step " + std::to_string(m_step + 1) +
                    " as a CUDA graph failed, so this run's steps are eager from here: " + e.what();
     m_batchPending = true;  // the same batch, eagerly
-    return runStepAs(GraphPlan::Eager);
+    return runStepAs(GraphPlan::Eager, started);
   }
 }
 
