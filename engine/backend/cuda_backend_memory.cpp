@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "engine/backend/backend_checks.h"
+#include "engine/backend/cuda_alloc_retry.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/backend/cuda_error.h"
 #include "kernels/common/float16.h"
@@ -215,16 +216,29 @@ void* CudaBackend::allocateBytes(std::size_t bytes) {
   }
   if (void* p = m_blocks.take(rounded)) return p;
   void* p = nullptr;
-  cudaError_t e = cudaMalloc(&p, rounded);
-  if (e == cudaErrorMemoryAllocation) {
-    // Give the cached blocks back and try once more, as PyTorch's allocator does.
+  cudaError_t e = cudaSuccess;
+  // Out of memory: the cached blocks back to the device, then the step graph's too (the order
+  // and the reason: cuda_alloc_retry.h).
+  cudabk::AllocRetry retry;
+  retry.attempt = [&] {
+    e = cudaMalloc(&p, rounded);
+    if (e != cudaErrorMemoryAllocation) return true;
     cudaGetLastError();
+    return false;
+  };
+  retry.emptyCache = [this] {
     synchronize("allocate (waiting to free the cache)");
     m_blocks.drain([this](void* block, std::size_t) {
       checkCuda(cudaFree(block), "allocate (freeing the cache)");
     });
-    e = cudaMalloc(&p, rounded);
-  }
+  };
+  retry.dropGraph = [this] {
+    if (!m_graph || m_graphMode != cudabk::GraphMode::Eager) return false;
+    releaseGraph();  // its blocks go to the general cache; the trainer records a new graph
+    ++m_graphsDroppedForMemory;
+    return true;
+  };
+  cudabk::allocateWithRetry(retry);
   if (e != cudaSuccess) {
     const auto snap = m_memory.snapshot();
     checkCuda(e, "allocate", std::to_string(rounded) + " bytes with " +
