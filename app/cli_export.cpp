@@ -1,7 +1,9 @@
 // ampstudio-cli export: the metrics of one or more run folders as CSV or JSON, their charts, or
 // an .ampx experiment for the app.
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <set>
 
 #include <QFileInfo>
@@ -43,6 +45,23 @@ constexpr const char* kExportUsage =
     "                   latest checkpoint (checkpoint.at_end=true) or --checkpoint FILE.zip\n";
 
 }  // namespace
+
+// A TensorBoard export writes a folder: into a --run folder (or one below it) it would add event
+// files to the log it reads, which the next import reads as more runs. Outputs never change inputs.
+void refuseFolderInsideInput(const std::string& out, const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path o = fs::weakly_canonical(fs::absolute(out, ec), ec);
+  for (const std::string& in : inputs) {
+    std::error_code e2;
+    const fs::path i = fs::weakly_canonical(fs::absolute(in, e2), e2);
+    if (ec || e2) continue;
+    auto [ie, oe] = std::mismatch(i.begin(), i.end(), o.begin(), o.end());
+    if (ie == i.end())
+      throw std::runtime_error(out + ": is inside the input " + in +
+                               "; writing event files there would change the log it reads: give a folder outside it");
+  }
+}
 
 int usageError(const std::string& what) {
   printError("export", what);
@@ -120,6 +139,7 @@ int cmdExport(const Args& args) {
     }
     if (tensorboard && QFileInfo(QString::fromStdString(out)).exists() && !QFileInfo(QString::fromStdString(out)).isDir())
       throw std::runtime_error(out + ": not a folder (--format tensorboard writes a folder of event files)");
+    if (tensorboard) refuseFolderInsideInput(out, dirs);
     for (const auto& d : dirs)
       for (RunRecord& r : loadRunsOrTensorBoard(QString::fromStdString(d))) runs.push_back(std::move(r));
   } catch (const std::exception& e) {  // RunRecordError, ConfigError (config.json), OutputError

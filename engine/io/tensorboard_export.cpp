@@ -42,30 +42,36 @@ void text(tb::Summary& s, const std::string& tag, const std::string& str, const 
   t->add_string_val(str);
 }
 
-// A histogram over the binary exponent: bucket k counts the values with exponent -40 + k, i.e.
-// [limit[k-1], limit[k]) = [e, e + 1) on a log2 axis, so TensorBoard draws the same bars as the
-// app (zeros, infs and nans have no exponent: they are in the ampstudio/histogram line).
+// A histogram over the binary exponent, on a log2 axis: the bucket [e, e + 1) counts the values
+// with exponent e (-40..17, as the app's bars), [-41, -40) the zeros and [18, 19) the infinities
+// and NaNs, so that TensorBoard shows them too and `num` is every value. Empty buckets at both
+// ends are left out and min/max are the outer edges of the rest: TensorBoard's loaders take min
+// as the left edge of the first bucket (the Python one after dropping empty end buckets, the
+// fast one without), so a leading empty bucket made the first bucket run backwards.
 void exponentHistogram(tb::Summary& s, const std::string& tag, const ExponentHistogram& h) {
+  struct B {
+    double left, count;
+  };
+  std::vector<B> all;
+  all.push_back({kTbZeroBucketLeft, static_cast<double>(h.counts[kHistBinZero])});
+  for (int k = 0; k < kHistExpBins; ++k) all.push_back({double(kHistMinExp + k), static_cast<double>(h.counts[k])});
+  all.push_back({kTbNonFiniteBucketLeft, static_cast<double>(h.counts[kHistBinInf] + h.counts[kHistBinNan])});
+  std::size_t first = 0, last = all.size();
+  while (first < last && all[first].count == 0) ++first;
+  while (last > first && all[last - 1].count == 0) --last;
   tb::Summary::Value* value = s.add_value();
   value->set_tag(tag);
   tb::HistogramProto* p = value->mutable_histo();
-  double num = 0, sum = 0, sumSq = 0, lo = 0, hi = 0;
-  bool any = false;
-  for (int k = 0; k < kHistExpBins; ++k) {
-    const double e = kHistMinExp + k;
-    p->add_bucket_limit(e + 1);
-    p->add_bucket(static_cast<double>(h.counts[k]));
-    if (h.counts[k] == 0) continue;
-    const double n = static_cast<double>(h.counts[k]);
-    num += n;
-    sum += n * e;
-    sumSq += n * e * e;
-    if (!any) lo = e;
-    hi = e + 1;
-    any = true;
+  double num = 0, sum = 0, sumSq = 0;
+  for (std::size_t i = first; i < last; ++i) {
+    p->add_bucket_limit(all[i].left + 1);
+    p->add_bucket(all[i].count);
+    num += all[i].count;
+    sum += all[i].count * all[i].left;
+    sumSq += all[i].count * all[i].left * all[i].left;
   }
-  p->set_min(lo);
-  p->set_max(hi);
+  p->set_min(first < last ? all[first].left : 0);
+  p->set_max(first < last ? all[last - 1].left + 1 : 0);
   p->set_num(num);
   p->set_sum(sum);
   p->set_sum_squares(sumSq);

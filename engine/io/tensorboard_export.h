@@ -26,6 +26,11 @@ inline constexpr const char* kExponentsUnscaled = "exponents_unscaled/";  // + k
 inline constexpr const char* kExponentsScaled = "exponents_scaled/";
 }  // namespace tbtag
 
+// The exponent histograms' extra buckets, on the log2 axis: [-41, -40) holds the zeros and
+// [18, 19) the infinities and NaNs (beside [e, e + 1) for exponents -40..17).
+inline constexpr double kTbZeroBucketLeft = -41;
+inline constexpr double kTbNonFiniteBucketLeft = 18;
+
 // One run as the bytes of one event file. Wall times: `startWallTime` (seconds since the epoch)
 // plus the run's cumulative step times, since run folders keep durations, not clock times.
 std::string tensorboardEventFile(const RunRecord& r, double startWallTime);

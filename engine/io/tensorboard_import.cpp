@@ -14,6 +14,8 @@
 #include "engine/io/metrics_json.h"
 #include "engine/io/proto/tensorboard_event.pb.h"
 #include "engine/io/tensorboard_export.h"
+#include "engine/io/tensorboard_histogram.h"
+#include "engine/io/tensorboard_steps.h"
 #include "engine/io/tfevents_records.h"
 #include "kernels/common/float16.h"
 
@@ -22,41 +24,6 @@ namespace amp {
 namespace {
 
 [[noreturn]] void fail(const std::string& what) { throw RunRecordError(what); }
-
-// The usual spellings of what the charts show, lower case (TensorBoard tags are free text:
-// PyTorch examples write "Loss/train", Lightning "train_loss", Hugging Face "train/loss").
-enum class Field { Loss, Scale, ScaleAfter, GrowthTracker, Skipped, GradNorm, Lr, StepMs, SamplesPerS,
-                   TestLoss, TestAcc, LostUpdates, Ignored };
-
-std::optional<Field> fieldOfTag(const std::string& tag) {
-  static const std::map<std::string, Field> aliases = {
-      {"loss", Field::Loss}, {"train/loss", Field::Loss}, {"train_loss", Field::Loss},
-      {"loss/train", Field::Loss}, {"training_loss", Field::Loss}, {"train/loss_step", Field::Loss},
-      {"amp/loss_scale", Field::Scale}, {"loss_scale", Field::Scale}, {"scale", Field::Scale},
-      {"grad_scale", Field::Scale}, {"scaler/scale", Field::Scale}, {"train/loss_scale", Field::Scale},
-      {"amp/scale", Field::Scale}, {"amp/grad_scale", Field::Scale}, {"grad_scaler/scale", Field::Scale},
-      {"amp/loss_scale_after", Field::ScaleAfter}, {"amp/growth_tracker", Field::GrowthTracker},
-      {"amp/skipped", Field::Skipped}, {"skipped", Field::Skipped}, {"train/skipped", Field::Skipped},
-      {"train/grad_norm", Field::GradNorm}, {"grad_norm", Field::GradNorm}, {"gradient_norm", Field::GradNorm},
-      {"train/lr", Field::Lr}, {"lr", Field::Lr}, {"learning_rate", Field::Lr}, {"train/learning_rate", Field::Lr},
-      {"speed/step_ms", Field::StepMs}, {"step_ms", Field::StepMs},
-      {"speed/samples_per_s", Field::SamplesPerS}, {"samples_per_s", Field::SamplesPerS},
-      {"throughput", Field::SamplesPerS},
-      {"test/loss", Field::TestLoss}, {"val/loss", Field::TestLoss}, {"val_loss", Field::TestLoss},
-      {"loss/test", Field::TestLoss}, {"eval/loss", Field::TestLoss}, {"valid/loss", Field::TestLoss},
-      {"test_loss", Field::TestLoss},
-      {"test/accuracy", Field::TestAcc}, {"test/acc", Field::TestAcc}, {"val/acc", Field::TestAcc},
-      {"val_acc", Field::TestAcc}, {"val/accuracy", Field::TestAcc}, {"eval/accuracy", Field::TestAcc},
-      {"accuracy/test", Field::TestAcc}, {"test_acc", Field::TestAcc}, {"test_accuracy", Field::TestAcc},
-      {"amp/lost_update_frac", Field::LostUpdates},
-      // Our export's other scalars: the ampstudio/metrics lines carry them exactly.
-      {"speed/gemm_gflops", Field::Ignored}};
-  std::string lower = tag;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (auto it = aliases.find(lower); it != aliases.end()) return it->second;
-  if (lower.rfind("memory/", 0) == 0 || lower.rfind("memory_peak/", 0) == 0) return Field::Ignored;
-  return std::nullopt;
-}
 
 std::int64_t elementCount(const tb::TensorProto& t) {
   std::int64_t n = 1;
@@ -118,69 +85,6 @@ std::optional<std::string> stringOf(const tb::Summary::Value& v) {
   return t.string_val(0);
 }
 
-struct Bucket {
-  double left, right, count;
-};
-
-// A histogram's buckets: TensorBoard's HistogramProto (PyTorch's SummaryWriter, TF1), or a
-// [k, 3] tensor of (left, right, count) rows (TF2's histogram plugin).
-std::optional<std::vector<Bucket>> bucketsOf(const tb::Summary::Value& v) {
-  std::vector<Bucket> out;
-  if (v.value_case() == tb::Summary::Value::kHisto) {
-    const tb::HistogramProto& h = v.histo();
-    if (h.bucket_limit_size() != h.bucket_size()) return std::nullopt;
-    for (int i = 0; i < h.bucket_size(); ++i) {
-      const double left = i == 0 ? h.min() : h.bucket_limit(i - 1);
-      const double right = std::min(h.bucket_limit(i), h.max());
-      out.push_back({left, std::max(left, right), h.bucket(i)});
-    }
-    return out;
-  }
-  if (v.value_case() == tb::Summary::Value::kTensor && v.metadata().plugin_data().plugin_name() == "histograms") {
-    const tb::TensorProto& t = v.tensor();
-    if (t.tensor_shape().dim_size() != 2 || t.tensor_shape().dim(1).size() != 3) return std::nullopt;
-    const std::int64_t rows = t.tensor_shape().dim(0).size();
-    if (rows < 0 || rows > 100000) return std::nullopt;
-    for (int r = 0; r < rows; ++r) {
-      auto l = tensorElement(t, 3 * r), h = tensorElement(t, 3 * r + 1), c = tensorElement(t, 3 * r + 2);
-      if (!l || !h || !c) return std::nullopt;
-      out.push_back({*l, *h, *c});
-    }
-    return out;
-  }
-  return std::nullopt;
-}
-
-// Value buckets re-binned by binary exponent: each bucket's count goes to the bin of its centre
-// (a bucket narrower than a binade lands whole in the right bin; a wider one is approximated).
-HistogramRecord rebinned(const std::string& tag, const std::vector<Bucket>& buckets) {
-  HistogramRecord h;
-  h.tensor = tag;
-  std::string lower = tag;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  // TensorBoard's usual names: "fc1.weight.grad" / "grad/fc1.weight", "fc1.weight", "relu1".
-  const bool parameter = lower.find("weight") != std::string::npos || lower.find("bias") != std::string::npos;
-  h.kind = lower.find("grad") != std::string::npos ? HistogramKind::WeightGrad
-           : parameter                               ? HistogramKind::Weight
-                                                     : HistogramKind::Activation;
-  for (const Bucket& b : buckets) {
-    if (!(b.count > 0) || !std::isfinite(b.count)) continue;
-    const double centre = std::isfinite(b.left) && std::isfinite(b.right) ? (b.left + b.right) / 2
-                          : std::isfinite(b.right) ? b.right : b.left;
-    const auto n = static_cast<std::int64_t>(std::llround(std::min(b.count, 9.0e15)));
-    for (ExponentHistogram* side : {&h.scaled, &h.unscaled}) {
-      side->counts[exponentBin(centre)] += n;
-      side->total += n;
-      const double a = std::fabs(centre);
-      if (a != 0 && a < kFp16MinSubnormal) side->underflow += n;
-      if (a != 0 && a < kFp16MinNormal) side->subnormal += n;
-      if (a > kFp16Max) side->overflow += n;
-      if (!std::isfinite(centre)) side->nonFinite += n;
-    }
-  }
-  return h;
-}
-
 QJsonObject jsonObjectOf(const std::string& text, const std::string& where) {
   QJsonParseError err;
   const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(text), &err);
@@ -191,34 +95,18 @@ QJsonObject jsonObjectOf(const std::string& text, const std::string& where) {
 
 // What the events of one run said, before it becomes a RunRecord.
 struct Collected {
-  std::map<std::int64_t, StepMetrics> scalars;            // from tags, by step
-  std::map<std::int64_t, std::set<Field>> seen;           // which fields each step had
-  std::map<std::int64_t, double> wallTime;                // first event of each step
+  TbScalars scalars;                                      // known tags, by step
   std::vector<StepMetrics> exact;                         // ampstudio/metrics lines
   std::vector<std::pair<std::int64_t, HistogramRecord>> exactHistograms, foreignHistograms;
+  int approximateBuckets = 0;                             // of the foreign histograms
+  std::int64_t zeroBucketValues = 0;
   std::optional<QJsonObject> config, summary;
   std::optional<QString> events;
   std::map<std::string, QJsonArray> unknown;              // tag -> [[step, value], ...]
+  std::map<std::string, QJsonArray> texts;                // add_text: tag -> [[step, text], ...]
+  std::set<std::string> other;                            // images, audio, hparams...: no values kept
   QStringList warnings;
 };
-
-void setField(StepMetrics& m, Field f, double v) {
-  switch (f) {
-    case Field::Loss: m.loss = v; break;
-    case Field::Scale: m.scale = static_cast<float>(v); break;
-    case Field::ScaleAfter: m.scaleAfter = static_cast<float>(v); break;
-    case Field::GrowthTracker: m.growthTracker = static_cast<int>(std::clamp(v, -1e9, 1e9)); break;
-    case Field::Skipped: m.skipped = v != 0; break;
-    case Field::GradNorm: m.gradNorm = v; break;
-    case Field::Lr: m.lr = v; break;
-    case Field::StepMs: m.stepMs = v; break;
-    case Field::SamplesPerS: m.samplesPerS = v; break;
-    case Field::TestLoss: m.testLoss = v; break;
-    case Field::TestAcc: m.testAcc = v; break;
-    case Field::LostUpdates: m.lostUpdateFrac = v; break;
-    case Field::Ignored: break;
-  }
-}
 
 void collectValue(Collected& c, const tb::Summary::Value& v, std::int64_t step, double wall, const std::string& where) {
   const std::string& tag = v.tag();
@@ -244,19 +132,24 @@ void collectValue(Collected& c, const tb::Summary::Value& v, std::int64_t step, 
   if (tag.rfind(tbtag::kExponentsUnscaled, 0) == 0 || tag.rfind(tbtag::kExponentsScaled, 0) == 0)
     return;  // our own exponent views: the ampstudio/histogram lines hold the same counts exactly
   if (auto x = scalarOf(v)) {
-    if (auto f = fieldOfTag(tag)) {
-      StepMetrics& m = c.scalars[step];
-      m.step = step;
-      setField(m, *f, *x);
-      c.seen[step].insert(*f);
-      c.wallTime.emplace(step, wall);
+    if (auto f = tensorBoardField(tag)) {
+      c.scalars.values[step][*f] = *x;
+      c.scalars.wallTime.emplace(step, wall);
       return;
     }
     c.unknown[tag].append(QJsonArray{static_cast<double>(step), std::isfinite(*x) ? QJsonValue(*x) : QJsonValue(QString::number(*x))});
     return;
   }
-  if (auto b = bucketsOf(v)) return void(c.foreignHistograms.emplace_back(step, rebinned(tag, *b)));
-  c.unknown[tag];  // an image, audio, text or other tensor: listed, with no values to keep
+  if (auto b = tensorBoardBuckets(v)) {
+    RebinnedHistogram h = rebinTensorBoardHistogram(tag, *b);
+    c.approximateBuckets += h.approximateBuckets;
+    c.zeroBucketValues += h.zeros;
+    return void(c.foreignHistograms.emplace_back(step, std::move(h.record)));
+  }
+  const std::string plugin = v.metadata().plugin_data().plugin_name();
+  if (auto text = stringOf(v); text && (plugin == "text" || plugin.empty()))
+    return void(c.texts[tag].append(QJsonArray{static_cast<double>(step), QString::fromStdString(*text)}));
+  c.other.insert(plugin.empty() ? tag : tag + " (" + plugin + ")");  // an image, audio, hparams...: listed
 }
 
 void collectFile(Collected& c, const QString& name, const std::string& bytes) {
@@ -288,43 +181,13 @@ void collectFile(Collected& c, const QString& name, const std::string& bytes) {
   }
 }
 
-// Steps from scalar tags: the scale after a step is the next step's scale, and a scale that fell
-// is a skipped step (GradScaler backs off exactly when it skips); the step time, when no tag
-// gives it, is the wall time between two logged steps over the steps between them.
-std::vector<StepMetrics> stepsFromScalars(Collected& c) {
-  std::vector<StepMetrics> steps;
-  for (auto& [step, m] : c.scalars) {
-    const auto& seen = c.seen[step];
-    if (!seen.count(Field::Scale)) m.scale = 1;
-    steps.push_back(m);
-  }
-  bool percent = false;
-  for (const StepMetrics& m : steps)
-    if (m.testAcc && *m.testAcc > 1) percent = true;
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    StepMetrics& m = steps[i];
-    const auto& seen = c.seen[m.step];
-    if (!seen.count(Field::ScaleAfter)) m.scaleAfter = i + 1 < steps.size() ? steps[i + 1].scale : m.scale;
-    if (!seen.count(Field::Skipped)) m.skipped = m.scaleAfter < m.scale;
-    if (m.scaleAfter < m.scale) m.scaleEvent = "backoff";
-    else if (m.scaleAfter > m.scale) m.scaleEvent = "growth";
-    if (!seen.count(Field::StepMs) && i > 0 && c.wallTime.count(m.step) && c.wallTime.count(steps[i - 1].step)) {
-      const double dt = c.wallTime[m.step] - c.wallTime[steps[i - 1].step];
-      const double ds = double(m.step - steps[i - 1].step);
-      if (dt > 0 && ds > 0) m.stepMs = dt / ds * 1e3;
-    }
-    if (percent && m.testAcc) *m.testAcc /= 100;
-  }
-  if (percent) c.warnings << QStringLiteral("test accuracy was logged in percent: shown as a fraction");
-  return steps;
-}
-
 RunConfig externalConfig(const QString& runName, bool scaled, std::int64_t steps) {
   RunConfig cfg;
   cfg.name = runName.toStdString();
   cfg.model.name = "external";
   cfg.data.name = "external";
-  // TensorBoard logs do not say the precision; a logged loss scale means fp16 with GradScaler.
+  // TensorBoard logs do not say the precision; a loss scale other than 1 means fp16 with
+  // GradScaler (a scale of 1 throughout is a disabled scaler: bf16 or fp32, the log cannot say).
   cfg.mode = scaled ? PrecisionMode::AmpFp16 : PrecisionMode::Fp32;
   cfg.scalerEnabled = scaled ? "true" : "false";
   cfg.train.steps = std::max<std::int64_t>(1, steps);
@@ -332,15 +195,14 @@ RunConfig externalConfig(const QString& runName, bool scaled, std::int64_t steps
   return cfg;
 }
 
-}  // namespace
+// A run's files read, or nullopt (and why) when they hold no training step: the folder
+// add_hparams writes beside the run, a folder of evaluations alone.
+struct Loaded {
+  std::optional<RunRecord> run;
+  QString notARun;
+};
 
-bool isTensorBoardFolder(const QString& dir) {
-  QDirIterator it(dir, {QStringLiteral("*tfevents*")}, QDir::Files, QDirIterator::Subdirectories);
-  return it.hasNext();
-}
-
-RunRecord tensorBoardRunFromFiles(const std::map<QString, std::string>& files, const QString& where,
-                                  const QString& runName) {
+Loaded loadRun(const std::map<QString, std::string>& files, const QString& where, const QString& runName) {
   Collected c;
   for (const auto& [name, bytes] : files) collectFile(c, where + name, bytes);
   RunRecord r;
@@ -353,64 +215,144 @@ RunRecord tensorBoardRunFromFiles(const std::map<QString, std::string>& files, c
     }
   }
   const bool ours = !c.exact.empty();
+  TbSteps fromTags;
   if (ours) {
     std::sort(c.exact.begin(), c.exact.end(), [](const StepMetrics& a, const StepMetrics& b) { return a.step < b.step; });
     r.steps = std::move(c.exact);
   } else {
-    r.steps = stepsFromScalars(c);
+    fromTags = tensorBoardSteps(c.scalars);
+    r.steps = std::move(fromTags.steps);
+    for (const QString& w : fromTags.warnings) {
+      r.warnings << where + ": " + w;
+      r.events << w;
+    }
+  }
+  if (r.steps.empty()) {
+    QStringList tags;
+    for (const auto& [tag, values] : c.unknown) tags << QString::fromStdString(tag);
+    for (const auto& t : c.other) tags << QString::fromStdString(t);
+    return {std::nullopt, QStringLiteral("%1: no training loss or other scalar of a training step%2").arg(where,
+        tags.isEmpty() ? QString() : QStringLiteral(" (its tags: %1)").arg(tags.join(", ")))};
   }
   if (!c.config) {
-    bool scaled = false;
-    for (const auto& [step, seen] : c.seen) scaled = scaled || seen.count(Field::Scale);
-    r.config = externalConfig(runName, scaled, r.steps.empty() ? 0 : r.steps.back().step);
-    r.warnings << QStringLiteral("%1: precision not in the log: shown as %2").arg(where, scaled ? "fp16 (a loss scale was logged)" : "fp32");
+    r.config = externalConfig(runName, fromTags.scaleAboveOne, r.steps.back().step);
+    r.warnings << QStringLiteral("%1: precision not in the log: shown as %2").arg(where,
+        fromTags.scaleAboveOne ? QStringLiteral("fp16 (a loss scale other than 1 was logged)")
+        : fromTags.scaleLogged ? QStringLiteral("fp32 (the loss scale is 1 throughout: no GradScaler at work, bf16 or fp32)")
+                               : QStringLiteral("fp32 (no loss scale was logged)"));
   }
   r.histograms = std::move(c.exactHistograms);
   for (auto& h : c.foreignHistograms) r.histograms.push_back(std::move(h));
   if (c.summary) r.summary = *c.summary;
   r.name = r.summary.contains("name") ? r.summary["name"].toString() : runName;
   r.status = r.summary.contains("status") ? r.summary["status"].toString() : QStringLiteral("finished");
-  if (c.events) r.events = c.events->split('\n', Qt::SkipEmptyParts);
+  if (c.events) r.events = c.events->split('\n', Qt::SkipEmptyParts) + r.events;
   if (!ours) {
-    r.summary["source"] = QJsonObject{{"kind", "tensorboard"}, {"folder", where}};
+    // What the log did not have: the app says "not logged" instead of drawing zeros.
+    QJsonArray notLogged;
+    if (!fromTags.throughput) notLogged.append(QStringLiteral("samples_per_s"));
+    if (!fromTags.stepTime) notLogged.append(QStringLiteral("step_ms"));
+    notLogged.append(QStringLiteral("memory"));
+    if (!fromTags.scaleLogged) notLogged.append(QStringLiteral("loss_scale"));
+    r.summary["source"] = QJsonObject{{"kind", "tensorboard"}, {"folder", where}, {"not_logged", notLogged}};
     r.events << QStringLiteral("imported from TensorBoard logs in %1").arg(where);
-    if (!c.foreignHistograms.empty())
-      r.events << QStringLiteral("%1 histograms re-binned by binary exponent from TensorBoard's buckets (each bucket at its centre)")
-                      .arg(c.foreignHistograms.size());
+    if (!c.foreignHistograms.empty()) {
+      QString line = QStringLiteral("%1 histograms re-binned by binary exponent from TensorBoard's value buckets")
+                         .arg(c.foreignHistograms.size());
+      line += c.approximateBuckets
+                  ? QStringLiteral(": approximate, %1 buckets spanned a power of two (or zero) and were split by their width on a log axis")
+                        .arg(c.approximateBuckets)
+                  : QStringLiteral(": exact, every bucket within one binade");
+      if (c.zeroBucketValues)
+        line += QStringLiteral("; %1 values in the [0, 1e-12) bucket counted as zeros").arg(c.zeroBucketValues);
+      r.events << line;
+    }
   }
-  if (!c.unknown.empty()) {
+  if (!c.unknown.empty() || !c.other.empty()) {
     QStringList tags;
     QJsonObject kept;
     for (const auto& [tag, values] : c.unknown) {
       tags << QString::fromStdString(tag);
       kept[QString::fromStdString(tag)] = values;
     }
-    r.summary["imported_scalars"] = kept;
-    const QString line = QStringLiteral("%1 TensorBoard tags not in AMP Studio's charts (kept in summary.json as imported_scalars): %2")
+    for (const auto& t : c.other) tags << QString::fromStdString(t);
+    if (!kept.isEmpty()) r.summary["imported_scalars"] = kept;
+    const QString line = QStringLiteral("%1 TensorBoard tags not in AMP Studio's charts (scalars kept in summary.json as imported_scalars): %2")
                              .arg(tags.size()).arg(tags.join(", "));
     r.events << line;
     r.warnings << where + ": " + line;
   }
-  if (r.steps.empty()) fail((where + ": no scalar of a training step (loss, loss scale, ...) in its event files").toStdString());
-  return r;
+  if (!c.texts.empty()) {
+    QJsonObject texts;
+    QStringList tags;
+    for (const auto& [tag, values] : c.texts) {
+      texts[QString::fromStdString(tag)] = values;
+      tags << QString::fromStdString(tag);
+    }
+    r.summary["imported_text"] = texts;
+    r.events << QStringLiteral("text kept in summary.json as imported_text: %1").arg(tags.join(", "));
+  }
+  return {std::move(r), QString()};
+}
+
+// Event files below `dir`, by the folder holding them (relative to dir, "." for dir itself),
+// leaving out those for which `skip(folder)` holds.
+template <class Skip>
+std::map<QString, std::map<QString, std::string>> eventFiles(const QString& dir, Skip skip) {
+  std::map<QString, std::map<QString, std::string>> runs;
+  // Relative to the absolute folder: QDir("logs").relativeFilePath("logs/x") is "logs/x", which
+  // put the folder twice in every message and in summary.json when --run was relative.
+  const QDir root(QFileInfo(dir).absoluteFilePath());
+  QDirIterator it(root.path(), {QStringLiteral("*tfevents*")}, QDir::Files, QDirIterator::Subdirectories);
+  while (it.hasNext()) {
+    const QString path = it.next();
+    const QString folder = root.relativeFilePath(QFileInfo(path).absolutePath());
+    if (skip(folder)) continue;
+    runs[folder.isEmpty() ? QStringLiteral(".") : folder][QFileInfo(path).fileName()] = readFileBytes(path).toStdString();
+  }
+  return runs;
+}
+
+template <class Skip>
+std::vector<RunRecord> loadTensorBoardRuns(const QString& dir, Skip skip, QStringList* notRuns) {
+  const auto runs = eventFiles(dir, skip);
+  std::vector<RunRecord> out;
+  QStringList skipped;
+  for (const auto& [folder, files] : runs) {
+    const QString where = QDir::cleanPath(folder == "." ? dir : dir + "/" + folder) + "/";
+    const QString name = folder == "." ? QFileInfo(QDir::cleanPath(QFileInfo(dir).absoluteFilePath())).fileName() : folder;
+    Loaded l = loadRun(files, where, name);
+    if (l.run) out.push_back(std::move(*l.run));
+    else skipped << l.notARun;
+  }
+  if (out.empty() && !skipped.isEmpty()) fail(skipped.first().toStdString());
+  // A folder without a training step beside runs that have them: left out, said in each run.
+  for (RunRecord& r : out)
+    for (const QString& s : skipped) {
+      r.warnings << s + ": left out (not a run; add_hparams writes such a folder)";
+      r.events << s + ": left out (not a run; add_hparams writes such a folder)";
+    }
+  if (notRuns) *notRuns = skipped;
+  return out;
+}
+
+}  // namespace
+
+bool isTensorBoardFolder(const QString& dir) {
+  QDirIterator it(dir, {QStringLiteral("*tfevents*")}, QDir::Files, QDirIterator::Subdirectories);
+  return it.hasNext();
+}
+
+RunRecord tensorBoardRunFromFiles(const std::map<QString, std::string>& files, const QString& where,
+                                  const QString& runName) {
+  Loaded l = loadRun(files, where, runName);
+  if (!l.run) fail(l.notARun.toStdString());
+  return std::move(*l.run);
 }
 
 std::vector<RunRecord> loadTensorBoardFolder(const QString& dir) {
-  std::map<QString, std::map<QString, std::string>> runs;  // folder below dir -> file -> bytes
-  QDirIterator it(dir, {QStringLiteral("*tfevents*")}, QDir::Files, QDirIterator::Subdirectories);
-  const QDir root(dir);
-  while (it.hasNext()) {
-    const QString path = it.next();
-    const QString folder = root.relativeFilePath(QFileInfo(path).path());
-    runs[folder][QFileInfo(path).fileName()] = readFileBytes(path).toStdString();
-  }
-  if (runs.empty()) fail((dir + ": no TensorBoard event files (events.out.tfevents.*)").toStdString());
-  std::vector<RunRecord> out;
-  for (const auto& [folder, files] : runs) {
-    const QString where = QDir::cleanPath(root.filePath(folder)) + "/";
-    const QString name = folder == "." ? QFileInfo(QDir::cleanPath(dir)).fileName() : folder;
-    out.push_back(tensorBoardRunFromFiles(files, where, name));
-  }
+  auto out = loadTensorBoardRuns(dir, [](const QString&) { return false; }, nullptr);
+  if (out.empty()) fail((dir + ": no TensorBoard event files (events.out.tfevents.*)").toStdString());
   return out;
 }
 
@@ -419,7 +361,23 @@ std::vector<RunRecord> loadRunsOrTensorBoard(const QString& dir) {
   const bool hasRuns = isRunFolder(dir) || std::any_of(subs.begin(), subs.end(), [&](const QString& s) {
                          return isRunFolder(QDir(dir).filePath(s));
                        });
-  return !hasRuns && isTensorBoardFolder(dir) ? loadTensorBoardFolder(dir) : loadRunFolders(dir);
+  if (!hasRuns) return isTensorBoardFolder(dir) ? loadTensorBoardFolder(dir) : loadRunFolders(dir);
+  // Runs of ours, and maybe a TensorBoard log beside them (`run --out DIR` next to a
+  // SummaryWriter's runs/): both, the event files inside a run folder of ours excepted.
+  std::vector<RunRecord> out = loadRunFolders(dir);
+  const QDir root(QFileInfo(dir).absoluteFilePath());
+  auto insideOurRun = [&](const QString& folder) {
+    QString f = folder.isEmpty() ? QStringLiteral(".") : folder;
+    for (;;) {
+      if (isRunFolder(root.filePath(f))) return true;
+      const int slash = f.lastIndexOf('/');
+      if (f == ".") return false;
+      f = slash < 0 ? QStringLiteral(".") : f.left(slash);
+    }
+  };
+  if (eventFiles(dir, insideOurRun).empty()) return out;
+  for (RunRecord& r : loadTensorBoardRuns(dir, insideOurRun, nullptr)) out.push_back(std::move(r));
+  return out;
 }
 
 }  // namespace amp

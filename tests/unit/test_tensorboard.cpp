@@ -198,10 +198,14 @@ TEST(TensorBoardImport, ScalarTensorsAndHistogramsOfOtherWriters) {
   tb::HistogramProto* h = hist->mutable_histo();
   h->set_min(-0.3);
   h->set_max(3e-6);
-  // [-0.3, -0.25): 5 values at -0.275 (exponent -2); [-0.25, 0): 0; [0, 2e-6): 7 at 1e-6 (-20);
-  // [2e-6, 3e-6]: 1 at 2.5e-6 (-19).
-  for (double limit : {-0.25, 0.0, 2e-6, 3e-6}) h->add_bucket_limit(limit);
-  for (double count : {5.0, 0.0, 7.0, 1.0}) h->add_bucket(count);
+  // Buckets are [limit[i-1], limit[i]), the first from min, all clamped to [min, max]:
+  // [-0.3, -0.25): 5 (exponent -2); [-0.25, 0): 0; [0, 1e-12): 4, SummaryWriter's bucket of the
+  // zeros; [1e-12, 1.5e-6): 0; [1.5e-6, 1.9e-6): 7 (exponent -20: 2^-20 = 9.5e-7, 2^-19 = 1.907e-6);
+  // [1.9e-6, 3e-6]: 100 across 2^-19, split by log width: log2(2^-19/1.9e-6) / log2(3e-6/1.9e-6)
+  // = 0.00839 of it below (0.839 values) and 99.16 above; whole counts keeping the total 116
+  // (5 + 4 + 7 + 100): floors 5, 7, 0, 99 and the largest remainder (0.839) gets the last one.
+  for (double limit : {-0.25, 0.0, 1e-12, 1.5e-6, 1.9e-6, 3e-6}) h->add_bucket_limit(limit);
+  for (double count : {5.0, 0.0, 4.0, 0.0, 7.0, 100.0}) h->add_bucket(count);
   // The weights' own histogram (no "grad" in the tag) and an activation's.
   for (const char* tag : {"fc1.weight", "relu1"}) {
     tb::Summary::Value* v = e.mutable_summary()->add_value();
@@ -221,12 +225,15 @@ TEST(TensorBoardImport, ScalarTensorsAndHistogramsOfOtherWriters) {
   EXPECT_EQ(g.tensor, "fc1.weight.grad");
   EXPECT_EQ(g.kind, HistogramKind::WeightGrad);
   EXPECT_EQ(g.unscaled.counts[-2 - kHistMinExp], 5);
-  EXPECT_EQ(g.unscaled.counts[-20 - kHistMinExp], 7);
-  EXPECT_EQ(g.unscaled.counts[-19 - kHistMinExp], 1);
-  EXPECT_EQ(g.unscaled.total, 13);
-  EXPECT_EQ(g.unscaled.subnormal, 8);  // below 2^-14
+  EXPECT_EQ(g.unscaled.counts[kHistBinZero], 4);  // zeros are zeros, not fp16 underflow
+  EXPECT_EQ(g.unscaled.counts[-20 - kHistMinExp], 8);
+  EXPECT_EQ(g.unscaled.counts[-19 - kHistMinExp], 99);
+  EXPECT_EQ(g.unscaled.total, 116);
+  EXPECT_EQ(g.unscaled.subnormal, 107);  // below 2^-14
   EXPECT_EQ(g.unscaled.underflow, 0);
   EXPECT_TRUE(r.events.join('\n').contains("re-binned"));
+  EXPECT_TRUE(r.events.join('\n').contains("approximate, 3 buckets spanned a power of two"));  // one per tag
+  EXPECT_TRUE(r.events.join('\n').contains("12 values in the [0, 1e-12) bucket counted as zeros"));
 }
 
 TEST(TensorBoardImport, RefusesWhatItCannotRead) {
@@ -241,7 +248,7 @@ TEST(TensorBoardImport, RefusesWhatItCannotRead) {
   damaged[damaged.size() - 6] ^= 0x40;
   EXPECT_HAS(messageOf<RunRecordError>([&] { importOne(damaged); }), "record 2 (offset 40): data CRC mismatch");
   EXPECT_HAS(messageOf<RunRecordError>([&] { importOne(framed({versionEvent("brain.Event:2")})); }),
-             "logs/run/: no scalar of a training step");
+             "logs/run/: no training loss or other scalar of a training step");
   // A file cut short keeps its whole records and says so.
   const std::string whole = framed({versionEvent("brain.Event:2"), ok, scalarEvent(2, 2, "loss", 0.5f)});
   const RunRecord cut = importOne(whole.substr(0, whole.size() - 5));
@@ -260,13 +267,20 @@ TEST(TensorBoardImport, ALogWrittenByTensorBoardsOwnWriter) {
   std::vector<std::int64_t> skipped;
   for (const auto& m : r.steps)
     if (m.skipped) skipped.push_back(m.step);
-  EXPECT_EQ(skipped, std::vector<std::int64_t>{2});  // 65536 -> 32768 after step 2
-  EXPECT_EQ(r.steps[4].scaleEvent, "growth");
+  // "amp/scale" is logged after scaler.update(), as everyone does: 65536 after step 2, 32768
+  // after step 3 (step 3 skipped), 65536 after step 6 (growth at step 6).
+  EXPECT_EQ(skipped, std::vector<std::int64_t>{3});
+  EXPECT_EQ(r.steps[2].scale, 65536.f);
+  EXPECT_EQ(r.steps[2].scaleAfter, 32768.f);
+  EXPECT_EQ(r.steps[5].scaleEvent, "growth");
   EXPECT_DOUBLE_EQ(r.steps[1].stepMs, 500.0);  // wall times 0.5 s apart
   ASSERT_TRUE(r.steps[5].testAcc.has_value());
   EXPECT_NEAR(*r.steps[5].testAcc, 0.86, 1e-6);  // 86 %, a float tensor of the scalars plugin
   ASSERT_EQ(r.histograms.size(), 1u);
-  EXPECT_EQ(r.histograms[0].second.unscaled.counts[-20 - kHistMinExp], 7);
+  // [0, 2e-6): 7 values, a bucket wider than SummaryWriter's zero bucket: spread over the
+  // binades it covers (approximate), the total kept.
+  EXPECT_EQ(r.histograms[0].second.unscaled.counts[-2 - kHistMinExp], 5);
+  EXPECT_EQ(r.histograms[0].second.unscaled.total, 13);
   EXPECT_TRUE(r.summary["imported_scalars"].toObject().contains("hparams/dropout"));
   EXPECT_EQ(r.config.mode, PrecisionMode::AmpFp16);
 }
@@ -333,11 +347,26 @@ TEST(TensorBoardExport, ScalarsAndExponentHistogramsAreWhatTensorBoardShows) {
           return p.first == e.step() && p.second.tensor == tensor && p.second.kind == HistogramKind::WeightGrad;
         });
         ASSERT_NE(it, r.histograms.end());
-        ASSERT_EQ(v.histo().bucket_size(), kHistExpBins);
-        for (int k = 0; k < kHistExpBins; ++k) {
-          EXPECT_EQ(v.histo().bucket(k), double(it->second.unscaled.counts[k]));
-          EXPECT_EQ(v.histo().bucket_limit(k), kHistMinExp + k + 1);
+        // Bucket [e, e + 1) on the log2 axis is exponent e, [-41, -40) the zeros, [18, 19) inf
+        // and NaN; empty end buckets left out, min and max the outer edges, num every value.
+        const tb::HistogramProto& p = v.histo();
+        const ExponentHistogram& want = it->second.unscaled;
+        ASSERT_GT(p.bucket_size(), 0);
+        EXPECT_EQ(p.num(), double(want.total));
+        EXPECT_GT(p.bucket(0), 0);
+        EXPECT_GT(p.bucket(p.bucket_size() - 1), 0);
+        EXPECT_EQ(p.max(), p.bucket_limit(p.bucket_size() - 1));
+        double seen = 0;
+        for (int i = 0; i < p.bucket_size(); ++i) {
+          const double left = i == 0 ? p.min() : p.bucket_limit(i - 1);
+          EXPECT_EQ(p.bucket_limit(i), left + 1);  // never backwards
+          const std::int64_t n = left == kTbZeroBucketLeft      ? want.counts[kHistBinZero]
+                                 : left == kTbNonFiniteBucketLeft ? want.counts[kHistBinInf] + want.counts[kHistBinNan]
+                                                                   : want.counts[int(left) - kHistMinExp];
+          EXPECT_EQ(p.bucket(i), double(n)) << "bucket from " << left;
+          seen += p.bucket(i);
         }
+        EXPECT_EQ(seen, double(want.total));
       }
     }
   }
