@@ -72,6 +72,10 @@ class MpiCommunicator final : public Communicator {
   }
   int rank() const override { return m_rank; }
   int size() const override { return m_size; }
+  double timeoutSeconds() const override {
+    std::lock_guard lock(m_mutex);
+    return m_timeoutS;
+  }
   std::string description() const override {
     return m_library + ", " + std::to_string(m_size) + " ranks";
   }
@@ -145,7 +149,7 @@ class MpiCommunicator final : public Communicator {
 
   int m_rank = 0, m_size = 1;
   std::string m_library;
-  std::mutex m_mutex;
+  mutable std::mutex m_mutex;
   std::condition_variable m_wake;
   bool m_quit = false, m_busy = false;
   const char* m_what = "";

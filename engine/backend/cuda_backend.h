@@ -17,6 +17,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/block_cache.h"
+#include "engine/backend/cuda_nccl.h"
 #include "engine/backend/cuda_step_graph.h"
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cudnn_conv.h"
@@ -163,6 +164,10 @@ class CudaBackend final : public Backend {
   // AMP_CUDA_DISABLE=cuda-graphs, or setStepGraphs(false) (tests compare both in one process).
   bool capturesSteps() const override;
   void setStepGraphs(bool on) { m_stepGraphsOn = on; }
+  // Convolutions cuDNN ran in each layout, and channels-last ones that ran on NCHW copies
+  // because no NHWC algorithm would (the GPU suite asserts which layout really ran).
+  cuda::ConvLayoutRuns convLayoutRuns() const { return m_conv ? m_conv->layoutRuns() : cuda::ConvLayoutRuns{}; }
+  std::int64_t convNhwcFallbacks() const { return m_convNhwcFallbacks; }
   // Graphs dropped because the device ran out of memory outside a step (cuda_alloc_retry.h).
   int graphsDroppedForMemory() const { return m_graphsDroppedForMemory; }
   void beginStepCapture() override;
@@ -185,7 +190,8 @@ class CudaBackend final : public Backend {
   // stream, NCCL loaded at run time (libnccl.so.2; the plugin works without it), its id from rank
   // 0 over the ranks' Communicator. Only where every rank has a GPU of its own (NCCL refuses two
   // ranks on one device): false elsewhere, and the gradients go through host memory and MPI.
-  // AMP_CUDA_DISABLE=nccl turns it off.
+  // Non-blocking and watched: no wait lasts longer than the Communicator's timeoutSeconds; a
+  // failure throws CommunicatorError. AMP_CUDA_DISABLE=nccl turns it off.
   bool allReduceOnDevice(std::span<Tensor* const> grads, Communicator& comm) override;
 
   cuda::Stream stream() const { return m_stream; }
@@ -289,8 +295,7 @@ class CudaBackend final : public Backend {
   // beginStepTiming recorded this step's start event: beginStep and a graph's launch leave it.
   bool m_stepTimingMarked = false;
   // NCCL (cuda_backend_nccl.cpp): decided on the first all-reduce, the same on every rank.
-  struct Nccl;
-  std::shared_ptr<Nccl> m_nccl;
+  std::shared_ptr<cudabk::NcclRanks> m_nccl;
   bool m_ncclDecided = false;
 
   // Whole-step graphs (cuda_step_graph.cpp). Memory allocated or freed while capturing belongs
@@ -301,6 +306,7 @@ class CudaBackend final : public Backend {
   std::atomic<cudabk::GraphMode> m_graphMode{cudabk::GraphMode::Eager};
   bool m_graphTail = false;  // capturing the step's AMP tail (beginStepTail)
   int m_graphsDroppedForMemory = 0;
+  std::int64_t m_convNhwcFallbacks = 0;
   std::unique_ptr<cudabk::StepGraph> m_graph;
   BlockCache m_graphCache;
   std::unordered_set<void*> m_graphBlocks;

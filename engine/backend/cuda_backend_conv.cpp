@@ -82,9 +82,14 @@ void CudaBackend::timeInGemmCounters(double flops, const std::function<void()>& 
 void CudaBackend::runCudnn(const cuda::ConvProblem& problem, const Tensor& in0, const Tensor& in1,
                            Tensor& out) {
   const bool filterOut = problem.pass == cuda::ConvPass::BackwardFilter;
+  // An algorithm that planned but failed to run is held back for this problem a while
+  // (kernels/cuda/conv_plan_policy.h) and the call plans again: another algorithm in the same
+  // layout, or (channels-last) the NCHW copies once none is left. Bounded: each failure holds
+  // one more algorithm back, and cuDNN has a handful per pass.
+  constexpr int kAttempts = 8;
   if (problem.channelsLast) {
     const MemoryFormat nchw = MemoryFormat::Contiguous, nhwc = MemoryFormat::ChannelsLast;
-    if (m_conv->supports(problem)) {
+    for (int attempt = 0; attempt < kAttempts && m_conv->supports(problem); ++attempt) {
       try {
         if (filterOut) {  // dw comes out KRSC: into workspace, then transposed into place
           Tensor krsc = empty(out.shape(), out.dtype(), MemCategory::Workspace, nhwc);
@@ -93,13 +98,12 @@ void CudaBackend::runCudnn(const cuda::ConvProblem& problem, const Tensor& in0, 
           return;
         }
         return runCudnnAsLaidOut(problem, in0, toFormat(in1, nhwc, MemCategory::Workspace), out);  // in1: the filter
-      } catch (const std::runtime_error&) {
-        // An algorithm that planned but failed to run is refused from then on (CudnnConv::run):
-        // this call, and later ones, take the NCHW copies below. Anything else is rethrown.
-        if (m_conv->supports(problem)) throw;
+      } catch (const cuda::ConvRunFailed&) {
+        cudaGetLastError();
       }
     }
-    // No NHWC algorithm for this one: the same convolution on NCHW copies.
+    // No NHWC algorithm for this one (now): the same convolution on NCHW copies.
+    ++m_convNhwcFallbacks;
     cuda::ConvProblem fallback = problem;
     fallback.channelsLast = false;
     Tensor result = out.channelsLast()
@@ -109,7 +113,14 @@ void CudaBackend::runCudnn(const cuda::ConvProblem& problem, const Tensor& in0, 
     if (result.rawData() != out.rawData()) convertFormatInto(result, out);
     return;
   }
-  runCudnnAsLaidOut(problem, in0, in1, out);
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return runCudnnAsLaidOut(problem, in0, in1, out);
+    } catch (const cuda::ConvRunFailed&) {
+      cudaGetLastError();
+      if (attempt == kAttempts || !m_conv->supports(problem)) throw;
+    }
+  }
 }
 
 void CudaBackend::runCudnnAsLaidOut(const cuda::ConvProblem& problem, const Tensor& in0,

@@ -28,6 +28,9 @@ class Communicator {
   virtual int size() const = 0;
   // "Open MPI 4.1.4, 2 ranks on 1 host", "one process"
   virtual std::string description() const = 0;
+  // How long a collective may take before this rank gives up on the others (dist.timeout_s);
+  // 0: no limit. Transports beside this one (NCCL on the devices) wait no longer than this.
+  virtual double timeoutSeconds() const { return 0; }
 
   // Element-wise sum over the ranks, in place, the same result on every rank.
   virtual void allReduceSum(std::span<float> data, const char* what) = 0;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/common/rank_average.h"
+
 namespace amp {
 
 Batch shardBatch(const Batch& global, int rank, int ranks) {
@@ -31,9 +33,10 @@ Batch shardBatch(const Batch& global, int rank, int ranks) {
 }
 
 namespace {
-// DDP's average: the sum over the ranks, then divided by their number.
+// DDP's average: the fp32 sum over the ranks, then divided by their number, by the expression
+// the NCCL path's kernel uses (kernels/common/rank_average.h); the upload rounds 16-bit ones once.
 void divideBy(std::span<float> values, float ranks) {
-  for (float& v : values) v /= ranks;
+  for (float& v : values) v = rankAverage(v, ranks);
 }
 }  // namespace
 

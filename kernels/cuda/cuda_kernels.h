@@ -29,6 +29,9 @@ void launchRoundThrough(float* data, std::int64_t n, int throughCode, Stream s);
 void launchAccumulate(int dstCode, void* dst, int srcCode, const void* src, std::int64_t n,
                       Stream s);
 void launchScale(int code, void* data, std::int64_t n, float factor, Stream s);
+// dst[i] = the data-parallel average of sum[i] over `ranks` (kernels/common/rank_average.h),
+// rounded once to dstCode; dst may be sum itself (fp32).
+void launchRankAverage(const float* sum, std::int64_t n, float ranks, int dstCode, void* dst, Stream s);
 void launchActivationForward(Activation a, int xCode, const void* x, int yCode, void* y,
                              std::int64_t n, Stream s);
 // dx = dy * f'(x); x and y share vCode.

@@ -32,6 +32,8 @@
 #include <cudnn.h>
 #include <cuda_runtime.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -156,6 +158,11 @@ std::vector<Candidate> candidates(const std::vector<Perf>& perf, int returned) {
   return out;
 }
 
+// Seconds on the steady clock: the failed algorithms' holds.
+double nowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
 
 std::string ConvProblem::text() const {
@@ -195,6 +202,12 @@ CudnnConv::CudnnConv(Stream stream) {
     throw std::runtime_error(std::string("cuDNN set stream: ") + cudnnGetErrorString(bound));
   }
   m_handle = handle;
+  std::size_t freeBytes = 0, totalBytes = 0;
+  if (cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess) {
+    cudaGetLastError();
+    totalBytes = 0;
+  }
+  m_workspaceCap = convWorkspaceCap(totalBytes, std::getenv("AMP_CUDA_CONV_WORKSPACE_MB"));
 }
 
 CudnnConv::~CudnnConv() {
@@ -221,8 +234,11 @@ CudnnConv::Plan& CudnnConv::planFor(const ConvProblem& p) {
   const Key key = keyOf(p);
   auto it = m_plans.find(key);
   if (it != m_plans.end()) return *it->second;
-  if (auto refused = m_unsupported.find(key); refused != m_unsupported.end())
-    throw std::runtime_error(refused->second);
+  const double now = nowSeconds();
+  if (auto refused = m_unsupported.find(key); refused != m_unsupported.end()) {
+    if (now < refused->second.second) throw std::runtime_error(refused->second.first);
+    m_unsupported.erase(refused);  // its held-back algorithms may be tried again
+  }
 
   if (!g.valid()) throw std::invalid_argument("conv2d: invalid geometry " + p.text());
   if (p.code < 0 || p.code > 2) throw std::invalid_argument("conv2d: unknown dtype code");
@@ -309,8 +325,10 @@ CudnnConv::Plan& CudnnConv::planFor(const ConvProblem& p) {
   // pair. The descriptor is left with the last math type tried; the winner's is set below.
   auto accept = [&](int algo, cudnnMathType_t math) {
     std::size_t bytes = 0;
+    if (m_failed.refused(key, algo, now)) return false;  // it failed to run a moment ago
     if (cudnnSetConvolutionMathType(plan->conv, math) != CUDNN_STATUS_SUCCESS) return false;
     if (workspaceFor(algo, &bytes) != CUDNN_STATUS_SUCCESS) return false;
+    if (bytes > m_workspaceCap) return false;  // the next acceptable one instead
     plan->algo = algo;
     plan->math = math;
     plan->workspace = bytes;
@@ -337,8 +355,12 @@ CudnnConv::Plan& CudnnConv::planFor(const ConvProblem& p) {
       fromHeuristics(true) || fixedOrder(true) || fromHeuristics(false) || fixedOrder(false);
   if (!chosen)
     throw std::runtime_error("cuDNN " + versionText() +
-                             " offers no GEMM-like algorithm with fp32 accumulation for conv2d " +
-                             p.text());
+                             " offers no GEMM-like algorithm with fp32 accumulation and at most " +
+                             std::to_string(m_workspaceCap >> 20) +
+                             " MiB of workspace (AMP_CUDA_CONV_WORKSPACE_MB) for conv2d " + p.text() +
+                             (m_failed.nextRelease(key, now) < std::numeric_limits<double>::infinity()
+                                  ? " that has not failed to run in the last minute"
+                                  : ""));
   check(cudnnSetConvolutionMathType(plan->conv, plan->math), "math type", p);
   return *m_plans.emplace(key, std::move(plan)).first->second;
 }
@@ -355,7 +377,9 @@ bool CudnnConv::supports(const ConvProblem& problem) {
     planFor(problem);
     return true;
   } catch (const std::runtime_error& e) {  // cuDNN's refusals; invalid problems still throw
-    m_unsupported.emplace(key, e.what());
+    // For ever, unless an algorithm held back after a failure was missing: until it may be
+    // tried again.
+    m_unsupported[key] = {e.what(), m_failed.nextRelease(key, nowSeconds())};
     return false;
   }
 }
@@ -391,12 +415,15 @@ void CudnnConv::run(const ConvProblem& p, const void* in0, const void* in1, void
   if (status != CUDNN_STATUS_SUCCESS) {
     const std::string what = "run (algorithm " + std::to_string(plan.algo) + ", math type " +
                              std::to_string(int(plan.math)) + ")";
-    forget(p);  // a later call plans afresh instead of failing the same way forever
-    // An NHWC algorithm that plans but does not run: refused from now on, so the caller's
-    // fallback (the same convolution on NCHW copies) takes over instead of planning it again.
-    if (p.channelsLast) m_unsupported.emplace(keyOf(p), "cuDNN " + what + " failed");
-    check(status, what.c_str(), p);
+    // Held back for this problem a while, and the plan forgotten: the next plan takes another
+    // algorithm in the same layout (conv_plan_policy.h), the caller's NCHW copies only when none
+    // is left.
+    m_failed.failed(keyOf(p), plan.algo, nowSeconds());
+    forget(p);
+    throw ConvRunFailed(std::string("cuDNN ") + what + " for conv2d " + p.text() + ": " +
+                        cudnnGetErrorString(status));
   }
+  ++(p.channelsLast ? m_runs.nhwc : m_runs.nchw);
 }
 
 }  // namespace amp::cuda

@@ -13,10 +13,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 
 #include "kernels/common/conv_geometry.h"
+#include "kernels/cuda/conv_plan_policy.h"
 #include "kernels/cuda/cuda_kernels.h"
 
 namespace amp::cuda {
@@ -40,6 +42,18 @@ struct ConvProblem {
   std::string text() const;
 };
 
+// cuDNN refused to run a planned algorithm (CudnnConv::run): the algorithm is held back for that
+// problem a while (conv_plan_policy.h), so planning again may find another.
+struct ConvRunFailed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Convolutions cuDNN ran, by the layout it was handed (the GPU suite asserts the channels-last
+// runs really were NHWC, so a silent fallback to NCHW copies fails it).
+struct ConvLayoutRuns {
+  std::int64_t nhwc = 0, nchw = 0;
+};
+
 class CudnnConv {
  public:
   // Creates the handle on the current device and binds it to `stream`: every call of this
@@ -57,11 +71,18 @@ class CudnnConv {
   // refusal is remembered too). workspaceBytes() and run() throw where this is false.
   bool supports(const ConvProblem& problem);
 
+  // The most workspace an algorithm may ask for (conv_plan_policy.h); plans made before a
+  // change keep theirs.
+  std::size_t workspaceCap() const { return m_workspaceCap; }
+  void setWorkspaceCap(std::size_t bytes) { m_workspaceCap = bytes; }
+  const ConvLayoutRuns& layoutRuns() const { return m_runs; }
+
   // Enqueues the pass. Operands, dense NCHW / KCRS (NHWC / KRSC when channelsLast) in problem.code:
   //   Forward:        in0 = x,  in1 = w,  out = y
   //   BackwardData:   in0 = dy, in1 = w,  out = dx
   //   BackwardFilter: in0 = x,  in1 = dy, out = dw
   // `out` is overwritten (beta = 0). workspace: at least workspaceBytes(problem) bytes.
+  // Throws ConvRunFailed when cuDNN refuses to run the planned algorithm.
   void run(const ConvProblem& problem, const void* in0, const void* in1, void* out,
            void* workspace, std::size_t workspaceBytes);
 
@@ -80,7 +101,12 @@ class CudnnConv {
 
   void* m_handle = nullptr;  // cudnnHandle_t
   std::map<Key, std::unique_ptr<Plan>> m_plans;
-  std::map<Key, std::string> m_unsupported;  // problems cuDNN offered nothing for: the message
+  // Problems cuDNN offered nothing acceptable for: the message, and until when (for ever unless
+  // only held-back algorithms were missing).
+  std::map<Key, std::pair<std::string, double>> m_unsupported;
+  FailedAlgorithms<Key> m_failed;
+  std::size_t m_workspaceCap = 0;
+  ConvLayoutRuns m_runs;
 };
 
 }  // namespace amp::cuda
