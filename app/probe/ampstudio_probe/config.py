@@ -39,6 +39,88 @@ checkpoint.every checkpoint.at_end
 
 MODES = ("fp32", "fp16", "bf16", "pure_fp16")  # amp.mode's choices
 
+# What the reader (setConfigValue) accepts for each key, so that the probe refuses at construction
+# what the app and CLI would refuse when opening the run (seed=-1, width "wide"), not after a whole
+# run was recorded. tests/test_probe.py checks these against config_schema.cpp's intKey, numKey,
+# boolKey, strKey, listKey and choiceKey lines.
+INT_KEYS = frozenset("""
+seed scaler.growth_interval scaler.hysteresis schedule.step_size schedule.warmup_steps
+model.width model.layers model.heads model.embd model.block model.depth model.base_width
+data.image_size data.channels data.pad_to data.augment_crop data.subset data.test_subset
+data.samples data.classes data.batches train.steps train.epochs train.batch_size
+train.accumulation train.histogram_every train.eval_every train.threads checkpoint.every
+""".split())
+NUM_KEYS = frozenset("""
+scaler.init_scale scaler.growth_factor scaler.backoff_factor scaler.min_scale scaler.max_scale
+optimizer.lr optimizer.momentum optimizer.weight_decay optimizer.beta1 optimizer.beta2 optimizer.eps
+schedule.gamma schedule.min_lr model.dropout data.test_fraction data.noise train.clip_norm
+train.loss_weight
+""".split())
+BOOL_KEYS = frozenset("tf32 reduced_precision_reduction optimizer.nesterov model.batchnorm data.augment_flip "
+                      "checkpoint.at_end".split())
+STR_KEYS = frozenset("name model.cnn data.path data.test_path data.label_column train.inject_param".split())
+LIST_KEYS = frozenset("model.hidden train.inject_nonfinite".split())
+CHOICES = {
+    "amp.mode": MODES, "backend": ("auto", "cpu", "cuda"), "data.cache": ("on", "off"),
+    "data.device_cache": ("auto", "on", "off"), "data.header": ("auto", "yes", "no"),
+    "data.name": ("synthetic", "fmnist", "cifar10", "images", "spirals", "circles", "blobs", "csv", "text",
+                  "copy", "reverse", "sort", "add", "external"),
+    "data.normalize": ("unit", "standard", "none"), "model.activation": ("relu", "tanh", "sigmoid", "gelu"),
+    "model.name": ("recipe_mlp", "mlp", "cnn", "resnet", "gpt", "external"), "model.stem": ("auto", "cifar", "imagenet"),
+    "optimizer.name": ("sgd", "adam", "adamw"), "scaler.enabled": ("auto", "true", "false"),
+    "scaler.kind": ("dynamic", "static", "none", "apex_dynamic", "hysteresis"),
+    "schedule.name": ("constant", "step", "cosine"), "train.loss": ("auto", "cross_entropy", "mse"),
+    "train.on_divergence": ("stop", "continue"), "train.post_unscale_check": ("warn", "skip"),
+}
+_INT32 = (-2 ** 31, 2 ** 31 - 1)
+MAX_STRING_BYTES = 4096  # kMaxStringValueBytes
+
+
+def _as_int(v):
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, str):
+        try:
+            return int(v.strip(), 10)
+        except ValueError:
+            return None
+    return None
+
+
+def check_value(key: str, v: Any) -> None:
+    """Refuses a value the reader would refuse for `key` (one line naming the key and value)."""
+    def bad(what):
+        raise ValueError(f"config {key}={v!r}: expected {what}; AMP Studio would refuse to open the run")
+    if key in INT_KEYS:
+        x = _as_int(v)
+        lo, hi = (0, 2 ** 64 - 1) if key == "seed" else _INT32
+        if x is None or not lo <= x <= hi:
+            bad(f"an integer from {lo} to {hi}")
+    elif key in NUM_KEYS:
+        try:
+            x = float(v) if not isinstance(v, bool) else None
+        except (TypeError, ValueError):
+            x = None
+        if x is None or x != x or x in (float("inf"), float("-inf")):
+            bad("a finite number")
+    elif key in BOOL_KEYS:
+        if not (isinstance(v, bool) or v in ("true", "false")):
+            bad("true or false")
+    elif key in STR_KEYS:
+        if not isinstance(v, str) or len(v.encode()) > MAX_STRING_BYTES:
+            bad(f"a string of at most {MAX_STRING_BYTES} bytes")
+    elif key in LIST_KEYS:
+        items = v if isinstance(v, (list, tuple, set)) else str(v).split(",") if isinstance(v, (str, int)) else None
+        if items is None or any(_as_int(i) is None for i in items):
+            bad("a list of integers")
+    elif key in CHOICES:
+        if str(v) not in CHOICES[key]:
+            bad("one of " + " | ".join(CHOICES[key]))
+
 # torch.optim classes AMP Studio has an equivalent of: optimizer.name and the hyperparameters.
 _OPTIMIZERS = {"SGD": "sgd", "Adam": "adam", "AdamW": "adamw"}
 
@@ -74,6 +156,9 @@ def check_keys(flat: Dict[str, Any]) -> None:
             continue
         raise ValueError(f"config key {k!r} is not one of AMP Studio's config keys "
                          "(engine/config/config_schema.cpp); the app would refuse the run")
+    for k, v in flat.items():
+        if k != "format_version":
+            check_value(k, v)
 
 
 def optimizer_settings(opt) -> Tuple[Dict[str, Any], str]:

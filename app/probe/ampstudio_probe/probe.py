@@ -17,8 +17,10 @@ Where each figure comes from (skip.py explains the wrappers, gradients.py where 
   optimizer.step just before it runs; otherwise in probe.step.
 * scale is the scale at unscale_ time (the one backward used), else the previous step's
   scale_after; scale_after and growth_tracker are read after update().
-* mode is what autocast was doing during the model's first forward (a forward pre-hook), unless
-  given; config.json is rewritten after step 1 if that differs from the guess at construction.
+* mode is what autocast was doing during the first training forward of any module (forward
+  pre-hooks, removed after step 1), unless given.
+* Nothing is written before the first step (config.json, events.log): an earlier run in the folder
+  (overwrite=True) is replaced only once this one has a step to record.
 """
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ from typing import List, Optional, Tuple
 import torch
 
 from ._version import __version__
-from .config import FORMAT_VERSION, MODES, build_config, check_keys, flatten, optimizer_settings, scaler_enabled
+from .config import (FORMAT_VERSION, MODES, build_config, check_keys, check_value, flatten, optimizer_settings,
+                     scaler_enabled)
 from .gradients import GradientReader
 from .histogram import DTYPE_NAMES, histogram
 from .memory import MemoryMeter
@@ -62,6 +65,12 @@ class Probe:
                  overwrite: bool = False, sync_every: int = 50) -> None:
         overrides = flatten(config or {})
         check_keys(overrides)
+        # The named arguments go to config keys too: refused now, not when the run is opened.
+        for key, v in (("seed", seed), ("train.steps", steps), ("train.batch_size", batch_size)):
+            if v is not None:
+                check_value(key, v)
+        if name is not None:
+            check_value("name", name)
         if mode is None:
             mode = overrides.get("amp.mode")
         if mode is not None and mode not in MODES:
@@ -100,7 +109,8 @@ class Probe:
         self._handles = []
         self._folder = RunFolder(out, overwrite=overwrite, sync_every=sync_every)
         try:
-            self._folder.write_config(self._config())
+            self._config()  # builds (nothing is written before the first step: RunFolder.start)
+            self._planned_steps = int(steps) if steps else 0
             self._scale_next, self._tracker = self._read_scaler()
             self._memory = MemoryMeter([p for _, p in self._named], optimizer, self.device)
             r = self._reader
@@ -113,7 +123,7 @@ class Probe:
                 for mname, m in model.named_modules():
                     if mname and not any(True for _ in m.children()):
                         self._handles.append(m.register_forward_hook(r.activation_hook(mname)))
-            self._folder.write_events([f"recording PyTorch {torch.__version__} run on {self._device_text()}"])
+            self._first_events = [f"recording PyTorch {torch.__version__} run on {self._device_text()}"]
         except BaseException:
             if getattr(self, "_hooks", None) is not None:
                 self._hooks.uninstall()
@@ -173,6 +183,13 @@ class Probe:
         skipped, problem = decide_skip(sig, self._hooks.counts_steps, has_scaler, scale, scale_after)
         if n == 1:
             self._settle_mode(loss)
+            # The first write: the earlier run (overwrite=True) is replaced only now.
+            self._folder.write_config(self._config())
+            self._folder.write_events(self._first_events)
+        elif self._planned_steps and n > self._planned_steps:
+            # More steps than train.steps said: a run killed now must not read as "150/100".
+            self._planned_steps = n + self._folder.sync_every
+            self._folder.write_config(self._config(steps=self._planned_steps))
             self._remove_autocast_hooks()  # calls fewer per forward from now on
         held = math.sqrt(c.sumsq)
         if c.held_is_scaled:
@@ -266,9 +283,7 @@ class Probe:
         elif isinstance(loss, torch.Tensor) and loss.dtype in (torch.float16, torch.bfloat16):
             mode, source = ("fp16" if loss.dtype == torch.float16 else "bf16"), "loss dtype"
         self._mode_source = source
-        if mode != self.mode:
-            self.mode = mode
-            self._folder.write_config(self._config())
+        self.mode = mode  # config.json is written right after, at the first step
 
     def _note(self, text: str) -> None:
         if text not in self._notes:
@@ -320,7 +335,12 @@ class Probe:
             for h in self._handles:
                 h.remove()
             self._remove_autocast_hooks()
-            if self._step:
+            if not self._step and self._folder.earlier:
+                return  # never started: the earlier run stays whole (finally: released)
+            if not self._step:
+                self._folder.write_config(self._config())
+                self._folder.write_events(self._first_events)
+            else:
                 self._folder.write_config(self._config(steps=self._step))
             summary = self._summary.to_json(status)
             summary["name"] = self.name

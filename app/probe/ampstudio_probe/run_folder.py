@@ -13,8 +13,8 @@
   writing on that thread too was tried and measured slower: on a 2-vCPU machine the thread
   competed with the training loop for the GIL and the core, costing more than the ~50 us of
   JSON and write it took off the loop.
-* A folder that already holds a run is refused unless overwrite=True (the CLI's --overwrite),
-  and the folder is claimed with the CLI's lock (flock on DIR/.ampstudio.lock) so a probe and
+* A folder that already holds a run is refused unless overwrite=True (the CLI's --overwrite);
+  the earlier run is replaced only at the first write (RunFolder.start), and the folder is claimed with the CLI's lock (flock on DIR/.ampstudio.lock) so a probe and
   `ampstudio-cli run --out DIR` never write one folder at once.
 """
 from __future__ import annotations
@@ -99,38 +99,59 @@ def existing_run_outputs(folder: str) -> list:
 
 
 class RunFolder:
+    """The folder of one recording. The constructor only checks and claims: it refuses what the
+    run could not write (a FIFO or a folder named metrics.jsonl would hang or fail later) and a
+    folder holding a run unless overwrite=True, and takes the lock. Nothing there changes until
+    the first write (the probe's first step): only then is an earlier run replaced, as the CLI
+    replaces one once the new run has started, so a probe refused for its arguments, or a script
+    that dies before its first step, leaves the old run whole."""
+
     def __init__(self, folder: str, overwrite: bool = False, sync_every: int = 50) -> None:
         self.folder = folder
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            raise NotADirectoryError(f"{folder}: exists and is not a folder")
         os.makedirs(folder, exist_ok=True)
         self._lock_fd = -1
         self._claim()
         try:
-            there = existing_run_outputs(folder)
-            if there and not overwrite:
+            for n in RUN_FILES:
+                path = os.path.join(folder, n)
+                if os.path.lexists(path) and not os.path.isfile(path):
+                    raise ValueError(f"{path}: exists and is not a file, so the run could not write it")
+            self.earlier = existing_run_outputs(folder)
+            if self.earlier and not overwrite:
                 raise FileExistsError(
-                    f"{folder} already holds a run ({', '.join(there)}); pass overwrite=True to replace it")
-            # Replace the earlier run as the CLI's replaceEarlierRun() does: our file names and
-            # checkpoints/step-N.zip only (a stale checkpoint would pass for this run's).
-            for n in (SUMMARY, CONFIG):
-                if os.path.exists(os.path.join(folder, n)):
-                    os.unlink(os.path.join(folder, n))
-            ckpt = os.path.join(folder, "checkpoints")
-            if os.path.isdir(ckpt):
-                for n in os.listdir(ckpt):
-                    if re.fullmatch(r"step-\d+\.zip", n):
-                        os.unlink(os.path.join(ckpt, n))
-            self.metrics = _AppendFile(os.path.join(folder, METRICS))
-            self.histograms = _AppendFile(os.path.join(folder, HISTOGRAMS))
-            self.events = _AppendFile(os.path.join(folder, EVENTS))
+                    f"{folder} already holds a run ({', '.join(self.earlier)}); pass overwrite=True to replace it")
         except BaseException:
             self._release()
             raise
+        self.started = False
         self.sync_every = max(1, int(sync_every))
         self.closed = False
         self._unsynced = 0
         self._lock = threading.Lock()  # fsync and close never overlap (a closed fd number is reused)
         self._wake = threading.Event()
         self._error: Optional[BaseException] = None
+        self._syncer = None
+
+    def start(self) -> None:
+        """Replaces the earlier run (when overwrite=True) and opens the files: at the first write."""
+        if self.started:
+            return
+        # As the CLI's replaceEarlierRun(): our file names and checkpoints/step-N.zip only (a
+        # stale checkpoint would pass for this run's); other files the user keeps there stay.
+        for n in (SUMMARY, CONFIG):
+            if os.path.exists(os.path.join(self.folder, n)):
+                os.unlink(os.path.join(self.folder, n))
+        ckpt = os.path.join(self.folder, "checkpoints")
+        if os.path.isdir(ckpt):
+            for n in os.listdir(ckpt):
+                if re.fullmatch(r"step-\d+\.zip", n):
+                    os.unlink(os.path.join(ckpt, n))
+        self.metrics = _AppendFile(os.path.join(self.folder, METRICS))
+        self.histograms = _AppendFile(os.path.join(self.folder, HISTOGRAMS))
+        self.events = _AppendFile(os.path.join(self.folder, EVENTS))
+        self.started = True
         self._syncer = threading.Thread(target=self._sync_loop, name="ampstudio-probe-fsync", daemon=True)
         self._syncer.start()
 
@@ -168,10 +189,12 @@ class RunFolder:
             self._lock_fd = -1
 
     def write_config(self, config: dict) -> None:
+        self.start()
         write_json(os.path.join(self.folder, CONFIG), config)
 
     def write_step(self, metrics: bytes, histograms: List[dict], events: List[str]) -> None:
         """One step: its metrics line (already JSON text), histogram objects and events."""
+        self.start()
         h = b"".join(dumps_line(o) for o in histograms)
         if h:
             self.histograms.write(h)
@@ -186,6 +209,7 @@ class RunFolder:
     def write_events(self, events: Iterable[str]) -> None:
         e = "".join(s + "\n" for s in events)
         if e:
+            self.start()
             self.events.write(e.encode())
 
     def flush(self) -> None:
@@ -200,12 +224,14 @@ class RunFolder:
         if self._error is not None:
             err, self._error = self._error, None
             raise OSError(f"{self.folder}: writing the run failed: {err}") from err
-        with self._lock:
-            self._fsync_all()
+        if self.started:
+            with self._lock:
+                self._fsync_all()
         self._unsynced = 0
 
     def write_summary(self, summary: dict) -> None:
         # The lines it summarises reach the disk first (run_output.cpp does the same).
+        self.start()
         self.sync()
         write_json(os.path.join(self.folder, SUMMARY), summary)
 
@@ -214,8 +240,10 @@ class RunFolder:
             return
         with self._lock:
             self.closed = True
-            for f in (self.histograms, self.events, self.metrics):
-                f.close()
+            if self.started:
+                for f in (self.histograms, self.events, self.metrics):
+                    f.close()
         self._wake.set()  # the syncer sees `closed` and ends
-        self._syncer.join()
+        if self._syncer is not None:
+            self._syncer.join()
         self._release()
