@@ -274,6 +274,9 @@ class Probe:
         pdtype = self._named[0][1].dtype if self._named else torch.float32
         if seen is not None and seen[0]:
             mode, source = {torch.float16: "fp16", torch.bfloat16: "bf16"}.get(seen[1], mode), "autocast"
+            if mode == "fp16" and not scaler_enabled(self.scaler):
+                self._note("fp16 autocast without an enabled GradScaler (torch.cuda.amp.GradScaler() disables "
+                           "itself without CUDA; use torch.amp.GradScaler(device)): no loss scaling, scale 1")
         elif seen is not None:
             # No autocast: a model converted to 16 bits trains without master weights.
             mode = "pure_fp16" if pdtype == torch.float16 else "bf16" if pdtype == torch.bfloat16 else "fp32"
@@ -352,6 +355,8 @@ class Probe:
                 "scaler_class": type(self.scaler).__name__ if self.scaler is not None else "",
                 "mode_from": self._mode_source,
                 "probe_overhead_ms_per_step": self.overhead_ms_per_step()}
+            if not self.batch_size:  # samples/s needs the batch size: the app says "not logged", not 0
+                summary["source"]["not_logged"] = ["samples_per_s"]
             if self._notes:
                 self._folder.write_events([f"probe: {t}" for t in self._notes])
             self._folder.write_summary(summary)
