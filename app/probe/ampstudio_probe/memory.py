@@ -28,7 +28,11 @@ from .records import MEM_CATEGORIES, Memory
 
 
 def _bytes(t) -> int:
-    return t.numel() * t.element_size() if isinstance(t, torch.Tensor) else 0
+    if not isinstance(t, torch.Tensor):
+        return 0
+    if t.is_sparse:  # what it holds (indices and values), not its dense shape (an embedding's grad)
+        return _bytes(t._indices()) + _bytes(t._values())
+    return t.numel() * t.element_size()
 
 
 class MemoryMeter:

@@ -220,6 +220,10 @@ class TestParameters(Case):
         hist_tensors = {h["tensor"] for h in lines(os.path.join(self.out("mixed"), "histograms.jsonl"))
                         if h["kind"] == "weight_grad"}
         self.assertIn("emb.weight", hist_tensors)  # the sparse gradient, densified
+        # Memory: the sparse gradient by what it holds (at most 24 rows of 16), not 50 x 16 dense.
+        grads = metrics[-1]["memory"]["gradients"]
+        dense_others = sum(p.numel() * p.element_size() for n, p in model.named_parameters() if n != "emb.weight")
+        self.assertLess(grads - dense_others, 50 * 16 * 4)
         events = open(os.path.join(self.out("mixed"), "events.log")).read()
         self.assertIn("torch.float64 gradients (lin.weight)", events)
         self.assertIn("sparse gradient", events)
