@@ -2,7 +2,8 @@
 injected overflows and histograms, exports it with `ampstudio-cli export --format tensorboard`,
 and reads the folder with the tensorboard package's EventAccumulator (the reader behind
 `tensorboard --logdir`). Every logged loss, scale and skip must equal metrics.jsonl's (as the
-float32 TensorBoard stores), and each exponent histogram the run's histograms.jsonl counts.
+float32 TensorBoard stores), and each exponent histogram the run's histograms.jsonl counts
+(zeros, infinities and NaNs included, in num too).
 
     tensorboard_reader_check.py PYTHON_WITH_TENSORBOARD CLI WORK
 Exits 77 (ctest: skipped) when that Python has no tensorboard package.
@@ -68,12 +69,23 @@ def main():
         if e is None:
             bad.append(f"{tag} at step {h['step']}: missing")
             continue
-        counts = list(e.histogram_value.bucket)
-        if counts != [float(c) for c in h["unscaled"][:58]]:
+        # On a log2 axis: the bucket [e, e + 1) is exponent e, [-41, -40) the zeros, [18, 19) inf
+        # and NaN; empty end buckets left out, min the first bucket's left edge, num every value.
+        hv = e.histogram_value
+        u = h["unscaled"]
+        want = {float(k): float(c) for k, c in zip(range(h["min_exp"], h["max_exp"] + 1), u[:58])}
+        want[-41.0] = float(u[58])
+        want[18.0] = float(u[59] + u[60])
+        got = {}
+        for i, (limit, count) in enumerate(zip(hv.bucket_limit, hv.bucket)):
+            left = hv.min if i == 0 else hv.bucket_limit[i - 1]
+            if limit != left + 1:
+                bad.append(f"{tag} at step {h['step']}: bucket {i} is [{left}, {limit}), not one binade")
+            got[left] = count
+        if {k: v for k, v in got.items() if v} != {k: v for k, v in want.items() if v}:
             bad.append(f"{tag} at step {h['step']}: buckets differ")
-        limits = list(e.histogram_value.bucket_limit)
-        if limits != [float(k + 1) for k in range(h["min_exp"], h["max_exp"] + 1)]:
-            bad.append(f"{tag}: bucket limits are not the exponents")
+        if hv.num != sum(u):
+            bad.append(f"{tag} at step {h['step']}: num {hv.num}, values {sum(u)}")
         checked += 1
     config = acc.Tensors("ampstudio/config")[0].tensor_proto.string_val[0].decode()
     if json.loads(config)["amp"]["mode"] != "fp16":
