@@ -37,6 +37,7 @@ __global__ void adamStepKernel(const MultiTensorEntry* table, AdamScalars value,
   if (!stats->stepped) return;
   const AdamScalars p = onDevice ? *onDevice : value;
   const MultiTensorEntry e = table[tensorIndex(rowBase)];
+  if (blockOwnsNoElement(e.n)) return;
   AdamBody body{e, p};
   forEachLanes(e.n, vectorAligned(e.param, e.grad, e.stateA, e.stateB) && vectorAligned(e.lowCopy), body);
   addBlockStepStats(stats, body.sumSq, body.lost);

@@ -38,6 +38,10 @@ __global__ void unscaleAndCheckKernel(const MultiTensorEntry* table, float invSc
   const float invScale = invScaleOnDevice ? *invScaleOnDevice : invScaleValue;
   const int tensor = tensorIndex(rowBase);
   const MultiTensorEntry e = table[tensor];
+  if (blockOwnsNoElement(e.n)) {
+    if (blockIdx.x == 0 && tensor == 0 && threadIdx.x == 0) stats->unscaled = 1;
+    return;
+  }
   UnscaleBody body{e, invScale, unscaleStores(invScale, e.roundCode)};
   forEachLanes(e.n, vectorAligned(e.grad), body);
   const int bad = body.bad;

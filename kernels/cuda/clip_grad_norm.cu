@@ -7,6 +7,7 @@ namespace amp::cuda {
 __global__ void gradSumOfSquaresKernel(const MultiTensorEntry* table, DeviceStepStats* stats,
                                        int rowBase) {
   const MultiTensorEntry e = table[tensorIndex(rowBase)];
+  if (blockOwnsNoElement(e.n)) return;
   double sumSq = 0;
   AMP_FOR_EACH_ELEMENT(i, e.n) {
     const double v = loadFloat(e.gradCode, e.grad, i);

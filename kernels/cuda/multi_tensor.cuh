@@ -24,6 +24,16 @@ inline void forEachRowChunk(int count, std::int64_t maxN, Launch&& launch) {
 // The table index of the calling block's tensor.
 __device__ inline int tensorIndex(int rowBase) { return rowBase + static_cast<int>(blockIdx.y); }
 
+// Whether the calling block has no element of its tensor (n elements): the grid is as wide as
+// the table's largest tensor needs, so most blocks of a small tensor's row have none. Such a
+// block returns before its block reductions and atomics: they would add +0.0 to sums of squares
+// that start at +0.0 and only grow, which changes no bit (issue 41: the GPT's 148 tensors ran
+// thousands of empty blocks, each with a double atomicAdd on one address). Uniform in the
+// block (it depends on blockIdx only), so no thread is left waiting at a barrier.
+__device__ inline bool blockOwnsNoElement(std::int64_t n) {
+  return blockIdx.x * std::int64_t(blockDim.x) >= n;
+}
+
 // The optimizer kernels' last act: the block's gradient sum of squares and lost-update count
 // reduced across its threads, then added to the step's statistics by thread 0. Every thread of
 // the block must call it (it holds the block reductions).

@@ -46,6 +46,7 @@ __global__ void sgdStepKernel(const MultiTensorEntry* table, SgdScalars value,
   if (!stats->stepped) return;
   const SgdScalars p = onDevice ? *onDevice : value;
   const MultiTensorEntry e = table[tensorIndex(rowBase)];
+  if (blockOwnsNoElement(e.n)) return;
   SgdBody body{e, p};
   forEachLanes(e.n, vectorAligned(e.param, e.grad, e.stateA, e.lowCopy), body);
   addBlockStepStats(stats, body.sumSq, body.lost);
