@@ -6,6 +6,7 @@
 
 #include "engine/backend/backend_checks.h"
 #include "engine/backend/cuda_backend.h"
+#include "engine/backend/cuda_fast_paths.h"
 #include "engine/backend/cuda_error.h"
 
 namespace amp {
@@ -24,7 +25,8 @@ Tensor CudaBackend::launchCrossEntropyRows(const Tensor& logits, const Tensor& l
   Tensor rows = empty({2 * m}, DType::F32, MemCategory::Workspace);
   cuda::launchCrossEntropyForward(floatCode(logits, "cross-entropy"), logits.rawData(),
                                   labels.data<std::int32_t>(), m, c, probs.data<float>(),
-                                  static_cast<double*>(rows.rawData()), badLabel, m_stream);
+                                  static_cast<double*>(rows.rawData()), badLabel, m_stream,
+                                  cudabk::fastPathEnabled("warp-losses"));
   checkLaunch("cross-entropy forward", cudabk::shapes({&logits, &labels}));
   return rows;
 }
@@ -56,7 +58,7 @@ void CudaBackend::crossEntropyForwardIntoStep(const Tensor& logits, const Tensor
                                               Tensor& probs) {
   const Tensor rows = launchCrossEntropyRows(logits, labels, probs, &m_stepRecord->badLabel);
   cuda::launchAddRowLossesToStep(static_cast<const double*>(rows.rawData()), logits.dim(0),
-                                 m_stepRecord, m_stream);
+                                 m_stepRecord, m_stream, cudabk::fastPathEnabled("warp-losses"));
   checkLaunch("cross-entropy loss", cudabk::shapes({&logits}));
 }
 

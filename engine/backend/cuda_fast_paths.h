@@ -13,6 +13,11 @@
 //   cuda-graphs             a steady training step recorded once as a CUDA graph and replayed
 //                           (cuda_step_graph.cpp, engine/train/trainer_graph.cpp); off, every
 //                           step launches its kernels one by one (the same numbers either way)
+//   warp-losses             the cross-entropy forward with a warp per row and the step's row
+//                           losses added by a block in a fixed blocked order
+//                           (kernels/common/row_sum_order.h); off, a thread per row and one
+//                           thread adding in row order (the CPU's orders; slow at the GPT's
+//                           32768 rows of 50257 classes)
 // Read once per process. Unknown names are ignored, so a script written for a later build
 // still runs.
 #pragma once

@@ -67,9 +67,10 @@ void launchBiasAdd(int biasCode, const void* bias, float* c, std::int64_t m, std
 
 // ---- losses and accuracy (fp32 math on widened inputs) -------------------------------------
 // probs (m, c) fp32; rowLoss (m) double; badLabel set to 1 + the row of a label out of range.
+// warpPerRow: a warp per row (cross_entropy.cu says why); else a thread per row.
 void launchCrossEntropyForward(int code, const void* logits, const std::int32_t* labels,
                                std::int64_t m, std::int64_t c, float* probs, double* rowLoss,
-                               int* badLabel, Stream s);
+                               int* badLabel, Stream s, bool warpPerRow = true);
 void launchCrossEntropyBackward(const float* probs, const std::int32_t* labels, std::int64_t m,
                                 std::int64_t c, float k, int gCode, void* dlogits, Stream s,
                                 const float* kOnDevice = nullptr);
@@ -141,8 +142,9 @@ void launchAdamStep(const MultiTensorEntry* table, int count, std::int64_t maxN,
 // A training loss into the step's record instead of back to the host: the row losses (m, in
 // double) summed in row order and divided by m; or the MSE sum launchMseForward left in
 // stats->mseSum, divided by n.
+// blocked: kernels/common/row_sum_order.h's order on one block; else one thread in row order.
 void launchAddRowLossesToStep(const double* rowLoss, std::int64_t m, DeviceStepStats* stats,
-                              Stream s);
+                              Stream s, bool blocked = true);
 void launchAddMseToStep(std::int64_t n, DeviceStepStats* stats, Stream s);
 // _amp_update_scale_ with the step's found_inf; the result lands in stats->scale.
 void launchUpdateScale(const ScaleRule& rule, const ScaleCounters& current,
