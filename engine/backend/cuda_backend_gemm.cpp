@@ -6,6 +6,7 @@
 
 #include "engine/backend/backend_checks.h"
 #include "engine/backend/cuda_backend.h"
+#include "engine/backend/cuda_fast_paths.h"
 #include "engine/backend/cuda_error.h"
 
 namespace amp {
@@ -91,8 +92,15 @@ void CudaBackend::biasGrad(const Tensor& dy, Tensor& db) {
   if (dy.rank() != 2 || dy.dim(1) != n)
     throw std::invalid_argument("biasGrad: dy " + shapeString(dy.shape()) + " vs bias " +
                                 shapeString(db.shape()));
+  // Few columns over many rows: the two-pass form (bias_grad.cu), the same order and bits.
+  const std::size_t partialFloats =
+      cudabk::fastPathEnabled("wide-bias-grad") ? cuda::biasGradPartialFloats(dy.dim(0), n) : 0;
+  const Tensor partials = partialFloats > 0 ? empty({static_cast<std::int64_t>(partialFloats)}, DType::F32,
+                                                    MemCategory::Workspace)
+                                            : Tensor();
   cuda::launchBiasGrad(floatCode(dy, "biasGrad"), dy.rawData(), dy.dim(0), n,
-                       floatCode(db, "biasGrad"), db.rawData(), m_stream);
+                       floatCode(db, "biasGrad"), db.rawData(), m_stream,
+                       partialFloats > 0 ? static_cast<float*>(partials.rawData()) : nullptr);
   checkLaunch("bias grad", cudabk::shapes({&dy, &db}));
 }
 

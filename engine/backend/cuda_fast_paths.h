@@ -18,6 +18,9 @@
 //                           (kernels/common/row_sum_order.h); off, a thread per row and one
 //                           thread adding in row order (the CPU's orders; slow at the GPT's
 //                           32768 rows of 50257 classes)
+//   wide-bias-grad          a bias gradient of few columns over many rows in two passes
+//                           (kernels/cuda/bias_grad.cu: row-block sums on a 2-D grid, then
+//                           their totals), the same order and bits as the one-pass kernel
 // Read once per process. Unknown names are ignored, so a script written for a later build
 // still runs.
 #pragma once

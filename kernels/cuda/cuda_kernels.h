@@ -58,9 +58,12 @@ void launchGatherRows(const void* src, const std::int32_t* rows, std::int64_t co
                       std::int64_t rowBytes, void* dst, Stream s);
 
 // ---- GEMM helpers (the GEMM itself is cuBLASLt, cublaslt_gemm.h) ---------------------------
-// db (n) = column sums of dy (m, n) in fp32, rounded to db's dtype.
+// db (n) = column sums of dy (m, n) in fp32 (kernels/common/bias_grad_order.h), rounded to
+// db's dtype. partials: biasGradPartialFloats(m, n) floats of workspace for the two-pass form
+// that spreads few columns over many rows across the device (bias_grad.cu), or null.
+std::size_t biasGradPartialFloats(std::int64_t m, std::int64_t n);
 void launchBiasGrad(int dyCode, const void* dy, std::int64_t m, std::int64_t n, int dbCode,
-                    void* db, Stream s);
+                    void* db, Stream s, float* partials = nullptr);
 // c (m, n) fp32 += bias (n), for outputs the cuBLASLt epilogue does not cover.
 void launchBiasAdd(int biasCode, const void* bias, float* c, std::int64_t m, std::int64_t n,
                    Stream s);

@@ -172,11 +172,13 @@ TEST_F(CpuAndCuda, EmptyGemmsAreRefusedByBoth) {
 
 // Both backends sum in the blocked order of bias_grad_order.h. Shapes: a partial column tile
 // (33), rows that end inside a row block (1, 64, 70), more row blocks than one pass of the
-// kernel's 8 warps takes (300: 10 blocks; 1000: 32), and the recipe's 512 x 4096.
+// kernel's 8 warps takes (300: 10 blocks; 1000: 32), and the recipe's 512 x 4096; the GPT's
+// 32768 rows of 768 and 3072 columns (the two-pass form of bias_grad.cu, and the one-pass
+// kernel with AMP_CUDA_DISABLE=wide-bias-grad).
 TEST_F(CpuAndCuda, BiasGradIsBitExact) {
   for (DType d : kFloats)
     for (const auto& [m, n] : {std::pair<std::int64_t, std::int64_t>{64, 33}, {1, 5}, {70, 97},
-                                {300, 40}, {1000, 65}, {512, 4096}}) {
+                                {300, 40}, {1000, 65}, {512, 4096}, {32768, 768}, {32768, 3072}}) {
       Pair dy = both(finiteValues(m * n, 10), {m, n}, d), db = emptyBoth({n}, d);
       cpu->biasGrad(dy.c, db.c);
       cuda->biasGrad(dy.g, db.g);
