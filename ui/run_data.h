@@ -4,6 +4,7 @@
 #pragma once
 
 #include <QColor>
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QString>
 #include <QStringList>
@@ -61,6 +62,11 @@ struct RunData {
   // A run recorded outside AMP Studio: summary.json's "source" (the PyTorch probe, a TensorBoard
   // import) and "imported_scalars" (TensorBoard tags no chart shows), kept for saving it again.
   QJsonObject external;
+  // What such a run's log did not have ("samples_per_s", "step_ms", "memory", "loss_scale", in
+  // source.not_logged): its charts say "not logged" instead of drawing zeros as if measured.
+  bool notLogged(const QString& what) const {
+    return external.value(QStringLiteral("source")).toObject().value(QStringLiteral("not_logged")).toArray().contains(what);
+  }
   QStringList modelSummary; // one line per layer, from Trainer::modelSummary()
   std::int64_t totalSteps = 0;
   std::int64_t batchesPerEpoch = 0;  // known once the run started (0: unknown, loaded runs)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/amp/fp8_context.h"
 #include "engine/core/memory_tracker.h"
 #include "ui/config_diff.h"
 #include "ui/run_groups.h"
@@ -102,6 +103,7 @@ QString RunsModel::modeText(const RunConfig& c) {
                                             : QStringLiteral("AMP fp16 unscaled");
     case PrecisionMode::AmpBf16: return QStringLiteral("AMP bf16");
     case PrecisionMode::PureFp16: return QStringLiteral("pure fp16");
+    case PrecisionMode::Fp8: return QString::fromStdString(describeFp8Recipe(c.fp8));
   }
   return {};
 }
@@ -216,7 +218,10 @@ QVariant RunsModel::display(const RunData& r, const RunSummary& s, int column) c
       if (r.config.isExternal()) return hasSteps ? QStringLiteral("–") : QString();
       return hasSteps ? QStringLiteral("%1%").arg(s.meanLostUpdateFrac * 100, 0, 'f', 1) : QString();
     case MsPerStep: return s.medianStepMs > 0 ? QString::number(s.medianStepMs, 'f', 2) : QString();
-    case PeakMemory: return hasSteps ? formatBytes(double(s.peakMemory.totalPeak)) : QString();
+    case PeakMemory:
+      // An imported log without memory figures: not a measured 0 B.
+      if (r.notLogged(QStringLiteral("memory"))) return hasSteps ? tr("not logged") : QString();
+      return hasSteps ? formatBytes(double(s.peakMemory.totalPeak)) : QString();
     case EpochTime:
       return s.epochSeconds.empty() ? QString() : QString::number(median(s.epochSeconds), 'f', 1);
     case PeakActivations:
@@ -238,7 +243,7 @@ QVariant RunsModel::display(const RunData& r, const RunSummary& s, int column) c
         if (s.medianStepMs <= 0 || b->medianStepMs <= 0) return {};
         ratio = b->medianStepMs / s.medianStepMs;
       } else {
-        if (!hasSteps || b->peakMemory.totalPeak <= 0) return {};
+        if (!hasSteps || b->peakMemory.totalPeak <= 0 || r.notLogged(QStringLiteral("memory"))) return {};
         ratio = double(s.peakMemory.totalPeak) / double(b->peakMemory.totalPeak);
       }
       if (base.id == r.id) return tr("baseline");

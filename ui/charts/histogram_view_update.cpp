@@ -179,9 +179,16 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
   }
   // Below the plot (it covered 20-40% of it): three lines, the run and what rounding did first.
   QStringList caption;
-  caption << tr("%1 · %2 values · loss scale %3 · %4")
-                 .arg(run->name, QString::fromLatin1(dtypeName(rec->dtype).data()), scaleText(frame.scale),
-                      roundingLine(*rec));
+  // Both sides the same (weights, activations, a TensorBoard import: a log keeps no scaled
+  // copy): no loss scale is claimed for them, and their fractions are said once.
+  const bool sameSides = rec->scaled.counts == rec->unscaled.counts;
+  if (sameSides)
+    caption << tr("%1 · %2 values · not loss-scaled (scaled and unscaled are the same) · %3")
+                   .arg(run->name, QString::fromLatin1(dtypeName(rec->dtype).data()), roundingLine(*rec));
+  else
+    caption << tr("%1 · %2 values · loss scale %3 · %4")
+                   .arg(run->name, QString::fromLatin1(dtypeName(rec->dtype).data()), scaleText(frame.scale),
+                        roundingLine(*rec));
   // In the run's own format: a bf16 run's caption read "as fp16: underflow 100%" beside "flushed
   // to 0: 0%". bf16 has fp32's exponent range, so what fp16 would lose is said as a what-if.
   const bool bf16Run = run->config.mode == PrecisionMode::AmpBf16;
@@ -190,7 +197,9 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
                                         std::tuple{Domain::Unscaled, tr("unscaled"), &rec->unscaled}}) {
     if (m_domain != Domain::Both && m_domain != domain) continue;
     if (brief && caption.size() >= 2) break;
-    caption << (bf16Run ? bf16Line(name, *h) : fractionsLine(tr("%1, as fp16").arg(name), *h));
+    if (sameSides && caption.size() >= 2) break;
+    const QString label = sameSides ? tr("values") : name;
+    caption << (bf16Run ? bf16Line(label, *h) : fractionsLine(tr("%1, as fp16").arg(label), *h));
   }
   m_view->setCaption(caption.join(QLatin1Char('\n')));
   m_view->setTitle(tr("%1 %2, step %3")

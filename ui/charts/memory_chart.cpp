@@ -208,6 +208,21 @@ void MemoryChart::updateSeries() {
     m_view->applyAutoRange(qQNaN(), qQNaN());
     return;
   }
+  if (run->notLogged(QStringLiteral("memory"))) {
+    // An imported log has no memory figures: zeros would draw as a measured (and, on the auto
+    // range, negative-looking) band.
+    for (QAreaSeries* a : m_areas) {
+      a->upperSeries()->clear();
+      if (a->lowerSeries()) a->lowerSeries()->clear();
+    }
+    if (m_heldLine) m_heldLine->clear();
+    m_deviceLabel->clear();
+    m_view->setTitle(tr("Memory · %1").arg(run->name));
+    m_view->setPlaceholder(tr("%1: memory not logged (imported from TensorBoard)").arg(run->name));
+    m_view->applyAutoRange(qQNaN(), qQNaN());
+    if (m_peakSeries) updatePeaks(runs, m_unit > 0 ? m_unit : 1.0);
+    return;
+  }
   const RunSeries& s = run->series;
   const int n = s.size();
   if (m_totalRun != run || qsizetype(m_total.size()) > n) {

@@ -1,5 +1,7 @@
 #include "ui/charts/throughput_chart.h"
 
+#include <algorithm>
+
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -64,21 +66,22 @@ void ThroughputChart::rebuildSeries() {
     set.run = runs[i];
     set.samplesEma.setWeight(kSmoothing);
     set.stepMsEma.setWeight(kSmoothing);
-    if (samples) {
+    if (samples && !runs[i]->notLogged(QStringLiteral("samples_per_s"))) {
       set.samplesRaw = addRawLine(runs[i], i, tr("samples/s (raw)"), 0.18f);
     }
   }
   for (int i = 0; i < runs.size(); ++i) {
     RunSeriesSet& set = m_sets[std::size_t(i)];
     const QColor color = runColor(runs[i], i);
-    if (samples) {
+    // An imported run whose log had no throughput (or step time): no line at 0, the legend says so.
+    if (samples && !runs[i]->notLogged(QStringLiteral("samples_per_s"))) {
       set.samples = new QLineSeries;
       set.samples->setName(runs[i]->name);
       tagSeries(set.samples, runs[i], tr("samples/s (smoothed)"));
       m_view->addSeries(set.samples);
       set.samples->setPen(pen(color, 2.0, runPenStyle(runs[i])));
     }
-    if (stepTime) {
+    if (stepTime && !runs[i]->notLogged(QStringLiteral("step_ms"))) {
       set.stepMs = new QLineSeries;
       set.stepMs->setName(samples ? runs[i]->name + tr(" (step ms)") : runs[i]->name);
       tagSeries(set.stepMs, runs[i], tr("step time, ms (smoothed)"));
@@ -101,6 +104,10 @@ QHash<int, QString> ThroughputChart::rateSuffixes() const {
   };
   QHash<int, QString> out;
   for (const RunSeriesSet& set : m_sets) {
+    if (!set.samples && !set.stepMs) {
+      out[set.run->id] = tr(" · not logged");
+      continue;
+    }
     const double rate = latest(set.run);
     if (!(rate > 0)) continue;
     QString text = rate >= 1e4 ? tr(" · %1k/s").arg(rate / 1000, 0, 'f', rate >= 1e5 ? 0 : 1)
@@ -147,7 +154,10 @@ void ThroughputChart::updateSeries() {
   }
   const QHash<int, QString> rates = rateSuffixes();
   updateRunLegend(m_view, this->runs(), {}, [&rates](const RunData* r) { return rates.value(r->id); });
-  m_view->setPlaceholder(runs.isEmpty() ? tr("no runs to show") : QString());
+  const bool anyLine = std::any_of(m_sets.begin(), m_sets.end(), [](const RunSeriesSet& set) { return set.samples || set.stepMs; });
+  m_view->setPlaceholder(runs.isEmpty() ? tr("no runs to show")
+                         : anyLine      ? QString()
+                                        : tr("not logged (imported from TensorBoard without a throughput tag)"));
   m_view->applyAutoRange(xMin, xMax);
 }
 
