@@ -8,31 +8,66 @@
 # installed, kernel times per step (tests/gpu/check/run says more).
 #
 #   bash installer/gpu-check.sh [--arch 90] [--build-dir DIR] [--no-build] [--out DIR]
-#                               [--peers DIR] [--run]
+#                               [--peers DIR] [--run] [--fresh-copy DIR]
 #
-# --arch: CMAKE_CUDA_ARCHITECTURES of the build (default 90: H100/H200; 80 for an A100).
+# --arch: CMAKE_CUDA_ARCHITECTURES of the build (default 90: H100/H200; 80 for an A100;
+#   "default": the project's own list, as the release preset builds it).
 # --build-dir: where to build (default build/gpu-check); --no-build packs what is there (CI
 #   packs its release build's programs, built for every architecture).
 # --out: the folder to write (default build/gpu-check/amp-gpu-check; replaced if it exists).
 # --peers: the PyTorch peer scripts (default ../shared/peers beside the checkout, if there).
 # --run: run the packed folder here too (without a GPU the suite skips: CI's half).
+# --fresh-copy: first copy the checkout's last commit (as a fresh clone has it: no build/, no
+#   uncommitted edits) into DIR (replaced), then run this script from there with the other options, building in
+#   DIR/build/gpu-check unless --build-dir says otherwise. CI's test of the fresh-clone path
+#   (installer/test.sh). With ccache, CCACHE_BASEDIR (default: this checkout, when DIR is inside
+#   it) makes the copy's compiles hit the cache of this checkout's builds of the same flags.
+# ccache is used where it is installed, and skipped (the build is just slower) where it is not.
 # AMP_GPT_CORPUS=FILE packs another text file as the GPT's corpus.
 # The last line printed is the folder's path. On the device machine: `bash FOLDER/run`.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ARCH=90 BUILD=$ROOT/build/gpu-check OUTDIR="" PEERS=$ROOT/../shared/peers BUILD_IT=1 RUN_IT=0
+FRESH="" BUILD_SET=0 ARGS=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
+    --fresh-copy) FRESH=$(realpath -m "$2"); shift 2 ;;
     --arch) ARCH=$2; shift 2 ;;
-    --build-dir) BUILD=$(realpath -m "$2"); shift 2 ;;
+    --build-dir) BUILD=$(realpath -m "$2"); BUILD_SET=1; shift 2 ;;
     --no-build) BUILD_IT=0; shift ;;
     --out) OUTDIR=$(realpath -m "$2"); shift 2 ;;
     --peers) PEERS=$2; shift 2 ;;
     --run) RUN_IT=1; shift ;;
-    -h|--help) sed -n 2,20p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n 2,27p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+
+if [ -n "$FRESH" ]; then
+  case "$FRESH/" in "$ROOT/"|"$ROOT/installer/"*|"$ROOT/engine/"*|"$ROOT/kernels/"*|"$ROOT/tests/"*|"$ROOT/app/"*)
+    echo "gpu-check.sh: --fresh-copy $FRESH would overwrite the checkout's sources" >&2; exit 2 ;;
+  esac
+  echo "== a fresh copy of the tracked tree in $FRESH"
+  rm -rf "$FRESH"
+  mkdir -p "$FRESH"
+  # The last commit's tree, as a clone of it has it: no uncommitted edits (a tracked file edited
+  # to use a file not yet added would not build there either), nothing git ignores, no build/.
+  git -C "$ROOT" archive --format=tar HEAD | tar -xf - -C "$FRESH"
+  [ -f "$FRESH/installer/gpu-check.sh" ] || { echo "gpu-check.sh: copying the tracked tree to $FRESH failed" >&2; exit 1; }
+  # Compiles hit the cache of this checkout's builds only when their paths are relative to a
+  # common base: the copy's build folder sits as deep below it as build/<preset> below $ROOT.
+  case "$FRESH/" in "$ROOT"/*) export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT} ;; esac
+  rest=() skip=0
+  for a in "${ARGS[@]}"; do
+    if [ "$skip" = 1 ]; then skip=0; continue; fi
+    [ "$a" = --fresh-copy ] && { skip=1; continue; }
+    rest+=("$a")
+  done
+  [ "$BUILD_SET" = 1 ] || rest+=(--build-dir "$FRESH/build/gpu-check")
+  rest+=(--peers "$PEERS")  # beside this checkout, not the copy
+  exec bash "$FRESH/installer/gpu-check.sh" "${rest[@]}"
+fi
+
 OUTDIR=${OUTDIR:-$BUILD/amp-gpu-check}
 PROGRAMS=(ampstudio-gpu-tests ampstudio-gpu-bench)
 
@@ -40,10 +75,17 @@ if [ "$BUILD_IT" = 1 ]; then
   echo "== building the GPU programs for sm_$ARCH in $BUILD"
   # A fresh clone has no build/ yet: the configure log sits beside the build folder.
   mkdir -p "$BUILD"
+  LAUNCHER=()
+  if command -v ccache > /dev/null; then
+    LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  else
+    echo "(no ccache here: building without a compiler cache)"
+  fi
+  ARCHS=(-DCMAKE_CUDA_ARCHITECTURES="$ARCH")
+  [ "$ARCH" = default ] && ARCHS=()
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DAMP_ENABLE_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DAMP_BUILD_GUI=OFF -DAMP_BUILD_BENCH=OFF \
-    -DAMP_BUILD_TESTS=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-    -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache > "$BUILD.configure.log" 2>&1 ||
+    "${ARCHS[@]}" -DAMP_BUILD_GUI=OFF -DAMP_BUILD_BENCH=OFF \
+    -DAMP_BUILD_TESTS=ON "${LAUNCHER[@]}" > "$BUILD.configure.log" 2>&1 ||
     { tail -n 30 "$BUILD.configure.log"; echo "gpu-check.sh: configuring failed ($BUILD.configure.log)" >&2; exit 1; }
   cmake --build "$BUILD" --target "${PROGRAMS[@]}"
 fi
