@@ -34,6 +34,9 @@ print_stage_times() {
   printf '%6d s  in all\n' "$SECONDS"
 }
 trap print_stage_times EXIT
+# Compiles of another copy of this tree (the fresh-clone GPU check below) hit the cache of this
+# one's: ccache sees paths relative to this base.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 
 stage "install packages" bash installer/install-deps.sh
 stage "configure (release)" cmake --preset release
@@ -68,6 +71,12 @@ if [ -x build/release/tests/gpu/ampstudio-gpu-tests ]; then
   echo "== the GPU check folder, packed from this build and run here (without a GPU its suite skips) =="
   stage "GPU check folder (pack and run)" bash installer/gpu-check.sh --build-dir build/release --no-build \
     --out build/release/amp-gpu-check --run
+  # gpu-check.sh as a fresh clone runs it (no build/ folder): the last commit copied, configured,
+  # built and packed. Its compiles are the release build's (the same flags and architectures),
+  # so they hit ccache (CCACHE_BASEDIR above): a configure, links and the pack, not a CUDA build.
+  echo "== the GPU check from a fresh copy of the last commit (build/fresh-clone) =="
+  stage "GPU check from a fresh clone (ccache)" bash installer/gpu-check.sh --fresh-copy build/fresh-clone \
+    --arch default
 fi
 
 echo "== the Debian packages: lintian, desktop and AppStream checks, install into a clean root, run, purge =="
