@@ -57,6 +57,34 @@ class TestChartsHistogram : public QObject {
   }
 
  private slots:
+  // Issue 40: a histogram whose scaled and unscaled sides are the same (a TensorBoard import's,
+  // weights, activations) was captioned "loss scale 2¹⁶" at a step that used that scale.
+  void noLossScaleIsClaimedForValuesThatWereNotScaled() {
+    RunData run = gradientRun(PrecisionMode::AmpFp16, DType::F32, 1e-3, -1);
+    StepMetrics m;
+    m.step = 2;
+    m.scale = 65536;
+    HistogramRecord same = run.histograms.back().records.back();  // scaled == unscaled
+    same.tensor = "imported";
+    HistogramRecord scaled = same;
+    scaled.tensor = "scaled";
+    scaled.scaled = ExponentHistogram{};
+    for (int i = 0; i < 1000; ++i) scaled.scaled.add(1e-3 * 65536);
+    m.histograms = {scaled, same};
+    run.append(m);
+    HistogramView view;
+    QVERIFY(showOn(view, run));
+    view.setSelectedTensor(QStringLiteral("weight_grad|imported"));
+    view.refreshNow();
+    QString caption = view.captionText();
+    QVERIFY2(caption.contains(QStringLiteral("not loss-scaled")) && !caption.contains(QStringLiteral("loss scale 2¹⁶")),
+             qPrintable(caption));
+    view.setSelectedTensor(QStringLiteral("weight_grad|scaled"));
+    view.refreshNow();
+    caption = view.captionText();
+    QVERIFY2(caption.contains(QStringLiteral("loss scale 2¹⁶")), qPrintable(caption));
+  }
+
   void allZeroGradientIsHonest() {
     RunData run = zeroGradientRun(1000);
     HistogramView view;

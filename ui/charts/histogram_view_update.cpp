@@ -179,9 +179,10 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
   }
   // Below the plot (it covered 20-40% of it): three lines, the run and what rounding did first.
   QStringList caption;
-  // Both sides the same (weights, activations, a TensorBoard import: a log keeps no scaled
-  // copy): no loss scale is claimed for them, and their fractions are said once.
-  const bool sameSides = rec->scaled.counts == rec->unscaled.counts;
+  // Both sides the same under a scale other than 1 (weights, activations, a TensorBoard import:
+  // a log keeps no scaled copy): the values were not multiplied by it, so no loss scale is
+  // claimed for them, and their fractions are said once.
+  const bool sameSides = frame.scale != 1.0f && rec->scaled.counts == rec->unscaled.counts;
   if (sameSides)
     caption << tr("%1 · %2 values · not loss-scaled (scaled and unscaled are the same) · %3")
                    .arg(run->name, QString::fromLatin1(dtypeName(rec->dtype).data()), roundingLine(*rec));
