@@ -83,6 +83,31 @@ class FolderCase(unittest.TestCase):
             self.record(os.path.join(self.tmp, "bad-seed"), seed=-1)
         self.record(os.path.join(self.tmp, "good"), config={"seed": 2 ** 64 - 1, "model.width": 512})
 
+    def test_the_value_kinds_are_the_cpp_schemas(self):
+        # config.py's kinds and choices against config_schema.cpp, so the probe refuses exactly
+        # what the reader refuses (a key moved to another kind there fails here).
+        import re
+        from ampstudio_probe import config as cfg
+        src = open(os.path.join(HERE, "..", "..", "..", "engine", "config", "config_schema.cpp")).read()
+        kinds = {}
+        for kind in ("intKey", "numKey", "boolKey", "strKey", "listKey", "choiceKey"):
+            for k in re.findall(kind + r'\("([^"]+)"', src):
+                kinds[k] = kind
+        for m in re.finditer(r'push_back\(\{"([^"]+)", "choice"', src):
+            kinds[m.group(1)] = "choiceKey"
+        for keys, kind in ((cfg.INT_KEYS, "intKey"), (cfg.NUM_KEYS, "numKey"), (cfg.BOOL_KEYS, "boolKey"),
+                           (cfg.STR_KEYS, "strKey"), (cfg.LIST_KEYS, "listKey"), (cfg.CHOICES, "choiceKey")):
+            for k in keys:
+                self.assertEqual(kinds.get(k), kind, k)
+        for m in re.finditer(r'(?:choiceKey\("|push_back\(\{")([^"]+)", (?:"choice", )?"(?:[^"\\]|\\.)*",\s*\{([^}]*)\}', src):
+            if m.group(1) in cfg.CHOICES:
+                # Never more than the reader takes (the probe records fewer modes than amp.mode has).
+                self.assertLessEqual(set(cfg.CHOICES[m.group(1)]), set(re.findall(r'"([^"]*)"', m.group(2))), m.group(1))
+        # Every key the probe lets config= set has a kind (none passes unchecked).
+        for k in cfg.SCHEMA_KEYS:
+            self.assertTrue(any(k in group for group in (cfg.INT_KEYS, cfg.NUM_KEYS, cfg.BOOL_KEYS, cfg.STR_KEYS,
+                                                         cfg.LIST_KEYS, cfg.CHOICES)), k)
+
     def test_a_fifo_where_a_run_file_goes_is_refused_not_waited_on(self):
         out = os.path.join(self.tmp, "fifo")
         os.makedirs(out)
