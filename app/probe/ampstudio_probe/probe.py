@@ -62,7 +62,7 @@ class Probe:
                  histogram_every: int = 50, optimizer=None, batch_size: Optional[int] = None,
                  config: Optional[dict] = None, mode: Optional[str] = None, name: Optional[str] = None,
                  seed: Optional[int] = None, steps: Optional[int] = None, activations: bool = False,
-                 overwrite: bool = False, sync_every: int = 50) -> None:
+                 overwrite: bool = False, sync_every: int = 50, exact_norm: bool = True) -> None:
         overrides = flatten(config or {})
         check_keys(overrides)
         # The named arguments go to config keys too: refused now, not when the run is opened.
@@ -101,7 +101,7 @@ class Probe:
         self._step = 0
         self._closed = False
         self._reader = GradientReader(self._named, scaler, lambda: self._hist_step(self._step + 1),
-                                      lambda: self._scale_next, self._note)
+                                      lambda: self._scale_next, self._note, exact_norm)
         self._probe_seconds = 0.0
         self._notes: List[str] = []
         self._summary = SummaryBuilder()
@@ -354,7 +354,8 @@ class Probe:
                 "optimizer_class": type(self.optimizer).__name__ if self.optimizer is not None else "",
                 "scaler_class": type(self.scaler).__name__ if self.scaler is not None else "",
                 "mode_from": self._mode_source,
-                "probe_overhead_ms_per_step": self.overhead_ms_per_step()}
+                "probe_overhead_ms_per_step": self.overhead_ms_per_step(),
+                "grad_norm": "float64" if self._reader.exact_norm else "fp32 per tensor (about 1e-6 relative)"}
             if not self.batch_size:  # samples/s needs the batch size: the app says "not logged", not 0
                 summary["source"]["not_logged"] = ["samples_per_s"]
             if self._notes:

@@ -106,12 +106,13 @@ def batch(n):
 
 class TestLoops(Case):
     def run_loop(self, name, *, fused=False, enabled=True, unscale=False, clip=None, dtype=torch.float16,
-                 steps=12, inject=(6,), hist_every=4):
+                 steps=12, inject=(6,), hist_every=4, **probe_kw):
         """A plain torch.amp loop; returns (metrics lines, histogram lines, PyTorch's figures per step)."""
         model = make_model()
         opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=fused, foreach=None if fused else True)
         scaler = torch.amp.GradScaler("cpu", enabled=enabled, init_scale=2.0 ** 16, growth_interval=4)
-        probe = ampstudio_probe.Probe(model, scaler, out=self.out(name), optimizer=opt, histogram_every=hist_every)
+        probe = ampstudio_probe.Probe(model, scaler, out=self.out(name), optimizer=opt, histogram_every=hist_every,
+                                      **probe_kw)
         refs = {}
         for n in range(1, steps + 1):
             x, y = batch(n)
@@ -127,7 +128,7 @@ class TestLoops(Case):
             grads = [p.grad for p in model.parameters()]
             ref = {"scale": scale, "norm": f64_norm(grads, divide),
                    "finite": all(bool(torch.isfinite(g).all()) for g in grads)}
-            if n == 1 or n % hist_every == 0:
+            if hist_every and (n == 1 or n % hist_every == 0):
                 ref["hists"] = {nm: frexp_histogram(p.grad, divide) for nm, p in model.named_parameters()}
             refs[n] = ref
             if clip is not None:
@@ -174,6 +175,13 @@ class TestLoops(Case):
     def test_plain_gradscaler_without_unscale(self):
         metrics, hists, refs = self.run_loop("plain-no-unscale")
         self.check(metrics, hists, refs)
+
+    def test_the_cheaper_fp32_norm_is_within_its_stated_error(self):
+        metrics, _, refs = self.run_loop("fp32-norm", exact_norm=False, hist_every=0, inject=())
+        worst = max(abs(num(m["grad_norm"]) - refs[m["step"]]["norm"]) / refs[m["step"]]["norm"] for m in metrics)
+        self.assertLess(worst, 1e-5)
+        summary = json.loads(open(os.path.join(self.out("fp32-norm"), "summary.json")).read())
+        self.assertIn("fp32 per tensor", summary["source"]["grad_norm"])
 
     def test_disabled_scaler_reads_before_clipping_as_fp16_does(self):
         metrics, hists, refs = self.run_loop("disabled", enabled=False, unscale=True, clip=1e-3,
