@@ -10,6 +10,7 @@
 
 #include "engine/backend/backend_checks.h"
 #include "engine/backend/cuda_backend.h"
+#include "engine/backend/cuda_fast_paths.h"
 #include "kernels/cuda/pool_norm_kernels.h"
 
 namespace amp {
@@ -24,7 +25,8 @@ cuda::BatchNormDims bnDims(const Tensor& x, const char* op) {
     throw std::invalid_argument(std::string(op) + ": x must be (N, C[, H, W]), got " +
                                 shapeString(x.shape()));
   const std::int64_t planes = x.dim(0) * x.dim(1);
-  return {x.dim(0), x.dim(1), x.numel() / (planes > 1 ? planes : 1), x.channelsLast()};
+  return {x.dim(0), x.dim(1), x.numel() / (planes > 1 ? planes : 1), x.channelsLast(),
+          cudabk::fastPathEnabled("coalesced-batch-norm")};
 }
 
 void requireChannels(std::initializer_list<const Tensor*> ts, std::int64_t c, const char* op) {

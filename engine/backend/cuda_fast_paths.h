@@ -21,6 +21,9 @@
 //   wide-bias-grad          a bias gradient of few columns over many rows in two passes
 //                           (kernels/cuda/bias_grad.cu: row-block sums on a 2-D grid, then
 //                           their totals), the same order and bits as the one-pass kernel
+//   coalesced-batch-norm    channels-last batch norm's per-channel sums by blocks of the 8 or
+//                           16 channels side by side at each position (32-byte reads; the
+//                           same sums in the same order); off, a block per channel
 // Read once per process. Unknown names are ignored, so a script written for a later build
 // still runs.
 #pragma once

@@ -16,7 +16,8 @@
 // value read where the layout puts it (kernels/common/image_layout.h): the sums, and so every
 // output, are bit for bit the NCHW ones. A channel's values then lie c elements apart instead of
 // consecutively; the blocks of all channels of a chunk run together (the grid's x) and share
-// those lines in L2.
+// those lines in L2. Unless (the default) a block takes the 8 or 16 channels side by side at each
+// position instead (channelSumsNhwcKernel): the same sums, read 32 bytes at a time.
 #include <algorithm>
 
 #include "kernels/common/image_layout.h"
@@ -128,6 +129,75 @@ __global__ void __launch_bounds__(kBlock)
     if (threadIdx.x == 0) {
       partials[ch * w.chunks + blockIdx.y] = first;
       if constexpr (kind == Sums::Gradients) partials[(w.c + ch) * w.chunks + blockIdx.y] = second;
+    }
+  }
+}
+
+// The same sums for NHWC tensors, G neighbouring channels per block (issue 41: a block per
+// channel had a warp read 32 values c elements apart, one 32-byte sector each for 2 or 4 useful
+// bytes). Thread t walks exactly the (image, position) sequence it walks above and, at each, reads
+// the G channels that lie side by side there (32 bytes: G = 8 fp32 or 16 fp16/bf16 values), into
+// G running sums. Each channel's per-thread sums, and the block tree over them, are the ones
+// above term for term, so the partials, and every output, keep their bits.
+template <Sums kind, int G>
+__global__ void __launch_bounds__(kBlock)
+    channelSumsNhwcKernel(ChannelWalk w, int xCode, const void* x, int dyCode, const void* dy,
+                          const float* mean, ChannelIn saveMean, ChannelIn saveInvStd,
+                          double* partials) {
+  const std::int64_t groups = (w.c + G - 1) / G;
+  for (std::int64_t group = blockIdx.x; group < groups; group += gridDim.x) {
+    const std::int64_t ch0 = group * G;
+    const int here = w.c - ch0 < G ? static_cast<int>(w.c - ch0) : G;
+    float mu[G], invStd[G];
+    double first[G], second[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      mu[g] = invStd[g] = 0.f;
+      first[g] = second[g] = 0;
+      if (g >= here) continue;
+      if constexpr (kind == Sums::SquaredDeviations) mu[g] = mean[ch0 + g];
+      if constexpr (kind == Sums::Gradients) {
+        mu[g] = loadFloat(saveMean.code, saveMean.data, ch0 + g);
+        invStd[g] = loadFloat(saveInvStd.code, saveInvStd.data, ch0 + g);
+      }
+    }
+    const std::int64_t begin = blockIdx.y * w.perBlock;
+    const std::int64_t end = begin + w.perBlock < w.m ? begin + w.perBlock : w.m;
+    std::int64_t k = begin + threadIdx.x;
+    if (k < end) {
+      std::int64_t image = k / w.hw, position = k - image * w.hw;
+      for (; k < end; k += kBlock) {
+        const std::int64_t at = (image * w.hw + position) * w.c + ch0;  // imageOffset, NHWC
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+          if (g >= here) break;
+          const float v = loadFloat(xCode, x, at + g);
+          if constexpr (kind == Sums::Values) first[g] += v;
+          if constexpr (kind == Sums::SquaredDeviations) first[g] += (v - mu[g]) * (v - mu[g]);
+          if constexpr (kind == Sums::Gradients) {
+            const float gr = loadFloat(dyCode, dy, at + g);
+            first[g] += gr;
+            second[g] += gr * ((v - mu[g]) * invStd[g]);
+          }
+        }
+        position += w.stepPositions;
+        image += w.stepImages;
+        if (position >= w.hw) {
+          position -= w.hw;
+          ++image;
+        }
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      if (g >= here) break;  // uniform in the block: every thread calls blockSum alike
+      const double a = blockSum(first[g]);
+      double b = 0;
+      if constexpr (kind == Sums::Gradients) b = blockSum(second[g]);
+      if (threadIdx.x == 0) {
+        partials[(ch0 + g) * w.chunks + blockIdx.y] = a;
+        if constexpr (kind == Sums::Gradients) partials[(w.c + ch0 + g) * w.chunks + blockIdx.y] = b;
+      }
     }
   }
 }
@@ -258,6 +328,28 @@ dim3 sumsGrid(const ChannelWalk& w) {
   return dim3(static_cast<unsigned>(std::min(w.c, kMaxGridX)), static_cast<unsigned>(w.chunks));
 }
 
+// One pass of per-channel sums: NHWC with channel groups (the 32 bytes at a position: 8 fp32 or
+// 16 16-bit values) unless d.groupNhwcSums is off, else a block per channel.
+template <Sums kind>
+void launchSums(const BatchNormDims& d, const ChannelWalk& w, int xCode, const void* x, int dyCode,
+                const void* dy, const float* mean, ChannelIn saveMean, ChannelIn saveInvStd,
+                double* partials, Stream s) {
+  if (w.nhwc && d.groupNhwcSums) {
+    const int g = xCode == 0 ? 8 : 16;
+    const std::int64_t groups = (w.c + g - 1) / g;
+    const dim3 grid(static_cast<unsigned>(std::min(groups, kMaxGridX)), static_cast<unsigned>(w.chunks));
+    if (g == 8)
+      channelSumsNhwcKernel<kind, 8><<<grid, kBlock, 0, s>>>(w, xCode, x, dyCode, dy, mean, saveMean,
+                                                             saveInvStd, partials);
+    else
+      channelSumsNhwcKernel<kind, 16><<<grid, kBlock, 0, s>>>(w, xCode, x, dyCode, dy, mean, saveMean,
+                                                              saveInvStd, partials);
+    return;
+  }
+  channelSumsKernel<kind><<<sumsGrid(w), kBlock, 0, s>>>(w, xCode, x, dyCode, dy, mean, saveMean,
+                                                        saveInvStd, partials);
+}
+
 }  // namespace
 
 std::int64_t batchNormWorkspaceBytes(const BatchNormDims& d) {
@@ -275,12 +367,10 @@ void launchBatchNormTrain(const BatchNormDims& d, int xCode, const void* x, int 
   const Scratch sc = scratchIn(workspace, w);
   const unsigned channelBlocks = gridFor(d.c);
   // Two passes over x, as the CPU: the mean, then squared deviations from its fp32 value.
-  channelSumsKernel<Sums::Values><<<sumsGrid(w), kBlock, 0, s>>>(
-      w, xCode, x, 0, nullptr, nullptr, ChannelIn{}, ChannelIn{}, sc.partials);
+  launchSums<Sums::Values>(d, w, xCode, x, 0, nullptr, nullptr, ChannelIn{}, ChannelIn{}, sc.partials, s);
   finalizeMeanKernel<<<channelBlocks, kBlock, 0, s>>>(w, sc.partials, sc.perChannel);
-  channelSumsKernel<Sums::SquaredDeviations><<<sumsGrid(w), kBlock, 0, s>>>(
-      w, xCode, x, 0, nullptr, sc.perChannel + kMean * d.c, ChannelIn{}, ChannelIn{},
-      sc.partials + d.c * w.chunks);
+  launchSums<Sums::SquaredDeviations>(d, w, xCode, x, 0, nullptr, sc.perChannel + kMean * d.c, ChannelIn{},
+                                      ChannelIn{}, sc.partials + d.c * w.chunks, s);
   finalizeTrainKernel<<<channelBlocks, kBlock, 0, s>>>(w, sc.partials, gamma, beta, runningMean,
                                                        runningVar, saveMean, saveInvStd,
                                                        momentum, eps, sc.perChannel);
@@ -304,8 +394,7 @@ void launchBatchNormBackward(const BatchNormDims& d, int xCode, const void* x, i
   if (d.c <= 0) return;
   const ChannelWalk w = channelWalk(d);
   const Scratch sc = scratchIn(workspace, w);
-  channelSumsKernel<Sums::Gradients><<<sumsGrid(w), kBlock, 0, s>>>(
-      w, xCode, x, dyCode, dy, nullptr, saveMean, saveInvStd, sc.partials);
+  launchSums<Sums::Gradients>(d, w, xCode, x, dyCode, dy, nullptr, saveMean, saveInvStd, sc.partials, s);
   finalizeBackwardKernel<<<gridFor(d.c), kBlock, 0, s>>>(w, sc.partials, gamma, saveMean,
                                                          saveInvStd, dgamma, dbeta,
                                                          sc.perChannel);

@@ -47,6 +47,9 @@ void launchMaxPoolBackward(const PoolDims& d, int dyCode, const void* dy,
 struct BatchNormDims {
   std::int64_t n = 0, c = 0, hw = 0;
   bool channelsLast = false;  // x, y, dy and dx stored (n, hw, c)
+  // NHWC sums by blocks of the channels side by side (batch_norm.cu; the same bits); off, a
+  // block per channel reading values c apart (AMP_CUDA_DISABLE=coalesced-batch-norm).
+  bool groupNhwcSums = true;
   std::int64_t count() const { return n * hw; }  // values per channel
 };
 

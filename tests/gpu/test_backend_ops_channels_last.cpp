@@ -169,9 +169,10 @@ TEST_F(ChannelsLastGpu, PoolingAndGlobalAveragePoolingAreBitExactInNhwc) {
 }
 
 // Batch norm sums each channel in the same (image, position) order in both layouts: the
-// statistics, outputs and gradients agree bit for bit (the fused add + ReLU forms included).
+// statistics, outputs and gradients agree bit for bit (the fused add + ReLU forms included; 70
+// channels: NHWC sums by channel groups of 8 or 16 with a partial last group).
 TEST_F(ChannelsLastGpu, BatchNormIsBitExactInNhwc) {
-  for (const Shape& in : {Shape{64, 16, 32, 32}, Shape{5, 3, 7, 9}, Shape{128, 32, 14, 14}}) {
+  for (const Shape& in : {Shape{64, 16, 32, 32}, Shape{5, 3, 7, 9}, Shape{128, 32, 14, 14}, Shape{4, 70, 9, 9}}) {
     const std::int64_t c = in[1];
     const auto n = static_cast<std::size_t>(shapeNumel(in));
     const std::vector<float> xv = finiteValues(n, 31, 2.f), rv = finiteValues(n, 32, 2.f),
