@@ -336,7 +336,16 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
                  static_cast<long long>(trainer.totalSteps()), trainer.backend().description().c_str());
     std::fprintf(stderr, "[%s] %s GEMMs and convolutions: %s\n", tag.c_str(),
                  std::string(dtypeName(config.computeDtype())).c_str(), computePath.c_str());
+    if (Fp8Context* fp8 = trainer.fp8()) {
+      const auto& q = fp8->quantizedLayers();
+      std::fprintf(stderr, "[%s] %s: %zu Linear layer(s) quantised (%s%s), the rest in bf16 (fp8.keep_bf16=%s); "
+                   "the formats emulated exactly, fp32 accumulation%s\n",
+                   tag.c_str(), fp8->describe().c_str(), q.size(), q.front().c_str(),
+                   q.size() > 1 ? (" ... " + q.back()).c_str() : "", config.fp8.keepBf16.c_str(),
+                   fp8->accumulatorModel() ? " replaced by the accumulation MODEL" : "");
+    }
   }
+  if (Fp8Context* fp8 = trainer.fp8()) result.extra["fp8_recipe"] = QString::fromStdString(fp8->describe());
   if (!quiet && resumed)
     std::fprintf(stderr, "[%s] resumed from %s at step %lld\n", tag.c_str(), resumeFrom.c_str(),
                  static_cast<long long>(startStep));

@@ -136,6 +136,9 @@ QString modeExplanation(PrecisionMode m) {
       return QObject::tr("AMP fp16: autocast runs matmuls and convolutions in fp16; the optimizer "
                          "updates fp32 master weights; a loss scaler keeps small gradients above "
                          "fp16's underflow limit (2⁻²⁴ ≈ 6e-8).");
+    case PrecisionMode::Fp8:
+      return QObject::tr("fp8: bf16 AMP, with the Linear layers' GEMMs on fp8 or 4-bit operands "
+                         "scaled per tensor or per block (fp8.recipe); fp32 master weights.");
     case PrecisionMode::AmpBf16:
       return QObject::tr("AMP bf16: as AMP fp16 but in bf16, which has fp32's exponent range: "
                          "gradients do not underflow, so PyTorch uses no scaler. 3 fewer mantissa "

@@ -279,6 +279,7 @@ void ExperimentPanel::updateNotes() {
                       : tr("No scaler: fp32 gradients do not underflow.");
       break;
     case PrecisionMode::AmpBf16:
+    case PrecisionMode::Fp8:
       warn = active;
       scaler = active ? tr("A scaler on bf16 does nothing useful: bf16 has fp32's exponent range, "
                            "so tiny gradients survive without scaling.")

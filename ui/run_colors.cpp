@@ -41,6 +41,7 @@ PrecisionFamily precisionFamily(const RunConfig& config) {
     case PrecisionMode::Fp32:
       return PrecisionFamily::Fp32;
     case PrecisionMode::AmpBf16:
+    case PrecisionMode::Fp8:  // bf16 AMP underneath (its own colours: issue 39's views)
       return PrecisionFamily::Bf16;
     case PrecisionMode::PureFp16:
       return PrecisionFamily::PureFp16;

@@ -296,7 +296,8 @@ class Backend : public BufferAllocator {
                                 float eps, Tensor& y, Tensor& mean, Tensor& rstd) = 0;
   // dx (M, C) = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * gamma and xhat =
   // (x - mean) * rstd, in fp32 rounded once to dx's dtype; dgamma = sum over rows of dy * xhat
-  // and dbeta = sum of dy (C), in fp32 in row order, rounded once to their dtypes.
+  // and dbeta = sum of dy (C), in fp32 in kernels/common/bias_grad_order.h's blocked order (the
+  // same on every backend), rounded once to their dtypes.
   virtual void layerNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
                                  const Tensor& mean, const Tensor& rstd, Tensor& dx,
                                  Tensor& dgamma, Tensor& dbeta) = 0;

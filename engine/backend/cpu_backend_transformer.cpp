@@ -12,6 +12,7 @@
 
 #include "engine/backend/backend_checks.h"
 #include "engine/backend/cpu_backend.h"
+#include "kernels/common/bias_grad_order.h"
 #include "kernels/common/transformer_math.h"
 #include "kernels/cpu/chunked.h"
 #include "kernels/cpu/onednn_matmul.h"
@@ -148,15 +149,27 @@ void CpuBackend::layerNormBackward(const Tensor& dy, const Tensor& x, const Tens
       cpu::narrowChunk(dc, dx.rawData(), m * d.width, d.width, out.data());
     }
   }
-  // The weight's and bias' gradients: column sums over the rows, in row order.
+  // The weight's and bias' gradients: column sums over the rows in the blocked order of
+  // kernels/common/bias_grad_order.h (each 32-row block's sums from 0 in row order, then the
+  // block sums in order), which the CUDA backend shares: the same bits on both.
   std::vector<float> sg(static_cast<std::size_t>(d.width), 0.f), sb(sg.size(), 0.f);
+  std::vector<float> pg(sg.size()), pb(sg.size());
   std::vector<float> xv(sg.size()), gv(sg.size());
-  for (std::int64_t m = 0; m < d.rows; ++m) {
-    readRow(x, xc, m * d.width, d.width, xv.data());
-    readRow(dy, gc, m * d.width, d.width, gv.data());
+  for (std::int64_t b = 0; b < biasGradRowBlocks(d.rows); ++b) {
+    std::fill(pg.begin(), pg.end(), 0.f);
+    std::fill(pb.begin(), pb.end(), 0.f);
+    const std::int64_t r0 = b * kBiasGradRowBlock, r1 = std::min(d.rows, r0 + kBiasGradRowBlock);
+    for (std::int64_t m = r0; m < r1; ++m) {
+      readRow(x, xc, m * d.width, d.width, xv.data());
+      readRow(dy, gc, m * d.width, d.width, gv.data());
+      for (std::int64_t c = 0; c < d.width; ++c) {
+        pg[c] += gv[c] * layerNormXhat(xv[c], mu[m], rs[m]);
+        pb[c] += gv[c];
+      }
+    }
     for (std::int64_t c = 0; c < d.width; ++c) {
-      sg[c] += gv[c] * ((xv[c] - mu[m]) * rs[m]);
-      sb[c] += gv[c];
+      sg[c] += pg[c];
+      sb[c] += pb[c];
     }
   }
   cpu::narrowChunk(floatCode(dgamma), dgamma.rawData(), 0, d.width, sg.data());

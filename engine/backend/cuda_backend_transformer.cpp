@@ -81,9 +81,13 @@ void CudaBackend::layerNormBackward(const Tensor& dy, const Tensor& x, const Ten
   if (!dy.defined() || dy.numel() != x.numel() || dbeta.numel() != d.width)
     throw std::invalid_argument("layer_norm backward: dy " + shapeString(dy.shape()) +
                                 " or the bias gradient does not match x " + shapeString(x.shape()));
+  // The parameter gradients' row-block sums (bias_grad_order.h's blocked order), in workspace.
+  const auto partialFloats = static_cast<std::int64_t>(cuda::layerNormParamPartialFloats(d.rows, d.width));
+  const Tensor partials = empty({partialFloats > 0 ? partialFloats : 1}, DType::F32, MemCategory::Workspace);
   cuda::launchLayerNormBackward(d.rows, d.width, in(dy, op), in(x, op), in(gamma, op),
                                 mean.data<float>(), rstd.data<float>(), out(dx, op),
-                                out(dgamma, op), out(dbeta, op), stream());
+                                out(dgamma, op), out(dbeta, op), static_cast<float*>(partials.rawData()),
+                                stream());
   checkLaunch(op, cudabk::shapes({&dy, &x, &gamma, &dx}));
 }
 

@@ -1,5 +1,7 @@
 #include "engine/config/config_schema.h"
 
+#include "engine/amp/fp8_context.h"
+
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -163,14 +165,29 @@ std::vector<ConfigKey> buildKeys() {
   std::vector<ConfigKey> k;
   k.push_back(strKey("name", "run name shown in tables (default: preset and mode)", [](RunConfig& c) { return &c.name; }));
   k.push_back(intKey("seed", "seed of weights, data, shuffling and dropout (0 to 2^64-1; written exactly)", [](RunConfig& c) { return &c.seed; }));
-  k.push_back({"amp.mode", "choice", "precision: fp32 | fp16 (AMP) | bf16 (AMP) | pure_fp16 (no master weights)",
-               {"fp32", "fp16", "bf16", "pure_fp16"},
+  k.push_back({"amp.mode", "choice", "precision: fp32 | fp16 (AMP) | bf16 (AMP) | pure_fp16 (no master weights) | fp8 (bf16 AMP, Linear GEMMs in fp8 / fp4: fp8.*)",
+               {"fp32", "fp16", "bf16", "pure_fp16", "fp8"},
                [](RunConfig& c, const std::string& v) {
                  auto m = parsePrecisionMode(v);
-                 if (!m) fail("amp.mode", "one of fp32 | fp16 | bf16 | pure_fp16", v);
+                 if (!m) fail("amp.mode", "one of fp32 | fp16 | bf16 | pure_fp16 | fp8", v);
                  c.mode = *m;
                },
                [](const RunConfig& c) { return std::string(precisionModeName(c.mode)); }});
+  k.push_back(choiceKey("fp8.recipe", "amp.mode=fp8: delayed (per-tensor, amax history) | current (per-tensor, this step's amax) | mxfp8 (1x32 blocks, E8M0 scales) | blockwise (1x128 / 128x128, DeepSeek-V3) | nvfp4 (E2M1, E4M3 scale per 16, fp32 per tensor)", {"delayed", "current", "mxfp8", "blockwise", "nvfp4"}, [](RunConfig& c) { return &c.fp8.recipe; }));
+  k.push_back(choiceKey("fp8.format", "fp8: hybrid (E4M3 forward, E5M2 gradients) | e4m3 (everywhere)", {"hybrid", "e4m3"}, [](RunConfig& c) { return &c.fp8.format; }));
+  k.push_back(intKey("fp8.history_len", "fp8 delayed: amax history length in steps (>= 1)", [](RunConfig& c) { return &c.fp8.historyLen; }));
+  k.push_back(choiceKey("fp8.amax_compute", "fp8 delayed: max | most_recent over the history", {"max", "most_recent"}, [](RunConfig& c) { return &c.fp8.amaxCompute; }));
+  k.push_back(intKey("fp8.margin", "fp8 delayed / current: scale = (max / amax) / 2^margin", [](RunConfig& c) { return &c.fp8.margin; }));
+  k.push_back(choiceKey("fp8.mx_rounding", "mxfp8 shared exponent: floor (OCP; clips 448..512) | ceil | fit (round up to fit: Transformer Engine)", {"floor", "ceil", "fit"}, [](RunConfig& c) { return &c.fp8.mxRounding; }));
+  k.push_back(boolKey("fp8.pow2_scales", "fp8 blockwise: scales rounded down to powers of two", [](RunConfig& c) { return &c.fp8.powerOfTwoScales; }));
+  k.push_back(boolKey("fp8.hadamard", "nvfp4: 16x16 random Hadamard transform on the weight-gradient GEMM's operands", [](RunConfig& c) { return &c.fp8.hadamard; }));
+  k.push_back(boolKey("fp8.stochastic_rounding", "nvfp4: gradients rounded stochastically (seeded: reproducible)", [](RunConfig& c) { return &c.fp8.stochasticRounding; }));
+  k.push_back(strKey("fp8.keep_bf16", "fp8: Linear layers kept in bf16, by name or 0-based position, or first / last; none = quantise all", [](RunConfig& c) { return &c.fp8.keepBf16; }));
+  k.push_back(choiceKey("fp8.overflow", "fp8 casts past the format's range: saturate (Transformer Engine) | inf_nan (E5M2 inf, E4M3 NaN)", {"saturate", "inf_nan"}, [](RunConfig& c) { return &c.fp8.overflow; }));
+  k.push_back(intKey("fp8.accum_bits", "fp8 accumulation MODEL: partial sums kept to N mantissa bits (0 = exact fp32 accumulation, the default)", [](RunConfig& c) { return &c.fp8.accumBits; }));
+  k.push_back(intKey("fp8.accum_promote", "fp8 accumulation model: partial sums added into fp32 every K products", [](RunConfig& c) { return &c.fp8.accumPromote; }));
+  k.push_back(strKey("fp8.what_if", "fp8: also measure another recipe on the same tensors without training with it (\"\" = none)", [](RunConfig& c) { return &c.fp8.whatIf; }));
+  k.push_back(strKey("fp8.inject_spike", "fp8: STEP:TENSOR:FACTOR puts FACTOR x amax into TENSOR (layer.x | .w | .dy) at STEP", [](RunConfig& c) { return &c.fp8.injectSpike; }));
   k.push_back(choiceKey("backend", "compute backend: auto (the GPU when one is usable) | cpu | cuda", {"auto", "cpu", "cuda"}, [](RunConfig& c) { return &c.backend; }));
   k.push_back(boolKey("tf32", "fp32 GEMMs on the GPU may use TF32 tensor cores (off: full fp32, as PyTorch's default)", [](RunConfig& c) { return &c.tf32; }));
   k.push_back(boolKey("reduced_precision_reduction", "16-bit GEMMs on the GPU may add split-K partial sums in fp16/bf16, as PyTorch does by default (off: fp32 accumulation and one rounding)", [](RunConfig& c) { return &c.reducedPrecisionReduction; }));
@@ -361,6 +378,11 @@ std::optional<std::string> validateRunConfig(const RunConfig& c) {
   for (auto s : t.injectNonFinite)
     if (s <= 0) return "train.inject_nonfinite steps are 1-based and must be > 0";
   if (auto e = validate(c.scaler)) return e;
+  try {
+    validateFp8Config(c.fp8);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
   if (auto e = validateOptimizer(c.optimizer)) return e;
   if (auto e = validateSchedule(c.schedule)) return e;
   const auto& m = c.model;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/amp/fp8_config.h"
 #include "engine/amp/scaler_config.h"
 #include "engine/data/dataset.h"
 #include "engine/optim/lr_schedule.h"
@@ -24,6 +25,7 @@ enum class PrecisionMode : std::uint8_t {
   AmpFp16,   // autocast fp16 + fp32 master weights (+ loss scaling)
   AmpBf16,   // autocast bf16 + fp32 master weights (a scaler is allowed but has no effect)
   PureFp16,  // parameters, gradients and activations in fp16, no master weights (Apex O3-like)
+  Fp8,       // bf16 autocast, the Linear layers' GEMMs on fp8 / block-scaled operands (fp8.*)
 };
 
 std::string_view precisionModeName(PrecisionMode m);  // "fp32", "fp16", "bf16", "pure_fp16"
@@ -113,9 +115,14 @@ struct RunConfig {
   CheckpointConfig checkpoint;
   DistConfig dist;
   std::map<std::string, std::string> autocastOverrides;  // op -> policy name
+  Fp8Config fp8;  // amp.mode=fp8 only
 
-  bool usesAutocast() const { return mode == PrecisionMode::AmpFp16 || mode == PrecisionMode::AmpBf16; }
-  DType lowDtype() const { return mode == PrecisionMode::AmpBf16 ? DType::BF16 : DType::F16; }
+  bool usesAutocast() const {
+    return mode == PrecisionMode::AmpFp16 || mode == PrecisionMode::AmpBf16 || mode == PrecisionMode::Fp8;
+  }
+  DType lowDtype() const {
+    return mode == PrecisionMode::AmpBf16 || mode == PrecisionMode::Fp8 ? DType::BF16 : DType::F16;
+  }
   // The dtype the GEMMs and convolutions compute in: fp32, or the 16-bit type of AMP / pure fp16.
   DType computeDtype() const { return mode == PrecisionMode::Fp32 ? DType::F32 : lowDtype(); }
   bool hasMasterWeights() const { return mode != PrecisionMode::PureFp16; }

@@ -1,14 +1,17 @@
 #include "engine/io/checkpoint.h"
 
 #include <QDateTime>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <span>
 
+#include "engine/amp/fp8_context.h"
 #include "engine/config/config_schema.h"
 #include "engine/io/safetensors.h"
 #include "engine/io/zip_entries.h"
@@ -56,6 +59,7 @@ struct LoadedCheckpoint {
   CheckpointInfo info;
   SafetensorsFile model, optimizer;
   std::map<std::string, double> scaler;
+  std::optional<std::map<std::string, std::vector<float>>> fp8;  // absent: the run had no fp8
 };
 
 CheckpointInfo parseManifest(const QString& path, const std::map<QString, QByteArray>& entries) {
@@ -135,6 +139,22 @@ LoadedCheckpoint readVerified(const QString& path) {
   c.model = parseSafetensorsEntry(path, kModelEntry, entries.at(kModelEntry));
   c.optimizer = parseSafetensorsEntry(path, kOptimizerEntry, entries.at(kOptimizerEntry));
   c.scaler = parseScaler(path, entries.at(kScalerEntry));
+  if (c.info.entries.count(kFp8Entry)) {
+    const auto fp8 = readListedEntries(path, c.info, {kFp8Entry});
+    const QJsonDocument doc = QJsonDocument::fromJson(verifiedEntry(path, fp8, c.info, kFp8Entry));
+    if (!doc.isObject()) fail(path, kFp8Entry, "not a JSON object");
+    std::map<std::string, std::vector<float>> state;
+    const QJsonObject o = doc.object();
+    for (auto it = o.begin(); it != o.end(); ++it) {
+      if (!it.value().isArray()) fail(path, kFp8Entry, "\"" + it.key().toStdString() + "\" must be an array of numbers");
+      std::vector<float>& v = state[it.key().toStdString()];
+      for (const QJsonValue& x : it.value().toArray()) {
+        if (!x.isDouble()) fail(path, kFp8Entry, "\"" + it.key().toStdString() + "\" holds a non-number");
+        v.push_back(static_cast<float>(x.toDouble()));
+      }
+    }
+    c.fp8 = std::move(state);
+  }
   return c;
 }
 
@@ -272,6 +292,15 @@ void saveCheckpoint(Trainer& trainer, const QString& zipPath, const QByteArray& 
   }
   entries.push_back({kScalerEntry, QJsonDocument(scaler).toJson(QJsonDocument::Indented), true});
   entries.push_back({kMetricsEntry, metricsJsonl, true});
+  if (Fp8Context* fp8 = trainer.fp8()) {
+    QJsonObject state;
+    for (const auto& [name, values] : fp8->state()) {
+      QJsonArray a;
+      for (float v : values) a.append(static_cast<double>(v));  // a float is exact as a double
+      state[QString::fromStdString(name)] = a;
+    }
+    entries.push_back({kFp8Entry, QJsonDocument(state).toJson(QJsonDocument::Compact), true});
+  }
   for (const auto& e : entries) m.entries[e.name.toStdString()] = {sha256Hex(e.data), e.data.size()};
   // The manifest goes first, so a reader that wants only it finds it at once.
   entries.insert(entries.begin(), ZipEntry{kManifestEntry, manifestToJson(m), true});
@@ -323,6 +352,18 @@ void loadCheckpoint(Trainer& trainer, const QString& zipPath) {
   validateOptimizer(zipPath, c, trainer.optimizer());
   validateScaler(zipPath, c, trainer.scaler());
   validateProgress(zipPath, c, trainer);
+  if (trainer.fp8() && !c.fp8)
+    fail(zipPath, kFp8Entry, "missing: this run trains in fp8, the checkpoint's run did not (its scales would start over)");
+  if (!trainer.fp8() && c.fp8) fail(zipPath, kFp8Entry, "holds fp8 scaling state, but this run does not train in fp8");
+  if (c.fp8) {
+    Fp8Context probe(trainer.fp8()->config(), 0);  // a scratch copy takes the state first
+    probe.setModel(trainer.model());
+    try {
+      probe.restore(*c.fp8);
+    } catch (const ConfigError& e) {
+      fail(zipPath, kFp8Entry, e.what());
+    }
+  }
 
   // 2. Apply in one go. Uploads of validated sizes and the checks above leave nothing to fail.
   for (std::size_t i = 0; i < all.size(); ++i) upload(be, *all[i].tensor, modelTensors[i]->data);
@@ -337,6 +378,7 @@ void loadCheckpoint(Trainer& trainer, const QString& zipPath) {
   }
   opt.setStateScalars(c.info.optimizerScalars);
   trainer.scaler().loadStateDict(c.scaler);
+  if (c.fp8) trainer.fp8()->restore(*c.fp8);
   trainer.restoreProgress({c.info.step, c.info.schedulerSteps, c.info.loader, c.info.stopped});
 }
 

@@ -32,6 +32,9 @@ inline constexpr const char* kModelEntry = "model.safetensors";
 inline constexpr const char* kOptimizerEntry = "optimizer.safetensors";
 inline constexpr const char* kScalerEntry = "scaler.json";
 inline constexpr const char* kMetricsEntry = "metrics.jsonl";
+// amp.mode=fp8 runs only: each delayed-scaling tensor's scale and amax history
+// (Fp8Context::state), {"fc2.x": [scale, step, pending amax, history...]}.
+inline constexpr const char* kFp8Entry = "fp8.json";
 
 struct TensorSpec {
   std::string name;  // "0.weight"

@@ -4,6 +4,7 @@
 #include <QJsonObject>
 #include <charconv>
 #include <cmath>
+#include <algorithm>
 #include <functional>
 
 #include "engine/io/config_json.h"
@@ -105,6 +106,36 @@ QByteArray csvField(const QString& s) {
   return '"' + b + '"';
 }
 
+// fp8 runs: per quantised tensor, five columns fp8_<tensor>_<figure> after the fixed ones, in
+// the order the tensors first appear across the runs (a run without the tensor: empty cells).
+const char* const kFp8Figures[] = {"amax", "scale", "underflow", "overflow", "sqnr_db"};
+
+std::vector<Column> fp8Columns(const std::vector<const RunRecord*>& runs) {
+  std::vector<std::string> tensors;
+  for (const RunRecord* r : runs)
+    for (const auto& m : r->steps)
+      for (const auto& f : m.fp8)
+        if (std::find(tensors.begin(), tensors.end(), f.tensor) == tensors.end()) tensors.push_back(f.tensor);
+  std::vector<Column> c;
+  for (const std::string& t : tensors)
+    for (int fig = 0; fig < 5; ++fig)
+      c.push_back({QString::fromStdString("fp8_" + t + "_" + kFp8Figures[fig]), [t, fig](const StepMetrics& m, double) {
+                     for (const auto& f : m.fp8)
+                       if (f.tensor == t) {
+                         const double v[] = {f.amax, f.scale, f.underflow, f.overflow, f.sqnrDb};
+                         return realCell(v[fig]);
+                       }
+                     return Cell{};
+                   }});
+  return c;
+}
+
+std::vector<Column> allColumns(const std::vector<const RunRecord*>& runs) {
+  std::vector<Column> c = columns();
+  for (Column& f : fp8Columns(runs)) c.push_back(std::move(f));
+  return c;
+}
+
 std::vector<double> smoothedLoss(const RunRecord& r, double smoothing) {
   std::vector<double> loss;
   loss.reserve(r.steps.size());
@@ -121,7 +152,7 @@ QStringList metricsExportColumns() {
 }
 
 QByteArray metricsToCsv(const std::vector<const RunRecord*>& runs, double smoothing) {
-  const auto& cols = columns();
+  const auto cols = allColumns(runs);
   QByteArray out = "run";
   for (const auto& c : cols) out += ',' + c.name.toUtf8();
   out += '\n';
@@ -138,7 +169,7 @@ QByteArray metricsToCsv(const std::vector<const RunRecord*>& runs, double smooth
 }
 
 QJsonDocument metricsToJson(const std::vector<const RunRecord*>& runs, double smoothing) {
-  const auto& cols = columns();
+  const auto cols = allColumns(runs);
   QJsonArray list;
   for (const RunRecord* r : runs) {
     const std::vector<double> smooth = smoothedLoss(*r, smoothing);

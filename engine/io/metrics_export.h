@@ -5,7 +5,9 @@
 //   run, step, epoch, loss, loss_smoothed, scale, scale_after, growth_tracker, skipped (0|1),
 //   grad_norm, lr, step_ms, samples_per_s, test_loss, test_acc, lost_update_frac,
 //   mem_<category> and mem_total (bytes after the step), mem_peak_<category> and mem_peak_total
-//   (peak bytes within the step); categories as memCategoryName() spells them.
+//   (peak bytes within the step); categories as memCategoryName() spells them; then, for fp8
+//   runs, fp8_<tensor>_amax, _scale, _underflow, _overflow and _sqnr_db for each quantised tensor
+//   ("fp8_fc2.x_scale"), for the union of the runs' tensors.
 // Numbers are written in their shortest exact form; nan/inf/-inf as such (JSON: as strings, as
 // metrics.jsonl does); a value the step does not have (test_loss when there was no
 // evaluation) is an empty cell (JSON: null).

@@ -1,5 +1,7 @@
 #include "engine/io/metrics_json.h"
 
+#include "engine/io/fp8_json.h"
+
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -87,6 +89,7 @@ QJsonObject stepMetricsToJson(const StepMetrics& m) {
     for (double r : m.rankSamplesPerS) per.append(r);
     o["rank_samples_per_s"] = per;
   }
+  if (!m.fp8.empty()) o["fp8"] = fp8RecordsToJson(m.fp8);
   return o;
 }
 
@@ -139,6 +142,7 @@ StepMetrics stepMetricsFromJson(const QJsonObject& o) {
   m.ranks = std::max(1, o["ranks"].toInt(1));
   m.allreduceMs = o["allreduce_ms"].toDouble();
   for (const QJsonValue& v : o["rank_samples_per_s"].toArray()) m.rankSamplesPerS.push_back(v.toDouble());
+  m.fp8 = fp8RecordsFromJson(o["fp8"].toArray());
   return m;
 }
 

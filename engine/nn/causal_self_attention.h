@@ -25,6 +25,11 @@ class CausalSelfAttention final : public Layer {
   void initialize(Backend& be, Rng& rng, DType dtype, MemCategory category) override;
   void releaseSaved() override;
   void setName(std::string n) override;
+  void forEachLayer(const std::function<void(Layer&)>& visit) override {
+    visit(*this);
+    m_attn.forEachLayer(visit);
+    m_proj.forEachLayer(visit);
+  }
 
  private:
   void record(LayerContext& ctx, TracePhase phase, const char* op, std::vector<DType> in,

@@ -3,6 +3,8 @@
 // Backward runs in the dtype the forward ran in; a gradient leaves in its tensor's dtype.
 #pragma once
 
+#include <functional>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +42,7 @@ struct LayerContext {
   bool training = true;
   TensorObserver* observer = nullptr;
   std::uint64_t stepSeed = 0;  // dropout masks: reproducible per step
+  class Fp8Context* fp8 = nullptr;  // amp.mode=fp8: the Linear layers quantise their GEMMs
 };
 
 class Layer {
@@ -62,6 +65,8 @@ class Layer {
   // Allocates parameters on the backend, in `dtype`, with PyTorch's initialisation.
   virtual void initialize(Backend& be, class Rng& rng, DType dtype, MemCategory category) {}
   virtual void releaseSaved() {}
+  // This layer, then (composites) each layer inside it, in model order.
+  virtual void forEachLayer(const std::function<void(Layer&)>& visit) { visit(*this); }
 
   // Composite layers (ResidualBlock) also name their parts, so override to pass the name on.
   virtual void setName(std::string n) { m_name = std::move(n); }

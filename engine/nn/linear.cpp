@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "engine/amp/fp8_context.h"
 #include "engine/data/rng.h"
 
 namespace amp {
@@ -72,6 +73,7 @@ Tensor Linear::forward(LayerContext& ctx, const Tensor& xIn) {
     throw std::invalid_argument(describe() + ": input " + shapeString(xIn.shape()));
   m_inputDtype = x.dtype();
   m_inputShape = xIn.shape();
+  if (ctx.fp8 && ctx.fp8->quantizes(m_name)) return forwardFp8(ctx, x);
   AutocastOperands o = autocastOperands(ctx, "linear", x, weight(), m_hasBias ? &m_bias : nullptr);
   m_savedX = o.x;
   m_savedW = o.weight;
@@ -82,6 +84,7 @@ Tensor Linear::forward(LayerContext& ctx, const Tensor& xIn) {
 }
 
 Tensor Linear::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGrad) {
+  if (ctx.fp8 && ctx.fp8->quantizes(m_name)) return backwardFp8(ctx, dyIn, needInputGrad);
   Backend& be = ctx.backend;
   const DType d = m_savedW.dtype();
   int casts = 0;
@@ -147,6 +150,9 @@ Tensor Linear::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
 void Linear::releaseSaved() {
   m_savedX = Tensor();
   m_savedW = Tensor();
+  m_fp8X.clear();
+  m_fp8Xq.clear();
+  m_fp8Wq.clear();
 }
 
 }  // namespace amp

@@ -23,6 +23,15 @@ class TransformerBlock final : public Layer {
   void initialize(Backend& be, Rng& rng, DType dtype, MemCategory category) override;
   void releaseSaved() override;
   void setName(std::string n) override;
+  void forEachLayer(const std::function<void(Layer&)>& visit) override {
+    visit(*this);
+    m_ln1.forEachLayer(visit);
+    m_attn.forEachLayer(visit);
+    m_ln2.forEachLayer(visit);
+    m_fc.forEachLayer(visit);
+    m_gelu.forEachLayer(visit);
+    m_proj.forEachLayer(visit);
+  }
   std::int64_t width() const { return m_width; }
   std::int64_t heads() const { return m_heads; }
   // Parameters, all but the two LayerNorms' in weighted (16-bit under autocast) layers.

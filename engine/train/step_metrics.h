@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/amp/fp8_record.h"
 #include "engine/core/dtype.h"
 #include "engine/core/memory_tracker.h"
 #include "engine/telemetry/exponent_histogram.h"
@@ -60,6 +61,8 @@ struct StepMetrics {
   double allreduceMs = 0;
   std::vector<double> rankSamplesPerS;
   std::vector<HistogramRecord> histograms;
+  // amp.mode=fp8: every quantised tensor of this step (engine/amp/fp8_record.h).
+  std::vector<Fp8TensorRecord> fp8;
 };
 
 struct EvalResult {

@@ -111,6 +111,10 @@ Trainer::Trainer(RunConfig config, std::unique_ptr<Backend> backend)
     m_model->initialize(*m_be, m_config.seed, pure ? DType::F16 : DType::F32,
                         m_config.usesAutocast() ? MemCategory::MasterWeights : MemCategory::Weights);
     m_optimizer = std::make_unique<Optimizer>(*m_be, m_model->parameters(), m_config.optimizer);
+    if (m_config.mode == PrecisionMode::Fp8) {
+      m_fp8 = std::make_unique<Fp8Context>(m_config.fp8, m_config.seed);
+      m_fp8->setModel(*m_model);
+    }
   } catch (const std::bad_alloc&) {
     // The estimate fitted but the allocator said no (other programs took the memory since):
     // the same one-line message, never a bare "std::bad_alloc".
@@ -279,6 +283,17 @@ StepMetrics Trainer::step() {
 void Trainer::joinRanks(Communicator& comm) {
   m_comm = &comm;
   if (comm.size() <= 1) return;
+  // fp8: every rank makes its scales from the amax of all ranks (max), so all use the same one.
+  // A max as a sum: each rank puts its amax in its own slot, the sum hands every rank all of them.
+  if (m_fp8)
+    m_fp8->setAmaxReducer([this](float amax) {
+      std::vector<float> slots(static_cast<std::size_t>(m_comm->size()), 0.0f);
+      slots[static_cast<std::size_t>(m_comm->rank())] = amax;
+      m_comm->allReduceSum(slots, "fp8 amax");
+      float m = 0;
+      for (float v : slots) m = std::isnan(v) || std::isnan(m) ? NAN : std::max(m, v);
+      return m;
+    });
   // Ranks on one machine share its cores: each takes its part instead of all of them (two
   // ranks' OpenMP teams on 2 cores took the CPU from each other).
   m_threadsPerRank = std::max(1, omp_get_num_procs() / comm.size());
@@ -301,7 +316,8 @@ StepMetrics Trainer::runStepAs(GraphPlan plan, std::chrono::steady_clock::time_p
   mt.scale = m_scaler->scale();
   HistogramRecorder recorder(*m_be, mt.scale, /*measureRounding=*/!replaysInFp32());
   LayerContext ctx{*m_be, m_autocast, true, recordHist ? &recorder : nullptr,
-                   m_config.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(mt.step)};
+                   m_config.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(mt.step), m_fp8.get()};
+  if (m_fp8) m_fp8->beginStep(mt.step, recordHist);
   m_autocast.setTracing(m_traceNext);
 
   // backward(scaler.scale(loss * weight / accumulation)): the loss gradient seed, in fp32.
@@ -496,6 +512,7 @@ StepMetrics Trainer::runStepAs(GraphPlan plan, std::chrono::steady_clock::time_p
   // Memory and time are the training step's own; evaluation comes after them.
   // A replay allocates nothing: its memory is the captured step's, which it reuses.
   mt.memory = plan == GraphPlan::Replay ? m_graph.memory : m_be->memory().snapshot();
+  if (m_fp8) mt.fp8 = m_fp8->takeRecords();
   if (plan == GraphPlan::Capture) m_graph.memory = mt.memory;
   m_lastStepGraph = plan == GraphPlan::Capture ? "captured" : plan == GraphPlan::Replay ? "replayed" : "eager";
   if (const auto device = m_be->deviceMemory()) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/amp/autocast.h"
+#include "engine/amp/fp8_context.h"
 #include "engine/amp/grad_scaler.h"
 #include "engine/backend/backend.h"
 #include "engine/backend/backend_registry.h"  // makeBackend, gpuInventory
@@ -79,6 +80,7 @@ class Trainer {
   bool trainingSetOnDevice() const { return m_deviceData.x.defined(); }
   Backend& backend() { return *m_be; }
   Sequential& model() { return *m_model; }
+  Fp8Context* fp8() { return m_fp8.get(); }
   Optimizer& optimizer() { return *m_optimizer; }
   GradScaler& scaler() { return *m_scaler; }
   const DataSplit& data() const { return m_data; }
@@ -154,6 +156,7 @@ class Trainer {
   mutable std::string m_dataFingerprint;
   std::unique_ptr<BatchLoader> m_loader;
   std::unique_ptr<Sequential> m_model;
+  std::unique_ptr<Fp8Context> m_fp8;  // amp.mode=fp8
   std::unique_ptr<Loss> m_loss;
   std::unique_ptr<Optimizer> m_optimizer;
   std::unique_ptr<ScaledOptimizer> m_scaled;

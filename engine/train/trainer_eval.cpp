@@ -42,7 +42,7 @@ EvalResult Trainer::evaluate() {
   const std::int64_t fs = test.featureSize();
   const bool wasTracing = m_autocast.tracing();
   m_autocast.setTracing(false);
-  LayerContext ctx{*m_be, m_autocast, /*training=*/false, nullptr, 0};
+  LayerContext ctx{*m_be, m_autocast, /*training=*/false, nullptr, 0, m_fp8.get()};
   double lossSum = 0;
   std::int64_t correct = 0;
   for (std::int64_t start = 0; start < test.count; start += kEvalBatch) {
@@ -99,7 +99,7 @@ DecisionMap Trainer::decisionMap(int resolution) {
     }
   const bool wasTracing = m_autocast.tracing();
   m_autocast.setTracing(false);
-  LayerContext ctx{*m_be, m_autocast, /*training=*/false, nullptr, 0};
+  LayerContext ctx{*m_be, m_autocast, /*training=*/false, nullptr, 0, m_fp8.get()};
   Tensor x = m_be->fromHost(grid, {n, 2}, inputDtype(), MemCategory::Workspace);
   std::vector<float> logits;
   {
@@ -116,7 +116,7 @@ std::vector<float> Trainer::nextTokenLogits(const std::vector<std::int32_t>& con
   const auto T = static_cast<std::int64_t>(context.size());
   const bool wasTracing = m_autocast.tracing();
   m_autocast.setTracing(false);
-  LayerContext ctx{*m_be, m_autocast, /*training=*/false, nullptr, 0};
+  LayerContext ctx{*m_be, m_autocast, /*training=*/false, nullptr, 0, m_fp8.get()};
   Tensor x = m_be->fromHostInt(context, {1, T}, MemCategory::Workspace);
   std::vector<float> logits;
   {
@@ -134,7 +134,7 @@ std::string Trainer::diagnoseNonFinite() {
     if (m_be->countNonFinite(p->value)) return p->name + " (weights)";
   // Weights are finite: replay the last batch's forward pass and find the first bad output.
   NonFiniteFinder finder(*m_be);
-  LayerContext ctx{*m_be, m_autocast, true, &finder, 0};
+  LayerContext ctx{*m_be, m_autocast, true, &finder, 0, m_fp8.get()};
   Tensor x = uploadInput(m_batch);
   {
     AutocastRegion region(m_autocast, m_config.usesAutocast(), m_config.lowDtype());

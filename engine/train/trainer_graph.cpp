@@ -51,7 +51,8 @@ Trainer::GraphPlan Trainer::planStepGraph() {
   const bool steady = ranks() == 1 && tc.accumulation == 1 && m_config.model.dropout == 0 &&
                       !m_traceNext && !injectsAt(step) &&
                       !(rank() == 0 && recordsHistogramsAt(step)) && m_optimizer->steady();
-  if (m_graph.off || !m_be->capturesSteps() || !steady) {
+  // fp8 quantises on the host between the GEMMs: nothing a graph could replay.
+  if (m_graph.off || !m_be->capturesSteps() || !steady || m_fp8) {
     dropStepGraph();
     return GraphPlan::Eager;
   }

@@ -45,7 +45,7 @@ Trainer::Fp32Replay Trainer::replayInFp32(const Tensor& x, const Tensor& target,
                                           std::uint64_t stepSeed) {
   Fp32Replay replay;
   ReplayObserver observer(*m_be);
-  LayerContext ctx{*m_be, m_autocast, true, &observer, stepSeed};
+  LayerContext ctx{*m_be, m_autocast, true, &observer, stepSeed, m_fp8.get()};
   const bool tracing = m_traceNext;
   m_autocast.setTracing(false);  // the replay is no part of the step's dtype trace
   m_model->zeroGrad();

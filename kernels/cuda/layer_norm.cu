@@ -4,15 +4,12 @@
 //   squared deviations from it, rstd = 1 / sqrt(var + eps), y = xhat * gamma + beta rounded once;
 // - backward, dx: one warp per row: g = dy * gamma and xhat from the saved mean and rstd, the
 //   row's means of g and g * xhat, dx = rstd * (g - mean(g) - xhat * mean(g * xhat));
-// - backward, dgamma and dbeta: backend.h fixes their order (fp32, one running sum per column
-//   in row order), a chain no parallel reduction may reorder. So a block owns 8 columns: seven
-//   warps stream tiles of 256 rows into shared memory (dy and dy * xhat, computed as they land),
-//   double-buffered, while 16 lanes of the eighth add each tile to the 16 running sums, one
-//   add per row each. The loads of a whole tile are in flight at once; only the adds run in
-//   sequence. Estimated, not yet measured: about 4 cycles a row for the adds and a memory
-//   latency a tile for the loads, some 20 to 40 us for 8192 rows whatever the width.
+// - backward, dgamma and dbeta: column sums in bias_grad_order.h's blocked order (32-row blocks
+//   from 0 in row order, then the block sums in order), the CPU's order too, in two passes on a
+//   2-D grid (below).
 // Row sums inside a warp use a fixed butterfly, so reruns agree bit for bit; against the CPU the
 // row statistics differ by the order of their sums (the tests' bounds), dgamma and dbeta not.
+#include "kernels/common/bias_grad_order.h"
 #include "kernels/common/transformer_math.h"
 #include "kernels/cuda/transformer_kernels.h"
 #include "kernels/cuda/warp_rows.cuh"
@@ -137,59 +134,45 @@ __global__ void __launch_bounds__(kBlock) layerNormInputGradKernel(BackwardArgs 
   }
 }
 
-// The parameter gradients' tiles: kColumns columns by kTileRows rows, double-buffered. The time
-// goes on waiting for the rows a tile needs (one tile's loads are in flight at a time), so few
-// columns and long tiles: 8 columns of 256 rows, each element's dy and dy * xhat side by side
-// (16 floats a row: the summing lanes read 16 neighbouring words, no bank conflicts), 32 KiB.
-constexpr int kColumns = 8;
-constexpr int kTileRows = 256;
-constexpr int kLoaderThreads = kBlock - 32;  // warp 0 sums, the other seven load
-constexpr int kLoadsPerThread = (kTileRows * kColumns + kLoaderThreads - 1) / kLoaderThreads;
+// The parameter gradients in bias_grad_order.h's blocked order, the CPU's too (issue 41: the
+// row-order chain this replaced ran on width / 8 blocks, 96 for the GPT's 768 columns over
+// 32768 rows). Pass 1: each 32-row block's column sums of dy and of dy * xhat, from 0 in row
+// order, on a 2-D grid (a warp per row block, its lanes on 32 neighbouring columns: coalesced)
+// into partials [2][blocks][width]. Pass 2: a thread per column adds its blocks' sums from 0 in
+// block order and rounds once.
+constexpr int kParamColumns = 32;
+constexpr int kParamWarps = kBlock / 32;
 
-__global__ void __launch_bounds__(kBlock) layerNormParamGradKernel(BackwardArgs a) {
-  __shared__ float tile[2][kTileRows][2][kColumns];  // [buffer][row][dy, dy * xhat][column]
+__global__ void layerNormParamRowBlocksKernel(BackwardArgs a, float* partials) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const std::int64_t firstColumn = std::int64_t(blockIdx.x) * kColumns;
-  const std::int64_t tiles = (a.rows + kTileRows - 1) / kTileRows;
-  // Summing lanes: 0..7 add dy (dbeta), 8..15 dy * xhat (dgamma), for column lane % 8.
-  const int which = lane / kColumns, sumColumn = lane % kColumns;
-  float sum = 0.f;
-  // Step k: the loaders fill buffer k % 2 with tile k while warp 0 adds tile k - 1 from the
-  // other buffer; the barrier then hands the filled buffer over.
-  for (std::int64_t k = 0; k <= tiles; ++k) {
-    if (warp > 0 && k < tiles) {
-      const int buf = static_cast<int>(k & 1);
-      const int loader = threadIdx.x - 32;
-#pragma unroll
-      for (int i = 0; i < kLoadsPerThread; ++i) {
-        const int e = loader + i * kLoaderThreads;  // element of the tile: row e / 8, column e % 8
-        if (e >= kTileRows * kColumns) break;
-        const int r = e / kColumns, c = e % kColumns;
-        const std::int64_t row = k * kTileRows + r, col = firstColumn + c;
-        float dy = 0.f, dyXhat = 0.f;
-        if (row < a.rows && col < a.width) {
-          const std::int64_t at = row * a.width + col;
-          dy = loadFloat(a.dy.code, a.dy.data, at);
-          dyXhat = dy * layerNormXhat(loadFloat(a.x.code, a.x.data, at), a.mean[row], a.rstd[row]);
-        }
-        tile[buf][r][0][c] = dy;
-        tile[buf][r][1][c] = dyXhat;
-      }
-    }
-    if (warp == 0 && k > 0 && lane < 2 * kColumns) {
-      const int buf = static_cast<int>((k - 1) & 1);
-      const std::int64_t left = a.rows - (k - 1) * kTileRows;
-      const int count = left < kTileRows ? static_cast<int>(left) : kTileRows;
-#pragma unroll 8
-      for (int r = 0; r < count; ++r) sum += tile[buf][r][which][sumColumn];
-    }
-    __syncthreads();
+  const std::int64_t col = std::int64_t(blockIdx.x) * kParamColumns + lane;
+  const std::int64_t b = std::int64_t(blockIdx.y) * kParamWarps + warp;
+  const std::int64_t blocks = biasGradRowBlocks(a.rows);
+  if (b >= blocks || col >= a.width) return;
+  const std::int64_t r0 = b * kBiasGradRowBlock;
+  const std::int64_t r1 = r0 + kBiasGradRowBlock < a.rows ? r0 + kBiasGradRowBlock : a.rows;
+  float sumDy = 0.f, sumDyXhat = 0.f;
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const std::int64_t at = r * a.width + col;
+    const float dy = loadFloat(a.dy.code, a.dy.data, at);
+    sumDyXhat += dy * layerNormXhat(loadFloat(a.x.code, a.x.data, at), a.mean[r], a.rstd[r]);
+    sumDy += dy;
   }
-  const std::int64_t col = firstColumn + sumColumn;
-  if (warp == 0 && lane < 2 * kColumns && col < a.width) {
-    if (which == 0) storeFloat(a.dbeta.code, a.dbeta.data, col, sum);
-    else storeFloat(a.dgamma.code, a.dgamma.data, col, sum);
+  partials[b * a.width + col] = sumDy;
+  partials[(blocks + b) * a.width + col] = sumDyXhat;
+}
+
+__global__ void layerNormParamTotalsKernel(BackwardArgs a, const float* partials) {
+  const std::int64_t col = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  if (col >= a.width) return;
+  const std::int64_t blocks = biasGradRowBlocks(a.rows);
+  float dbeta = 0.f, dgamma = 0.f;
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    dbeta += partials[b * a.width + col];
+    dgamma += partials[(blocks + b) * a.width + col];
   }
+  storeFloat(a.dbeta.code, a.dbeta.data, col, dbeta);
+  storeFloat(a.dgamma.code, a.dgamma.data, col, dgamma);
 }
 
 }  // namespace
@@ -205,9 +188,13 @@ void launchLayerNormForward(std::int64_t rows, std::int64_t width, FloatIn x, Fl
     layerNormForwardKernel<1><<<gridForRows(rows), kBlock, 0, st>>>(a);
 }
 
+std::size_t layerNormParamPartialFloats(std::int64_t rows, std::int64_t width) {
+  return static_cast<std::size_t>(2 * biasGradRowBlocks(rows) * (width > 0 ? width : 0));
+}
+
 void launchLayerNormBackward(std::int64_t rows, std::int64_t width, FloatIn dy, FloatIn x,
                              FloatIn gamma, const float* mean, const float* rstd, FloatOut dx,
-                             FloatOut dgamma, FloatOut dbeta, Stream st) {
+                             FloatOut dgamma, FloatOut dbeta, float* partials, Stream st) {
   if (width <= 0) return;
   const BackwardArgs a{rows, width, dy, x, gamma, mean, rstd, dx, dgamma, dbeta};
   if (rows > 0) {
@@ -216,8 +203,15 @@ void launchLayerNormBackward(std::int64_t rows, std::int64_t width, FloatIn dy, 
     else
       layerNormInputGradKernel<1><<<gridForRows(rows), kBlock, 0, st>>>(a);
   }
-  const std::int64_t blocks = (width + kColumns - 1) / kColumns;
-  layerNormParamGradKernel<<<static_cast<unsigned>(blocks), kBlock, 0, st>>>(a);
+  const std::int64_t blocks = biasGradRowBlocks(rows);
+  if (blocks > 0) {
+    const std::int64_t columnBlocks = (width + kParamColumns - 1) / kParamColumns;
+    const std::int64_t rowGroups = (blocks + kParamWarps - 1) / kParamWarps;  // <= 65535 below 2^24 rows
+    layerNormParamRowBlocksKernel<<<dim3(static_cast<unsigned>(columnBlocks), static_cast<unsigned>(rowGroups)),
+                                    kBlock, 0, st>>>(a, partials);
+  }
+  // No rows: the totals are zeros, as the CPU's.
+  layerNormParamTotalsKernel<<<static_cast<unsigned>((width + kBlock - 1) / kBlock), kBlock, 0, st>>>(a, partials);
 }
 
 }  // namespace amp::cuda

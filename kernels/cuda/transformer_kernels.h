@@ -51,11 +51,13 @@ void launchLayerNormForward(std::int64_t rows, std::int64_t width, FloatIn x, Fl
                             FloatIn beta, float eps, FloatOut y, float* mean, float* rstd,
                             Stream st);
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma, one warp per row; dgamma =
-// sum of dy * xhat and dbeta = sum of dy per column, each in fp32 in row order (one running sum
-// per column, fed from shared memory by the block's other warps), rounded once.
+// sum of dy * xhat and dbeta = sum of dy per column, each in fp32 in
+// kernels/common/bias_grad_order.h's blocked order (the CPU's), rounded once. partials:
+// layerNormParamPartialFloats(rows, width) floats of workspace.
+std::size_t layerNormParamPartialFloats(std::int64_t rows, std::int64_t width);
 void launchLayerNormBackward(std::int64_t rows, std::int64_t width, FloatIn dy, FloatIn x,
                              FloatIn gamma, const float* mean, const float* rstd, FloatOut dx,
-                             FloatOut dgamma, FloatOut dbeta, Stream st);
+                             FloatOut dgamma, FloatOut dbeta, float* partials, Stream st);
 
 // ---- causal softmax (causal_softmax.cu): (matrices, t, t), one warp per row ------------------
 // probs row i = softmax over j <= i of causalScore(scores' dtype, scores, scale), 0 for j > i.

@@ -186,7 +186,8 @@ TEST_F(Transformer, LayerNormForwardMatchesWithinTheRowSumBound) {
 // the row means of g and g * xhat taken in another order: absolute 1e-5 of the largest |dx|
 // (the terms cancel), relative 1e-5, then one ulp of a 16-bit dx.
 TEST_F(Transformer, LayerNormBackwardMatchesAndItsParameterGradientsAreBitExact) {
-  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{300, 128}, {37, 768}, {70, 30}, {3, 1500}};
+  // 8192 x 768: the GPT's width over 256 row blocks (the two-pass kernels, 32 row groups).
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{300, 128}, {37, 768}, {70, 30}, {3, 1500}, {8192, 768}};
   for (const auto& [rows, width] : shapes)
     for (DType x : kFloats)
       for (DType params : {DType::F32, x}) {

@@ -1,0 +1,98 @@
+// The fp8 / block-scaled recipe of one run, as the Linear layers use it: which layers quantise,
+// how each of their GEMM operands is quantised (engine/amp/fp8_quantize.h), the per-tensor scale
+// state of delayed scaling (an amax history per tensor), the figures of every quantised tensor,
+// and the state a checkpoint carries. Owned by the Trainer; LayerContext::fp8 points at it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/amp/fp8_config.h"
+#include "engine/amp/fp8_quantize.h"
+#include "engine/amp/fp8_record.h"
+
+namespace amp {
+
+class Sequential;
+
+enum class Fp8Role : std::uint8_t { Input, Weight, GradOutput };  // x, w, dy
+enum class Fp8Gemm : std::uint8_t { Forward, Dgrad, Wgrad };
+
+// Checks every fp8.* key (ConfigError naming the key); nothing else is needed to construct.
+void validateFp8Config(const Fp8Config& c);
+// "fp8 delayed (hybrid, history 1024, max)", "nvfp4 + RHT + SR", "mxfp8 (e4m3, fit)".
+std::string describeFp8Recipe(const Fp8Config& c);
+
+class Fp8Context {
+ public:
+  Fp8Context(const Fp8Config& config, std::uint64_t seed);
+
+  // The model's Linear layers in order (Layer::forEachLayer), to resolve fp8.keep_bf16. Throws
+  // ConfigError when none is left to quantise.
+  void setModel(const Sequential& model);
+  bool quantizes(const std::string& linearName) const;
+  const std::vector<std::string>& quantizedLayers() const { return m_quantized; }
+  // Per-tensor recipes quantise each tensor once a step and reuse it in every GEMM; block
+  // recipes quantise each GEMM's operands along that GEMM's reduction dimension.
+  bool perTensor() const { return m_recipe == Recipe::Delayed || m_recipe == Recipe::Current; }
+
+  // Training step `step` (1-based) begins; histogram steps also record block-scale histograms.
+  void beginStep(std::int64_t step, bool histogramStep);
+  // Quantises `values` (rows x cols, row-major) in place for GEMM `gemm` as `role` of layer
+  // `layer`: the dequantised operand. `training` false (evaluation): no history, no figures.
+  void quantize(const std::string& layer, Fp8Role role, Fp8Gemm gemm, std::vector<float>& values,
+                std::int64_t rows, std::int64_t cols, bool training);
+  std::vector<Fp8TensorRecord> takeRecords();
+
+  // Data-parallel: the amax of a tensor reduced (max) over every rank before a scale is made
+  // from it, so every rank uses the same scale.
+  void setAmaxReducer(std::function<float(float)> reduce) { m_reduceAmax = std::move(reduce); }
+
+  // The accumulation model (fp8.accum_bits > 0): the GEMM the Linear layers call instead.
+  bool accumulatorModel() const { return m_config.accumBits > 0; }
+  int accumBits() const { return static_cast<int>(m_config.accumBits); }
+  int accumPromote() const { return static_cast<int>(m_config.accumPromote); }
+
+  // Checkpoints: every delayed-scaling tensor's scale and amax history, by tensor name, as
+  // floats [scale, step of the last amax, pending amax, history...]. restore() refuses state of
+  // another history length or tensor set (a stale history is a known bug class elsewhere).
+  std::map<std::string, std::vector<float>> state() const;
+  void restore(const std::map<std::string, std::vector<float>>& state);
+
+  const Fp8Config& config() const { return m_config; }
+  std::string describe() const { return describeFp8Recipe(m_config); }
+
+ private:
+  enum class Recipe : std::uint8_t { Delayed, Current, Mxfp8, Blockwise, Nvfp4 };
+  struct History {
+    float scale = 1.0f;      // TE: the first step uses scale 1
+    std::int64_t step = 0;   // the step whose amax is pending
+    float pending = 0;       // the largest amax seen in that step
+    std::vector<float> amax; // oldest first, at most historyLen
+  };
+  static Recipe parseRecipe(const std::string& name);
+  QuantSpec specFor(Recipe recipe, const std::string& tensor, Fp8Role role, Fp8Gemm gemm, float amax,
+                    History* history) const;
+  MiniFormat formatOf(Recipe recipe, Fp8Role role) const;
+  void roll(History& h, std::int64_t step);
+  void maybeSpike(const std::string& tensor, std::vector<float>& values) const;
+
+  Fp8Config m_config;
+  Recipe m_recipe, m_whatIfRecipe;
+  bool m_hasWhatIf = false;
+  std::uint64_t m_seed;
+  std::int64_t m_step = 0;
+  bool m_histogramStep = false;
+  std::vector<std::string> m_linears, m_quantized;
+  std::map<std::string, History> m_histories, m_whatIfHistories;
+  std::vector<Fp8TensorRecord> m_records;
+  std::function<float(float)> m_reduceAmax;
+  std::int64_t m_spikeStep = 0;
+  std::string m_spikeTensor;
+  double m_spikeFactor = 0;
+};
+
+}  // namespace amp
