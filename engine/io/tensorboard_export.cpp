@@ -2,6 +2,7 @@
 
 #include <QDateTime>
 #include <QDir>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <algorithm>
 #include <cmath>
@@ -83,7 +84,19 @@ std::string serialized(const tb::Event& e) {
   return bytes;
 }
 
-void stepScalars(tb::Summary& s, const StepMetrics& m) {
+// What a run recorded elsewhere did not log (summary.json's source.not_logged): left out of the
+// export rather than written as measured zeros.
+struct NotLogged {
+  bool samples = false, stepMs = false, memory = false;
+  explicit NotLogged(const QJsonObject& summary) {
+    const QJsonArray a = summary.value("source").toObject().value("not_logged").toArray();
+    samples = a.contains(QStringLiteral("samples_per_s"));
+    stepMs = a.contains(QStringLiteral("step_ms"));
+    memory = a.contains(QStringLiteral("memory"));
+  }
+};
+
+void stepScalars(tb::Summary& s, const StepMetrics& m, const NotLogged& missing) {
   scalar(s, "train/loss", m.loss);
   scalar(s, "train/grad_norm", m.gradNorm);
   scalar(s, "train/lr", m.lr);
@@ -92,16 +105,18 @@ void stepScalars(tb::Summary& s, const StepMetrics& m) {
   scalar(s, "amp/growth_tracker", m.growthTracker);
   scalar(s, "amp/skipped", m.skipped ? 1 : 0);
   scalar(s, "amp/lost_update_frac", m.lostUpdateFrac);
-  scalar(s, "speed/step_ms", m.stepMs);
-  scalar(s, "speed/samples_per_s", m.samplesPerS);
+  if (!missing.stepMs) scalar(s, "speed/step_ms", m.stepMs);
+  if (!missing.samples) scalar(s, "speed/samples_per_s", m.samplesPerS);
   if (m.gemmGflops > 0) scalar(s, "speed/gemm_gflops", m.gemmGflops);
-  for (int i = 0; i < kMemCategoryCount; ++i) {
+  for (int i = 0; i < kMemCategoryCount && !missing.memory; ++i) {
     const std::string name(memCategoryName(static_cast<MemCategory>(i)));
     scalar(s, "memory/" + name + "_bytes", static_cast<double>(m.memory.current[i]));
     scalar(s, "memory_peak/" + name + "_bytes", static_cast<double>(m.memory.peak[i]));
   }
-  scalar(s, "memory/total_bytes", static_cast<double>(m.memory.totalCurrent));
-  scalar(s, "memory_peak/total_bytes", static_cast<double>(m.memory.totalPeak));
+  if (!missing.memory) {
+    scalar(s, "memory/total_bytes", static_cast<double>(m.memory.totalCurrent));
+    scalar(s, "memory_peak/total_bytes", static_cast<double>(m.memory.totalPeak));
+  }
   if (m.testLoss) scalar(s, "test/loss", *m.testLoss);
   if (m.testAcc) scalar(s, "test/accuracy", *m.testAcc);
 }
@@ -127,13 +142,14 @@ std::string tensorboardEventFile(const RunRecord& r, double startWallTime) {
 
   double wall = startWallTime;
   std::int64_t lastStep = 0;
+  const NotLogged missing(r.summary);
   for (const StepMetrics& m : r.steps) {
     if (std::isfinite(m.stepMs) && m.stepMs > 0) wall += m.stepMs / 1e3;
     tb::Event e;
     e.set_wall_time(wall);
     e.set_step(m.step);
     tb::Summary& s = *e.mutable_summary();
-    stepScalars(s, m);
+    stepScalars(s, m, missing);
     text(s, tbtag::kMetrics, compactJson(stepMetricsToJson(m)), "ampstudio");
     const auto [first, last] = histograms.equal_range(m.step);
     for (auto it = first; it != last; ++it) {

@@ -9,6 +9,7 @@
 #include <QFile>
 #include <QJsonArray>
 #include <QTemporaryDir>
+#include <set>
 
 #include "engine/io/proto/tensorboard_event.pb.h"
 #include "engine/io/run_output.h"
@@ -148,6 +149,22 @@ TEST(TensorBoardLogs, TextIsKeptAsTextAndAScaleOfOneIsNotFp16) {
   const QJsonArray notLogged = r.summary["source"].toObject()["not_logged"].toArray();
   EXPECT_TRUE(notLogged.contains("samples_per_s"));
   EXPECT_TRUE(notLogged.contains("memory"));
+}
+
+TEST(TensorBoardLogs, WhatWasNotLoggedIsNotExportedAsMeasuredZeros) {
+  Log log;
+  for (int s = 1; s <= 3; ++s) log.scalar(s, "loss", 1.0f);
+  const RunRecord r = import(log);
+  std::set<std::string> tags;
+  for (const auto& rec : tfevents::splitRecords(tensorboardEventFile(r, 1.7e9), "f").records) {
+    tb::Event e;
+    ASSERT_TRUE(e.ParseFromArray(rec.data.data(), int(rec.data.size())));
+    for (const auto& v : e.summary().value()) tags.insert(v.tag());
+  }
+  EXPECT_TRUE(tags.count("train/loss"));
+  EXPECT_FALSE(tags.count("speed/samples_per_s"));  // today's code: 0 samples/s, as if measured
+  EXPECT_FALSE(tags.count("memory_peak/total_bytes"));
+  EXPECT_TRUE(tags.count("speed/step_ms"));  // derived from the wall times
 }
 
 TEST(TensorBoardLogs, AnHparamsSubFolderDoesNotRefuseItsRunAndPathsAreNotDoubled) {
