@@ -44,12 +44,21 @@ while [ $# -gt 0 ]; do
 done
 
 if [ -n "$FRESH" ]; then
-  case "$FRESH/" in "$ROOT/"|"$ROOT/installer/"*|"$ROOT/engine/"*|"$ROOT/kernels/"*|"$ROOT/tests/"*|"$ROOT/app/"*)
-    echo "gpu-check.sh: --fresh-copy $FRESH would overwrite the checkout's sources" >&2; exit 2 ;;
+  # DIR is replaced: only a folder outside the checkout or under its build/, and only one this
+  # option made (its marker) or an empty one, so a mistyped path never deletes anything else.
+  case "$ROOT/" in "$FRESH/"*) echo "gpu-check.sh: --fresh-copy $FRESH holds the checkout itself" >&2; exit 2 ;; esac
+  case "$FRESH/" in
+    "$ROOT/build/"?*) ;;
+    "$ROOT/"*) echo "gpu-check.sh: --fresh-copy $FRESH is inside the checkout's sources (use build/...)" >&2; exit 2 ;;
   esac
-  echo "== a fresh copy of the tracked tree in $FRESH"
+  if [ -d "$FRESH" ] && [ -n "$(ls -A "$FRESH")" ] && [ ! -f "$FRESH/.amp-fresh-copy" ]; then
+    echo "gpu-check.sh: --fresh-copy $FRESH exists and is not an earlier fresh copy: not replacing it" >&2
+    exit 2
+  fi
+  echo "== a fresh copy of the last commit in $FRESH"
   rm -rf "$FRESH"
   mkdir -p "$FRESH"
+  touch "$FRESH/.amp-fresh-copy"
   # The last commit's tree, as a clone of it has it: no uncommitted edits (a tracked file edited
   # to use a file not yet added would not build there either), nothing git ignores, no build/.
   git -C "$ROOT" archive --format=tar HEAD | tar -xf - -C "$FRESH"
