@@ -55,6 +55,8 @@ if [ -n "$FRESH" ]; then
     echo "gpu-check.sh: --fresh-copy $FRESH exists and is not an earlier fresh copy: not replacing it" >&2
     exit 2
   fi
+  git -C "$ROOT" rev-parse --verify -q HEAD > /dev/null ||
+    { echo "gpu-check.sh: --fresh-copy needs a git checkout with a commit ($ROOT has none)" >&2; exit 2; }
   echo "== a fresh copy of the last commit in $FRESH"
   rm -rf "$FRESH"
   mkdir -p "$FRESH"
