@@ -84,7 +84,9 @@ TEST(NcclFaults, AOneRankCommunicatorAveragesAsTheSharedCodeDoes) {
     for (std::size_t i = 0; i < sums.size(); ++i) {
       EXPECT_EQ(floatBits(got[i]), floatBits(rankAverageRounded(sums[i], 2.f, code)))
           << gpu_test::name(d) << " [" << i << "]: " << got[i];
-      if (code == 1 && std::fabs(sums[i]) <= 131008.f) EXPECT_TRUE(std::isfinite(got[i])) << i;
+      if (code == 1 && std::fabs(sums[i]) <= 131008.f) {
+        EXPECT_TRUE(std::isfinite(got[i])) << i;
+      }
     }
   }
 }
