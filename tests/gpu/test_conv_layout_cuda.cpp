@@ -60,3 +60,40 @@ TEST(ConvLayoutCuda, ChannelsLastConvolutionsRunNhwcInCudnnWithoutFallback) {
     }
   }
 }
+
+// The workspace cap (kernels/cuda/conv_plan_policy.h): with a cap of 0 bytes every plan must
+// need no workspace, or planning must refuse in one line naming the cap (never a plan over it).
+// Uncapped, at least one pass of these shapes asks for workspace, or the cap was never tested.
+TEST(ConvLayoutCuda, TheWorkspaceCapPassesOverAlgorithmsThatNeedMore) {
+  AMP_SKIP_WITHOUT_GPU();
+  auto be = makeBackend("cuda");
+  auto* cuda = dynamic_cast<CudaBackend*>(be.get());
+  ASSERT_NE(cuda, nullptr);
+  cuda::CudnnConv uncapped(cuda->stream()), capped(cuda->stream());
+  capped.setWorkspaceCap(0);
+  bool someNeedWorkspace = false;
+  for (const ConvGeometry& g : {geometry(64, 16, 32, 16, 3, 1, 1), geometry(64, 64, 8, 64, 3, 1, 1),
+                                geometry(64, 16, 32, 32, 3, 2, 1)})
+    for (cuda::ConvPass pass : {cuda::ConvPass::Forward, cuda::ConvPass::BackwardData, cuda::ConvPass::BackwardFilter})
+      for (bool nhwc : {false, true}) {
+        cuda::ConvProblem p;
+        p.pass = pass;
+        p.geometry = g;
+        p.code = 1;  // fp16: tensor-core algorithms, the ones that want workspace
+        p.channelsLast = nhwc;
+        if (!uncapped.supports(p)) continue;
+        someNeedWorkspace |= uncapped.workspaceBytes(p) > 0;
+        if (!capped.supports(p)) {
+          try {
+            capped.workspaceBytes(p);
+            ADD_FAILURE() << p.text() << ": refused, yet planned";
+          } catch (const std::runtime_error& e) {
+            EXPECT_NE(std::string(e.what()).find("AMP_CUDA_CONV_WORKSPACE_MB"), std::string::npos) << e.what();
+          }
+          continue;
+        }
+        EXPECT_EQ(capped.workspaceBytes(p), 0u) << p.text();
+      }
+  EXPECT_TRUE(someNeedWorkspace) << "no pass asked for workspace uncapped: the cap was not exercised";
+  EXPECT_GT(uncapped.workspaceCap(), 0u);
+}
