@@ -11,7 +11,11 @@
 #include "app/cli_experiment.h"  // UsageError
 #include "app/cli_main.h"        // printError
 #include "engine/core/checked_file.h"
+#include "engine/io/config_json.h"  // format_version
 #include "engine/io/run_record.h"  // the run files' names
+
+#include <QJsonDocument>
+#include <QJsonObject>
 
 namespace amp::cli {
 
@@ -72,7 +76,23 @@ void prepareOutputFolder(const OutputFolderPlan& plan) {
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     throw OutputError(dir + ": cannot write there: " + systemReason(errno));
 
-  if (plan.continuing) return;
+  if (plan.continuing) {
+    // A resume rewrites the folder's config.json (as format_version 1) and metrics: a folder of
+    // a newer format, which export and the app refuse to read, is refused here too, untouched.
+    const std::string config = dir + "/" + kRunConfigFile;
+    if (::stat(config.c_str(), &st) == 0) {
+      const QJsonObject o = QJsonDocument::fromJson(readFileBytes(QString::fromStdString(config))).object();
+      if (o.contains("format_version")) {
+        RunConfig ignored;
+        try {
+          applyConfigJson(ignored, QJsonObject{{"format_version", o["format_version"]}});
+        } catch (const ConfigError& e) {
+          throw UsageError(config + ": " + e.what() + "; resume refused, the folder is left as it is");
+        }
+      }
+    }
+    return;
+  }
   const auto found = existingRunOutputs(dir);
   if (found.empty()) return;
   if (!plan.overwrite)
