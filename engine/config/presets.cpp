@@ -96,7 +96,9 @@ std::vector<Preset> build() {
                "the scale together, exactly as the single process does. A rank that decided alone "
                "would step while the other skipped, and the replicas would drift apart.",
                overflowSettings(),
-               {{"1_rank", {{"dist.ranks", "1"}}},
+               // The 1-rank run has its overflows on its one rank, whatever the panel's
+               // "Inject on rank" says (a rank 1 it does not have would inject nothing).
+               {{"1_rank", {{"dist.ranks", "1"}, {"dist.inject_rank", "-1"}}},
                 {"2_ranks", {{"dist.ranks", "2"}, {"dist.inject_rank", "1"}}}},
                false, {}, "weight_grad|4.weight", "2_ranks", /*demoPace=*/0, "scale"});
   v.push_back({"bf16-no-scaler", "bf16 needs no loss scaler",
