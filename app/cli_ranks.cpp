@@ -1,6 +1,14 @@
 #include "app/cli_ranks.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <regex>
+#include <set>
 
 #include <chrono>
 #include <condition_variable>
@@ -192,6 +200,151 @@ Communicator& processCommunicator(double timeoutS) {
 
 namespace {
 
+// mpirun, run as a child of this process rather than in its place, so that what the user sees is
+// one line per problem and one of the documented exit codes: the ranks' lines go through (an
+// error every rank reports alike, "rank K: WHAT" and "WHAT", once), Open MPI's own boxed
+// explanations of a rank that failed are read for which rank ended how rather than shown, and a
+// rank that died (a signal, or an exit code of its own) ends this command with exit 3 and one line
+// naming the rank instead of mpirun's 128+signal.
+pid_t g_mpirun = -1;
+
+void forwardSignal(int sig) {
+  if (g_mpirun > 0) ::kill(g_mpirun, sig);
+}
+
+bool isBoxRule(const std::string& line) { return line.size() >= 20 && line.find_first_not_of('-') == std::string::npos; }
+
+struct MpirunReport {
+  int rank = -1;     // the rank that ended the job, when Open MPI said which
+  int signal = 0;    // ... on this signal
+  int exitCode = 0;  // ... or with this exit code
+};
+
+// What Open MPI says about the rank that ended a job, in 4.x's words.
+void readOpenMpiLine(const std::string& line, MpirunReport& r) {
+  static const std::regex signalled(R"(process rank ([0-9]+) with PID .* exited on signal ([0-9]+))");
+  static const std::regex named(R"(Process name: \[\[[0-9]+,[0-9]+\],([0-9]+)\])");
+  static const std::regex exitCode(R"(Exit code: *([0-9]+))");
+  std::smatch m;
+  if (std::regex_search(line, m, signalled)) {
+    r.rank = std::stoi(m[1]);
+    r.signal = std::stoi(m[2]);
+  } else if (std::regex_search(line, m, named)) {
+    if (r.rank < 0) r.rank = std::stoi(m[1]);
+  } else if (std::regex_search(line, m, exitCode)) {
+    if (r.exitCode == 0) r.exitCode = std::stoi(m[1]);
+  }
+}
+
+// Open MPI's boxes this command explains itself (a rank that failed); any other box (mpirun
+// cannot start the ranks, ...) is shown as it is.
+bool explainedBox(const std::string& text) {
+  return text.find("Primary job") != std::string::npos ||
+         text.find("exited on signal") != std::string::npos ||
+         text.find("one or more processes exited with non-zero status") != std::string::npos;
+}
+
+int superviseMpirun(const std::vector<std::string>& argv, bool ranksChild) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    printError("run", "--ranks: cannot make a pipe for mpirun: " + std::string(std::strerror(errno)));
+    return 2;
+  }
+  std::vector<std::string> copy = argv;
+  std::vector<char*> cargs;
+  for (auto& a : copy) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    printError("run", "--ranks: cannot start mpirun: " + std::string(std::strerror(errno)));
+    return 2;
+  }
+  if (pid == 0) {
+    ::dup2(fds[1], 2);
+    if (ranksChild) ::setenv("AMPSTUDIO_RANKS_CHILD", "1", 1);
+    ::execv(cargs[0], cargs.data());
+    const std::string msg = "ampstudio-cli run: --ranks: could not start " + argv[0] + "\n";
+    (void)!::write(2, msg.data(), msg.size());
+    ::_exit(2);
+  }
+  ::close(fds[1]);
+  // Ctrl-C or a kill of this command reaches the ranks through mpirun, which ends them.
+  g_mpirun = pid;
+  struct sigaction sa {};
+  sa.sa_handler = forwardSignal;
+  sa.sa_flags = SA_RESTART;
+  const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction before[3] {};
+  for (int i = 0; i < 3; ++i) ::sigaction(forwarded[i], &sa, &before[i]);
+
+  MpirunReport report;
+  std::set<std::string> said;  // our error lines shown, without their "rank K: "
+  std::vector<std::string> box;
+  bool inBox = false;
+  static const std::regex rankPrefix(R"(^(ampstudio-cli [a-z]+: )rank [0-9]+: )");
+  FILE* in = ::fdopen(fds[0], "r");
+  char* buf = nullptr;
+  std::size_t cap = 0;
+  ssize_t n;
+  while ((n = ::getline(&buf, &cap, in)) >= 0) {
+    std::string line(buf, std::size_t(n));
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    if (isBoxRule(line)) {
+      if (inBox) {
+        std::string text;
+        for (const auto& l : box) text += l + "\n";
+        for (const auto& l : box) readOpenMpiLine(l, report);
+        if (!explainedBox(text)) std::fprintf(stderr, "%s\n%s%s\n", line.c_str(), text.c_str(), line.c_str());
+        box.clear();
+      }
+      inBox = !inBox;
+      continue;
+    }
+    if (inBox) {
+      box.push_back(line);
+      continue;
+    }
+    if (line.find("exited on signal") != std::string::npos && line.rfind("mpirun noticed", 0) == 0) {
+      readOpenMpiLine(line, report);
+      continue;
+    }
+    if (line.rfind("ampstudio-cli ", 0) == 0) {
+      const std::string key = std::regex_replace(line, rankPrefix, "$1");
+      if (!said.insert(key).second) continue;
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
+  }
+  std::free(buf);
+  std::fclose(in);
+  for (const auto& l : box) std::fprintf(stderr, "%s\n", l.c_str());  // a box left open
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  g_mpirun = -1;
+  for (int i = 0; i < 3; ++i) ::sigaction(forwarded[i], &before[i], nullptr);  // as they were
+  if (WIFSIGNALED(status)) {
+    printError("run", "mpirun ended on signal " + std::to_string(WTERMSIG(status)) + " (" +
+                          strsignal(WTERMSIG(status)) + "), and the ranks with it");
+    return 3;
+  }
+  const int code = WEXITSTATUS(status);
+  if (code == 0 || code == 1 || code == 2) return code;
+  // A rank died. Exit 3 from a rank is ours (dist.kill_rank, a collective past dist.timeout_s):
+  // that rank has said why already.
+  const int rankCode = report.exitCode ? report.exitCode : code;
+  if (report.signal == 0 && rankCode == 3) return 3;
+  const std::string who = report.rank >= 0 ? "rank " + std::to_string(report.rank) : "a rank";
+  const int sig = report.signal ? report.signal : (code > 128 && code < 128 + 65 ? code - 128 : 0);
+  printError("run", sig ? who + " was ended by signal " + std::to_string(sig) + " (" + strsignal(sig) +
+                              "); mpirun stopped the other ranks, and the run folder keeps the whole steps rank 0 recorded"
+                        : who + " ended with exit code " + std::to_string(rankCode) +
+                              "; mpirun stopped the other ranks, and the run folder keeps the whole steps rank 0 recorded");
+  return 3;
+}
+
 std::string selfPath() {
   char self[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
@@ -219,19 +372,8 @@ int runVariantOnRanks(const RunConfig& config, const std::string& dir, bool quie
   argv.insert(argv.end(), {self, "run", file.fileName().toStdString(), "--out", dir, "--quiet"});
   if (!quiet)
     std::fprintf(stderr, "[%s] %s on %d ranks through mpirun (Open MPI)...\n", config.displayName().c_str(), dir.c_str(), ranks);
-  QProcess proc;
-  proc.setProgram(QString::fromStdString(argv[0]));
-  QStringList args;
-  for (std::size_t i = 1; i < argv.size(); ++i) args << QString::fromStdString(argv[i]);
-  proc.setArguments(args);
-  proc.setProcessChannelMode(QProcess::ForwardedChannels);
-  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-  env.insert(QStringLiteral("AMPSTUDIO_RANKS_CHILD"), QStringLiteral("1"));  // no "outputs in" line of its own
-  proc.setProcessEnvironment(env);
-  proc.start();
-  if (!proc.waitForStarted(10000)) throw std::runtime_error("could not start " + mpirun);
-  proc.waitForFinished(-1);
-  const int code = proc.exitStatus() == QProcess::NormalExit ? proc.exitCode() : -1;
+  // AMPSTUDIO_RANKS_CHILD: no "outputs in" line of its own.
+  const int code = superviseMpirun(argv, true);
   if (code != 0 && code != 1)
     throw std::runtime_error(std::to_string(ranks) + " ranks for " + dir + " ended with exit code " +
                              std::to_string(code) + " (their message is above)");
@@ -264,14 +406,7 @@ int relaunchUnderMpirun(int ranks, const Args& runArgs) {
   argv.push_back(self);
   argv.push_back("run");
   argv.insert(argv.end(), runArgs.begin(), runArgs.end());
-  std::vector<char*> cargs;
-  for (auto& a : argv) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  ::execv(mpirun.c_str(), cargs.data());
-  printError("run", "--ranks: could not start " + mpirun);
-  return 2;
+  return superviseMpirun(argv, false);
 #endif
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "app/cli_experiment.h"
 #include "app/cli_output_folder.h"
@@ -38,7 +39,10 @@ void printRunHelp() {
       "DIR/metrics.jsonl. Default DIR: the run folder the checkpoint lies in.\n"
       "--ranks N runs it data-parallel on N ranks through Open MPI's mpirun (the same as\n"
       "mpirun -np N ampstudio-cli run ...): each rank trains on its shard of every global batch\n"
-      "(train.batch_size), gradients are averaged before the scaler; rank 0 writes DIR.\n"
+      "(train.batch_size), gradients are averaged before the scaler; rank 0 writes DIR, and\n"
+      "config.json records dist.ranks=N. The input is checked once before mpirun starts.\n"
+      "Exit codes: 0 done, 1 diverged (train.on_divergence=stop), 2 bad input or output,\n"
+      "3 a rank of a data-parallel run was lost (one line names it).\n"
       "presets: %s\nkeys:\n", presetNames().c_str());
   for (const auto& k : configKeys())
     std::printf("  %-26s %-8s %s\n", k.key.c_str(), k.type.c_str(), k.help.c_str());
@@ -69,6 +73,20 @@ class MadeFolders {
   std::vector<std::string> m_dirs;
 };
 
+// A rank key naming a rank the run does not have would inject (or exit) nowhere, silently: a run
+// meant to show an overflow would have none.
+std::optional<std::string> rankKeysError(const RunConfig& c) {
+  const int n = c.dist.ranks;
+  const std::string range = "ranks 0 to " + std::to_string(n - 1);
+  if (c.dist.injectRank >= n)
+    return "dist.inject_rank=" + std::to_string(c.dist.injectRank) + ": no such rank in a run on " +
+           std::to_string(n) + (n == 1 ? " rank (" : " ranks (") + range + "; -1: every rank)";
+  if (c.dist.killRank >= n)
+    return "dist.kill_rank=" + std::to_string(c.dist.killRank) + ": no such rank in a run on " + std::to_string(n) +
+           (n == 1 ? " rank (" : " ranks (") + range + "; -1: none)";
+  return std::nullopt;
+}
+
 bool sameFolder(const std::string& a, const std::string& b) {
   std::error_code ea, eb;
   const auto ca = std::filesystem::weakly_canonical(a, ea), cb = std::filesystem::weakly_canonical(b, eb);
@@ -96,9 +114,10 @@ int cmdRun(const Args& allArgs) {
       printRunHelp();
       return 0;
     }
-  // --ranks N: the same command again, as N ranks under mpirun.
+  // --ranks N: the same command again, as N ranks under mpirun, once its input is checked here.
   Args args;
   int ranks = 1;
+  bool ranksGiven = false;
   for (std::size_t i = 0; i < allArgs.size(); ++i) {
     if (allArgs[i] != "--ranks") {
       args.push_back(allArgs[i]);
@@ -112,8 +131,14 @@ int cmdRun(const Args& allArgs) {
       return 2;
     }
     ranks = int(n);
+    ranksGiven = true;
   }
-  if (ranks > 1) return relaunchUnderMpirun(ranks, args);
+  if (ranksGiven && launchedRanks() > 1) {
+    if (launchedRank() == 0)
+      printError("run", "--ranks: already one of " + std::to_string(launchedRanks()) +
+                            " ranks started by mpirun; give one or the other");
+    return 2;
+  }
   // Under mpirun only rank 0 writes: the others train the same steps with no folder and no
   // output, and end with the same exit code.
   const bool writer = launchedRank() == 0;
@@ -127,10 +152,20 @@ int cmdRun(const Args& allArgs) {
     }
     if (ea.resume.empty()) configs = buildConfigs(ea);
     else configs = {{"", buildResumeConfig(ea)}};
+    // The run's real number of ranks is what it records (config.json, the app's "xN ranks"):
+    // --ranks N, or the ranks mpirun started; and every rank a rank key names must be one of them.
+    for (auto& nc : configs) {
+      if (launchedRanks() > 1) nc.config.dist.ranks = launchedRanks();
+      else if (ranksGiven) nc.config.dist.ranks = ranks;
+      if (auto e = rankKeysError(nc.config)) throw ConfigError(*e);
+    }
   } catch (const std::exception& e) {
-    printError("run", e.what());
+    // Every rank reads the same input and fails alike: rank 0 says it, once.
+    if (writer) printError("run", e.what());
     return 2;
   }
+  // The input holds: the same command again under mpirun, its ranks taking dist.ranks from it.
+  if (ranks > 1) return relaunchUnderMpirun(ranks, args);
   // One run with dist.ranks > 1: the whole command again under mpirun (as --ranks N does), before
   // any folder is claimed (rank 0 of the new ranks claims it).
   if (launchedRanks() == 1 && configs.size() == 1 && configs[0].config.dist.ranks > 1)

@@ -96,7 +96,8 @@ def main():
 
     ck = recipe + ["train.steps=20", "checkpoint.every=10"]
     two, _, _ = run("ckpt_2", ck, ranks=2)
-    resumed, _, _ = run("ckpt_resumed_1", [], extra=["--resume", os.path.join(two, "checkpoints", "step-10.zip")])
+    # The checkpoint records dist.ranks=2 (a plain --resume runs on 2 ranks again): --ranks 1 here.
+    resumed, _, _ = run("ckpt_resumed_1", [], extra=["--resume", os.path.join(two, "checkpoints", "step-10.zip"), "--ranks", "1"])
     a, b = metrics(two)[10:], metrics(resumed)[10:]
     d = max_rel(a, b) if len(a) == len(b) == 10 else float("inf")
     check(d <= 1e-6, f"a 2-rank checkpoint resumed on 1 rank continues the 2-rank run (max rel. {d:.2e})")
@@ -119,7 +120,8 @@ def main():
         time.sleep(0.5)
         if os.path.exists(os.path.join(hung, "metrics.jsonl")) and os.path.getsize(os.path.join(hung, "metrics.jsonl")) > 0:
             pids = subprocess.run(["pgrep", "-f", "--", "--out " + hung], capture_output=True, text=True).stdout.split()
-            ranks_pids = [int(p) for p in pids if "mpirun" not in open(f"/proc/{p}/cmdline").read()] if pids else []
+            # The ranks (mpirun's children), not mpirun nor the command that started it.
+            ranks_pids = [int(p) for p in pids if b"OMPI_COMM_WORLD_RANK=" in open(f"/proc/{p}/environ", "rb").read()] if pids else []
             if ranks_pids:
                 stopped = max(ranks_pids)
                 os.kill(stopped, 19)  # SIGSTOP
