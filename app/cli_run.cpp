@@ -11,6 +11,7 @@
 #include "app/cli_output_folder.h"
 #include "app/cli_ranks.h"
 #include "app/cli_report.h"
+#include "engine/config/presets.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/run_output.h"
 #include "engine/io/run_record.h"
@@ -154,6 +155,15 @@ int cmdRun(const Args& allArgs) {
     else configs = {{"", buildResumeConfig(ea)}};
     // The run's real number of ranks is what it records (config.json, the app's "xN ranks"):
     // --ranks N, or the ranks mpirun started; and every rank a rank key names must be one of them.
+    // A preset whose variants choose their own ranks (two-workers: 1 rank beside 2) is not
+    // run on N ranks each: its "1_rank" would not be one.
+    if (ranksGiven && configs.size() > 1)
+      if (const Preset* p = findPreset(ea.preset))
+        for (const auto& v : p->variants)
+          for (const auto& kv : v.overrides)
+            if (kv.first == "dist.ranks")
+              throw UsageError("--ranks: the " + p->name +
+                               " preset's variants choose their own ranks (dist.ranks); run it without --ranks");
     for (auto& nc : configs) {
       if (launchedRanks() > 1) nc.config.dist.ranks = launchedRanks();
       else if (ranksGiven) nc.config.dist.ranks = ranks;

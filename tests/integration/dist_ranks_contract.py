@@ -89,6 +89,15 @@ def main():
           "--preset two-workers --set dist.inject_rank=1 (one rank): refused naming the key",
           f"exit {r.returncode}: {r.stderr}")
 
+    # --ranks N on a preset whose variants choose their own ranks (1 rank beside 2): refused, not
+    # its "1_rank" variant run on 2 ranks.
+    r = run("--preset", "two-workers", "--ranks", "2", "--out", "tw_ranks", "--quiet", timeout=600)
+    err = lines(r.stderr)
+    check(r.returncode == 2 and len(err) == 1 and "--ranks" in err[0] and "two-workers" in err[0] and
+          not os.path.exists(os.path.join(work, "tw_ranks")),
+          "--preset two-workers --ranks 2: exit 2, one line (its variants choose their ranks)",
+          f"exit {r.returncode}: {r.stderr}")
+
     if shutil.which("mpirun") is None:
         print("skipped: the checks with ranks: mpirun (openmpi-bin) is not installed")
         print(f"{len(failures)} failed")
