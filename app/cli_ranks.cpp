@@ -244,7 +244,7 @@ bool explainedBox(const std::string& text) {
          text.find("one or more processes exited with non-zero status") != std::string::npos;
 }
 
-int superviseMpirun(const std::vector<std::string>& argv, bool ranksChild) {
+int superviseMpirun(const std::vector<std::string>& argv, bool ranksChild, const std::vector<std::string>& alreadySaid = {}) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     printError("run", "--ranks: cannot make a pipe for mpirun: " + std::string(std::strerror(errno)));
@@ -280,7 +280,7 @@ int superviseMpirun(const std::vector<std::string>& argv, bool ranksChild) {
   for (int i = 0; i < 3; ++i) ::sigaction(forwarded[i], &sa, &before[i]);
 
   MpirunReport report;
-  std::set<std::string> said;  // our error lines shown, without their "rank K: "
+  std::set<std::string> said(alreadySaid.begin(), alreadySaid.end());  // our lines shown, without "rank K: "
   std::vector<std::string> box;
   bool inBox = false;
   static const std::regex rankPrefix(R"(^(ampstudio-cli [a-z]+: )rank [0-9]+: )");
@@ -310,7 +310,7 @@ int superviseMpirun(const std::vector<std::string>& argv, bool ranksChild) {
       readOpenMpiLine(line, report);
       continue;
     }
-    if (line.rfind("ampstudio-cli ", 0) == 0) {
+    if (line.rfind("ampstudio-cli", 0) == 0) {
       const std::string key = std::regex_replace(line, rankPrefix, "$1");
       if (!said.insert(key).second) continue;
     }
@@ -380,10 +380,11 @@ int runVariantOnRanks(const RunConfig& config, const std::string& dir, bool quie
   return code;
 }
 
-int relaunchUnderMpirun(int ranks, const Args& runArgs) {
+int relaunchUnderMpirun(int ranks, const Args& runArgs, const std::vector<std::string>& alreadySaid) {
 #ifndef AMP_HAVE_MPI
   (void)ranks;
   (void)runArgs;
+  (void)alreadySaid;
   printError("run", "--ranks: this ampstudio-cli was built without Open MPI (libopenmpi-dev); rebuild with it, or run one process");
   return 2;
 #else
@@ -406,7 +407,7 @@ int relaunchUnderMpirun(int ranks, const Args& runArgs) {
   argv.push_back(self);
   argv.push_back("run");
   argv.insert(argv.end(), runArgs.begin(), runArgs.end());
-  return superviseMpirun(argv, false);
+  return superviseMpirun(argv, false, alreadySaid);
 #endif
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "app/cli_main.h"
 #include <memory>
@@ -32,7 +33,9 @@ std::unique_ptr<Backend> rankBackend(const RunConfig& config);
 
 // `run --ranks N ...`: the same command under mpirun with N ranks (exec: returns only when that
 // fails, with the exit code, after one line saying what is missing).
-int relaunchUnderMpirun(int ranks, const Args& runArgs);
+// `alreadySaid`: the lines this process printed while checking the input (notes such as "--set
+// amp.mode chooses ..."), which the ranks, reading the same input, print again: not shown twice.
+int relaunchUnderMpirun(int ranks, const Args& runArgs, const std::vector<std::string>& alreadySaid = {});
 
 // One variant of a preset with dist.ranks > 1 (the two-workers lesson's 2_ranks): `mpirun -np N
 // ampstudio-cli run CONFIG --out DIR` as a child process, its progress on this stderr. Returns

@@ -6,6 +6,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
 
 #include "app/cli_experiment.h"
 #include "app/cli_output_folder.h"
@@ -88,6 +92,51 @@ std::optional<std::string> rankKeysError(const RunConfig& c) {
   return std::nullopt;
 }
 
+// Standard error captured while the input is checked (into a temporary file), then shown as it
+// was and kept as lines.
+class NotesSeen {
+ public:
+  explicit NotesSeen(bool capture) {
+    if (!capture) return;
+    std::fflush(stderr);
+    m_file = std::tmpfile();
+    m_saved = m_file ? ::dup(2) : -1;
+    if (m_saved < 0 || ::dup2(::fileno(m_file), 2) < 0) release();
+  }
+  ~NotesSeen() { finish(); }
+  void finish() {
+    if (m_saved < 0) return;
+    std::fflush(stderr);
+    ::dup2(m_saved, 2);
+    ::close(m_saved);
+    m_saved = -1;
+    std::rewind(m_file);
+    char* buf = nullptr;
+    std::size_t cap = 0;
+    for (ssize_t n; (n = ::getline(&buf, &cap, m_file)) >= 0;) {
+      std::fwrite(buf, 1, std::size_t(n), stderr);
+      std::string line(buf, std::size_t(n));
+      if (!line.empty() && line.back() == '\n') line.pop_back();
+      m_lines.push_back(line);
+    }
+    std::free(buf);
+    std::fflush(stderr);
+    release();
+  }
+  const std::vector<std::string>& lines() const { return m_lines; }
+
+ private:
+  void release() {
+    if (m_saved >= 0) ::close(m_saved);
+    m_saved = -1;
+    if (m_file) std::fclose(m_file);
+    m_file = nullptr;
+  }
+  std::FILE* m_file = nullptr;
+  int m_saved = -1;
+  std::vector<std::string> m_lines;
+};
+
 bool sameFolder(const std::string& a, const std::string& b) {
   std::error_code ea, eb;
   const auto ca = std::filesystem::weakly_canonical(a, ea), cb = std::filesystem::weakly_canonical(b, eb);
@@ -145,6 +194,10 @@ int cmdRun(const Args& allArgs) {
   const bool writer = launchedRank() == 0;
   std::vector<NamedConfig> configs;
   ExperimentArgs ea;
+  // What this process says while it checks the input (a note on the preset, a CPU-sized lesson)
+  // is shown now and remembered: ranks started from here read the same input and say it again,
+  // which is then not shown twice.
+  NotesSeen notes(launchedRanks() == 1);
   try {
     ea = parseExperimentArgs(args);
     if (!writer) {
@@ -170,16 +223,18 @@ int cmdRun(const Args& allArgs) {
       if (auto e = rankKeysError(nc.config)) throw ConfigError(*e);
     }
   } catch (const std::exception& e) {
+    notes.finish();
     // Every rank reads the same input and fails alike: rank 0 says it, once.
     if (writer) printError("run", e.what());
     return 2;
   }
+  notes.finish();
   // The input holds: the same command again under mpirun, its ranks taking dist.ranks from it.
-  if (ranks > 1) return relaunchUnderMpirun(ranks, args);
+  if (ranks > 1) return relaunchUnderMpirun(ranks, args, notes.lines());
   // One run with dist.ranks > 1: the whole command again under mpirun (as --ranks N does), before
   // any folder is claimed (rank 0 of the new ranks claims it).
   if (launchedRanks() == 1 && configs.size() == 1 && configs[0].config.dist.ranks > 1)
-    return relaunchUnderMpirun(configs[0].config.dist.ranks, args);
+    return relaunchUnderMpirun(configs[0].config.dist.ranks, args, notes.lines());
   // The default folder never replaces an earlier run: ampstudio-run, then ampstudio-run-2, ...
   std::string out = !ea.outDir.empty()  ? ea.outDir
                     : !ea.resume.empty() ? defaultResumeOutDir(ea.resume)

@@ -114,6 +114,14 @@ def main():
     check(r.returncode == 2 and len(err) == 1 and "dist.inject_rank=2" in err[0] and "2 ranks" in err[0],
           "--ranks 2 with dist.inject_rank=2: exit 2, one line naming the key", f"exit {r.returncode}: {r.stderr}")
 
+    # A note the input gives (a --set of what the preset's variants vary) is said once, not once
+    # by this command and once per rank.
+    r = run("--ranks", "2", "--out", "note", "--preset", "recipe", "--set", "amp.mode=fp16", "--set",
+            "train.steps=3", *small)
+    err = lines(r.stderr)
+    check(r.returncode == 0 and len(err) == 1 and "--set amp.mode chooses" in err[0],
+          "--ranks 2 with a note on the preset: the note once", f"exit {r.returncode}: {r.stderr}")
+
     # The real number of ranks is recorded, by --ranks and by mpirun by hand.
     r = run("--ranks", "2", "--out", "two", "--set", "train.steps=3", *small)
     check(r.returncode == 0, "--ranks 2: a 3-step run", r.stderr)
