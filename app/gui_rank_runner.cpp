@@ -178,12 +178,14 @@ void TrainingWorker::runOnRanks() {
   follow();
   const int code = proc.exitStatus() == QProcess::NormalExit ? proc.exitCode() : -1;
   if (code != 0 && code != 1) {
-    // The ranks' own one-line reason where there is one ("ampstudio-cli run: ..."), else mpirun's.
+    // The ranks' own one-line reason where there is one ("ampstudio-cli run: ..."), else mpirun's
+    // line naming the rank that died ("mpirun noticed that process rank 1 ... exited on signal 9").
     QString why;
     QFile f(stderrPath);
     if (f.open(QIODevice::ReadOnly))
       for (const QByteArray& l : f.readAll().split('\n'))
-        if (l.startsWith("ampstudio-cli") || l.startsWith("rank ")) why = QString::fromUtf8(l).trimmed();
+        if (l.startsWith("ampstudio-cli") || l.startsWith("rank ") || l.startsWith("mpirun noticed"))
+          why = QString::fromUtf8(l).trimmed();
     if (why.isEmpty()) why = lastLine(stderrPath);
     emit runEnded(int(RunOutcome::Failed), tr("the %1 ranks ended with exit code %2: %3").arg(ranks).arg(code).arg(why));
     return;
