@@ -255,13 +255,14 @@ QuantSpec Fp8Context::specFor(Recipe recipe, const std::string& tensor, Fp8Role 
 }
 
 void Fp8Context::maybeSpike(const std::string& tensor, std::vector<float>& values) const {
-  if (m_step != m_spikeStep || tensor != m_spikeTensor || values.empty()) return;
+  if (!m_spikeEnabled || m_step != m_spikeStep || tensor != m_spikeTensor || values.empty()) return;
   values[0] = static_cast<float>(m_spikeFactor * amaxOf(values.data(), static_cast<std::int64_t>(values.size())));
 }
 
 void Fp8Context::quantize(const std::string& layer, Fp8Role role, Fp8Gemm gemm, std::vector<float>& values,
                           std::int64_t rows, std::int64_t cols, bool training) {
   const std::string tensor = tensorName(layer, role);
+  training = training && !m_quiet;
   const bool record = training && primary(role, gemm);
   if (record) maybeSpike(tensor, values);
   const float amax = amaxOf(values.data(), rows * cols);

@@ -50,6 +50,19 @@ class Fp8Context {
   // Data-parallel: the amax of a tensor reduced (max) over every rank before a scale is made
   // from it, so every rank uses the same scale.
   void setAmaxReducer(std::function<float(float)> reduce) { m_reduceAmax = std::move(reduce); }
+  // A replay of the step (the diagnosis of a non-finite loss): quantised as the step was, but
+  // neither recorded nor entered into the amax histories.
+  class Quiet {
+   public:
+    explicit Quiet(Fp8Context* c) : m_c(c) { if (m_c) m_c->m_quiet = true; }
+    ~Quiet() { if (m_c) m_c->m_quiet = false; }
+    Quiet(const Quiet&) = delete;
+    Quiet& operator=(const Quiet&) = delete;
+   private:
+    Fp8Context* m_c;
+  };
+  // fp8.inject_spike on this rank or not (dist.inject_rank names the one rank that injects).
+  void setSpikeEnabled(bool on) { m_spikeEnabled = on; }
 
   // The accumulation model (fp8.accum_bits > 0): the GEMM the Linear layers call instead.
   bool accumulatorModel() const { return m_config.accumBits > 0; }
@@ -93,6 +106,8 @@ class Fp8Context {
   std::int64_t m_spikeStep = 0;
   std::string m_spikeTensor;
   double m_spikeFactor = 0;
+  bool m_spikeEnabled = true;
+  bool m_quiet = false;
 };
 
 }  // namespace amp

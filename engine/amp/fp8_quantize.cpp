@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <omp.h>
 #include <limits>
 #include <stdexcept>
 
@@ -42,45 +43,75 @@ struct Lines {
 };
 
 // The cast of one already-scaled value (stochastic bits from the seed and the element's index,
-// so a CPU and a GPU, or a resumed run, draw the same), and the statistics of one element.
+// so a CPU and a GPU, or a resumed run, draw the same), and the statistics of one element. The
+// spec's fields are copied and the counts kept here, in locals the compiler can hold in
+// registers, and added into the caller's QuantStats once (flush): the per-element work of a
+// whole tensor is then a few instructions.
 struct Quantizer {
-  const QuantSpec& spec;
+  MiniFormat format;
+  Overflow overflow;
+  MiniRounder round;
+  bool stochastic;
+  std::uint64_t seed;
   QuantStats* stats;
+  std::int64_t count = 0, nonzero = 0, underflow = 0, overflows = 0, nonFinite = 0;
+  double signalSq = 0, errorSq = 0;
+  Quantizer(const QuantSpec& spec, QuantStats* s)
+      : format(spec.format), overflow(spec.overflow), round(spec.format, spec.overflow), stochastic(spec.stochastic),
+        seed(spec.seed), stats(s) {}
+  Quantizer(const Quantizer&) = delete;
+  ~Quantizer() { flush(); }
   float cast(float scaled, std::int64_t i, bool& over) const {
-    const std::uint32_t r =
-        spec.stochastic ? static_cast<std::uint32_t>(mix64(spec.seed ^ (std::uint64_t(i) * 0x9E3779B97F4A7C15ull)) >> 32) : 0u;
-    return miniToFloat(floatToMini(scaled, spec.format, spec.overflow, spec.stochastic, r, &over), spec.format);
+    if (!stochastic) return round(scaled, &over);
+    const std::uint32_t r = static_cast<std::uint32_t>(mix64(seed ^ (std::uint64_t(i) * 0x9E3779B97F4A7C15ull)) >> 32);
+    return miniToFloat(floatToMini(scaled, format, overflow, true, r, &over), format);
   }
-  void record(float v, float q, bool over) const {
-    if (!stats) return;
-    ++stats->count;
+  void record(float v, float q, bool over) {
+    ++count;
     if (!std::isfinite(v)) {
-      ++stats->nonFinite;
+      ++nonFinite;
       return;
     }
-    stats->overflow += over;
-    if (v != 0) {
-      ++stats->nonzero;
-      stats->underflow += q == 0;
-    }
+    overflows += over;
+    nonzero += v != 0;
+    underflow += v != 0 && q == 0;
     if (std::isfinite(q)) {
-      stats->signalSq += double(v) * v;
-      stats->errorSq += (double(q) - v) * (double(q) - v);
+      const double d = double(q) - double(v);
+      signalSq += double(v) * v;
+      errorSq += d * d;
     }
+  }
+  void flush() {
+    if (!stats) return;
+    stats->count += count;
+    stats->nonzero += nonzero;
+    stats->underflow += underflow;
+    stats->overflow += overflows;
+    stats->nonFinite += nonFinite;
+    stats->signalSq += signalSq;
+    stats->errorSq += errorSq;
+    count = nonzero = underflow = overflows = nonFinite = 0;
+    signalSq = errorSq = 0;
   }
 };
 
-void perTensor(const float* x, float* out, std::int64_t n, const QuantSpec& spec, QuantStats* stats) {
-  const float inv = 1.0f / spec.tensorScale;
-  const Quantizer z{spec, stats};
-  for (std::int64_t i = 0; i < n; ++i) {
+void perTensor(const float* x, float* out, std::int64_t i0, std::int64_t i1, const QuantSpec& spec, QuantStats* stats) {
+  const float scale = spec.tensorScale, inv = 1.0f / scale;
+  Quantizer z(spec, stats);
+  if (!stats) {  // evaluation, and the GEMMs' other orientations: the values alone
+    for (std::int64_t i = i0; i < i1; ++i) {
+      bool over = false;
+      out[i] = z.cast(x[i] * scale, i, over) * inv;
+    }
+    return;
+  }
+  for (std::int64_t i = i0; i < i1; ++i) {
     bool over = false;
     const float v = x[i];
-    const float q = z.cast(v * spec.tensorScale, i, over) * inv;
+    const float q = z.cast(v * scale, i, over) * inv;
     z.record(v, q, over);
     out[i] = q;
   }
-  if (stats) stats->scale = spec.tensorScale;
 }
 
 // The block's largest magnitude, NaN where the block holds a NaN.
@@ -96,10 +127,11 @@ float blockAmax(const float* x, std::int64_t l0, std::int64_t l1, std::int64_t p
   return amax;
 }
 
-void mx(const float* x, float* out, const Lines& L, const QuantSpec& spec, QuantStats* stats) {
-  const Quantizer z{spec, stats};
+void mx(const float* x, float* out, const Lines& L, std::int64_t l0, std::int64_t l1, const QuantSpec& spec,
+        QuantStats* stats) {
+  Quantizer z(spec, stats);
   const auto at = [&L](std::int64_t l, std::int64_t p) { return L.at(l, p); };
-  for (std::int64_t line = 0; line < L.count(); ++line)
+  for (std::int64_t line = l0; line < l1; ++line)
     for (std::int64_t p0 = 0; p0 < L.length(); p0 += spec.block) {
       const std::int64_t p1 = std::min(L.length(), p0 + spec.block);
       const std::uint8_t code = mxScaleCode(blockAmax(x, line, line + 1, p0, p1, at), spec.format, spec.mxRounding);
@@ -115,14 +147,16 @@ void mx(const float* x, float* out, const Lines& L, const QuantSpec& spec, Quant
     }
 }
 
-void blockwise(const float* x, float* out, const Lines& L, const QuantSpec& spec, QuantStats* stats) {
-  const Quantizer z{spec, stats};
+// Lines [t0, t1) of tiles: tile t covers lines t * tileLines ... (one line unless square).
+void blockwise(const float* x, float* out, const Lines& L, std::int64_t t0, std::int64_t t1, const QuantSpec& spec,
+               QuantStats* stats) {
+  Quantizer z(spec, stats);
   const auto at = [&L](std::int64_t l, std::int64_t p) { return L.at(l, p); };
   const float fmax = miniMax(spec.format);
   const std::int64_t B = spec.block;
   // Tiles: square (B x B over the matrix) or 1 x B along each line.
   const std::int64_t tileLines = spec.square ? B : 1;
-  for (std::int64_t l0 = 0; l0 < L.count(); l0 += tileLines)
+  for (std::int64_t l0 = t0 * tileLines; l0 < std::min(L.count(), t1 * tileLines); l0 += tileLines)
     for (std::int64_t p0 = 0; p0 < L.length(); p0 += B) {
       const std::int64_t l1 = std::min(L.count(), l0 + tileLines), p1 = std::min(L.length(), p0 + B);
       const float amax = blockAmax(x, l0, l1, p0, p1, at);
@@ -140,28 +174,23 @@ void blockwise(const float* x, float* out, const Lines& L, const QuantSpec& spec
     }
 }
 
-void nvfp4(const float* x, float* out, const Lines& L, const QuantSpec& spec, QuantStats* stats) {
-  const std::int64_t n = L.rows * L.cols;
-  // The Hadamard transform first (per full block of 16 along the line), into a copy: the tensor
-  // scale comes from the transformed values, which are what the GEMM multiplies.
-  std::vector<float> transformed;
-  const float* src = x;
-  if (spec.hadamard) {
-    transformed.assign(x, x + n);
-    float buf[16];
-    for (std::int64_t line = 0; line < L.count(); ++line)
-      for (std::int64_t p0 = 0; p0 + 16 <= L.length(); p0 += 16) {
-        for (int j = 0; j < 16; ++j) buf[j] = transformed[std::size_t(L.at(line, p0 + j))];
-        hadamard16(buf, spec.hadamardSigns);
-        for (int j = 0; j < 16; ++j) transformed[std::size_t(L.at(line, p0 + j))] = buf[j];
-      }
-    src = transformed.data();
-  }
-  const float S = nvfp4TensorScale(amaxOf(src, n));
-  if (stats) stats->scale = S;
-  const Quantizer z{spec, stats};
+// NVFP4's 16x16 Hadamard transform of lines [l0, l1), in place (per full block of 16 along the
+// line; a last partial block is left as it is, in both operands alike).
+void hadamardLines(float* v, const Lines& L, std::int64_t l0, std::int64_t l1, std::uint16_t signs) {
+  float buf[16];
+  for (std::int64_t line = l0; line < l1; ++line)
+    for (std::int64_t p0 = 0; p0 + 16 <= L.length(); p0 += 16) {
+      for (int j = 0; j < 16; ++j) buf[j] = v[L.at(line, p0 + j)];
+      hadamard16(buf, signs);
+      for (int j = 0; j < 16; ++j) v[L.at(line, p0 + j)] = buf[j];
+    }
+}
+
+void nvfp4(const float* src, float* out, const Lines& L, std::int64_t l0, std::int64_t l1, float S,
+           const QuantSpec& spec, QuantStats* stats) {
+  Quantizer z(spec, stats);
   const auto at = [&L](std::int64_t l, std::int64_t p) { return L.at(l, p); };
-  for (std::int64_t line = 0; line < L.count(); ++line)
+  for (std::int64_t line = l0; line < l1; ++line)
     for (std::int64_t p0 = 0; p0 < L.length(); p0 += 16) {
       const std::int64_t p1 = std::min(L.length(), p0 + 16);
       const float sb = miniToFloat(nvfp4BlockScaleCode(blockAmax(src, line, line + 1, p0, p1, at), S), MiniFormat::E4M3);
@@ -178,6 +207,36 @@ void nvfp4(const float* x, float* out, const Lines& L, const QuantSpec& spec, Qu
     }
 }
 
+void merge(QuantStats& into, const QuantStats& part) {
+  into.count += part.count;
+  into.nonzero += part.nonzero;
+  into.underflow += part.underflow;
+  into.overflow += part.overflow;
+  into.nonFinite += part.nonFinite;
+  into.signalSq += part.signalSq;
+  into.errorSq += part.errorSq;
+  for (const auto& [e, n] : part.blockExponents) into.blockExponents[e] += n;
+}
+
+// body(first, last, stats) over [0, units) split evenly among the threads when the work is
+// large enough to pay for them (an op under ~64k values runs on one: no fan-out for small ops);
+// each thread's statistics are merged in thread order, so a given thread count gives the same
+// figures every time (the quantised values never depend on it).
+template <class Body>
+void parallelUnits(std::int64_t units, std::int64_t work, QuantStats* stats, Body body) {
+  const int threads = work >= (1 << 16) ? std::max(1, std::min<int>(omp_get_max_threads(), int(units))) : 1;
+  if (threads == 1) {
+    body(0, units, stats);
+    return;
+  }
+  std::vector<QuantStats> parts(static_cast<std::size_t>(threads));
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int t = 0; t < threads; ++t)
+    body(units * t / threads, units * (t + 1) / threads, stats ? &parts[std::size_t(t)] : nullptr);
+  if (stats)
+    for (const QuantStats& p : parts) merge(*stats, p);
+}
+
 }  // namespace
 
 void quantizeDequantize(const float* x, float* out, std::int64_t rows, std::int64_t cols,
@@ -188,11 +247,38 @@ void quantizeDequantize(const float* x, float* out, std::int64_t rows, std::int6
     stats->amax = amaxOf(x, rows * cols);
   }
   const Lines L{rows, cols, spec.alongRows};
+  const std::int64_t n = rows * cols;
   switch (spec.scaling) {
-    case QuantSpec::Scaling::PerTensor: return perTensor(x, out, rows * cols, spec, stats);
-    case QuantSpec::Scaling::Mx: return mx(x, out, L, spec, stats);
-    case QuantSpec::Scaling::Blockwise: return blockwise(x, out, L, spec, stats);
-    case QuantSpec::Scaling::Nvfp4: return nvfp4(x, out, L, spec, stats);
+    case QuantSpec::Scaling::PerTensor:
+      parallelUnits(n, n, stats, [&](std::int64_t a, std::int64_t b, QuantStats* st) { perTensor(x, out, a, b, spec, st); });
+      if (stats) stats->scale = spec.tensorScale;
+      return;
+    case QuantSpec::Scaling::Mx:
+      parallelUnits(L.count(), n, stats, [&](std::int64_t a, std::int64_t b, QuantStats* st) { mx(x, out, L, a, b, spec, st); });
+      return;
+    case QuantSpec::Scaling::Blockwise: {
+      const std::int64_t tileLines = spec.square ? spec.block : 1;
+      parallelUnits((L.count() + tileLines - 1) / tileLines, n, stats,
+                    [&](std::int64_t a, std::int64_t b, QuantStats* st) { blockwise(x, out, L, a, b, spec, st); });
+      return;
+    }
+    case QuantSpec::Scaling::Nvfp4: {
+      // The transform first, into a copy: the tensor scale comes from the transformed values,
+      // which are what the GEMM multiplies.
+      std::vector<float> transformed;
+      const float* src = x;
+      if (spec.hadamard) {
+        transformed.assign(x, x + n);
+        parallelUnits(L.count(), n, nullptr, [&](std::int64_t a, std::int64_t b, QuantStats*) {
+          hadamardLines(transformed.data(), L, a, b, spec.hadamardSigns);
+        });
+        src = transformed.data();
+      }
+      const float S = nvfp4TensorScale(amaxOf(src, n));
+      parallelUnits(L.count(), n, stats, [&](std::int64_t a, std::int64_t b, QuantStats* st) { nvfp4(src, out, L, a, b, S, spec, st); });
+      if (stats) stats->scale = S;
+      return;
+    }
   }
 }
 

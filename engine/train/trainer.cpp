@@ -285,6 +285,7 @@ void Trainer::joinRanks(Communicator& comm) {
   if (comm.size() <= 1) return;
   // fp8: every rank makes its scales from the amax of all ranks (max), so all use the same one.
   // A max as a sum: each rank puts its amax in its own slot, the sum hands every rank all of them.
+  if (m_fp8 && m_config.dist.injectRank >= 0) m_fp8->setSpikeEnabled(comm.rank() == m_config.dist.injectRank);
   if (m_fp8)
     m_fp8->setAmaxReducer([this](float amax) {
       std::vector<float> slots(static_cast<std::size_t>(m_comm->size()), 0.0f);

@@ -135,6 +135,7 @@ std::string Trainer::diagnoseNonFinite() {
   // Weights are finite: replay the last batch's forward pass and find the first bad output.
   NonFiniteFinder finder(*m_be);
   LayerContext ctx{*m_be, m_autocast, true, &finder, 0, m_fp8.get()};
+  const Fp8Context::Quiet quiet(m_fp8.get());  // quantised as the step was, nothing recorded
   Tensor x = uploadInput(m_batch);
   {
     AutocastRegion region(m_autocast, m_config.usesAutocast(), m_config.lowDtype());

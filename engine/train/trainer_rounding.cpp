@@ -45,7 +45,8 @@ Trainer::Fp32Replay Trainer::replayInFp32(const Tensor& x, const Tensor& target,
                                           std::uint64_t stepSeed) {
   Fp32Replay replay;
   ReplayObserver observer(*m_be);
-  LayerContext ctx{*m_be, m_autocast, true, &observer, stepSeed, m_fp8.get()};
+  // The fp32 reference of the step: no autocast, and no fp8 quantisation either.
+  LayerContext ctx{*m_be, m_autocast, true, &observer, stepSeed, nullptr};
   const bool tracing = m_traceNext;
   m_autocast.setTracing(false);  // the replay is no part of the step's dtype trace
   m_model->zeroGrad();

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <omp.h>
 #include <vector>
 
 #include "engine/amp/fp8_context.h"
@@ -285,4 +286,39 @@ TEST(Fp8Recipes, AccumulatorModelLosesSmallProductsUnlessPromoted) {
   EXPECT_EQ(c, 23.f);
   gemmWithAccumulatorModel(a.data(), b.data(), &c, 1, 1, k, 23, 1 << 20);
   EXPECT_EQ(c, 16.f + 1023.f / 128.f);
+}
+
+// Large operands are quantised by several threads: the values are the same bits as one thread's
+// (each element's cast depends on its block only), the counts the same, the energy sums equal
+// to rounding. Every scaling kind, along either dimension, stochastic rounding included.
+TEST(Fp8Quantize, ThreadsGiveTheSameValues) {
+  const std::int64_t rows = 384, cols = 512;
+  std::vector<float> x(std::size_t(rows * cols));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.001f * float(i * i % 100003)) * std::ldexp(1.f, int(i % 23) - 11);
+  for (auto scaling : {QuantSpec::Scaling::PerTensor, QuantSpec::Scaling::Mx, QuantSpec::Scaling::Blockwise, QuantSpec::Scaling::Nvfp4})
+    for (bool alongRows : {false, true}) {
+      QuantSpec s;
+      s.scaling = scaling;
+      s.alongRows = alongRows;
+      s.tensorScale = 3.f;
+      s.block = scaling == QuantSpec::Scaling::Mx ? 32 : scaling == QuantSpec::Scaling::Blockwise ? 128 : 16;
+      s.square = alongRows;
+      s.format = scaling == QuantSpec::Scaling::Nvfp4 ? MiniFormat::E2M1 : MiniFormat::E4M3;
+      s.hadamard = scaling == QuantSpec::Scaling::Nvfp4 && alongRows;
+      s.stochastic = scaling == QuantSpec::Scaling::Nvfp4;
+      s.seed = 5;
+      std::vector<float> one(x.size()), two(x.size());
+      QuantStats a, b;
+      const int before = omp_get_max_threads();
+      omp_set_num_threads(1);
+      quantizeDequantize(x.data(), one.data(), rows, cols, s, &a);
+      omp_set_num_threads(2);
+      quantizeDequantize(x.data(), two.data(), rows, cols, s, &b);
+      omp_set_num_threads(before);
+      EXPECT_EQ(one, two) << int(scaling) << " " << alongRows;
+      EXPECT_EQ(a.underflow, b.underflow);
+      EXPECT_EQ(a.overflow, b.overflow);
+      EXPECT_EQ(a.blockExponents, b.blockExponents);
+      EXPECT_NEAR(a.errorSq, b.errorSq, 1e-9 * a.errorSq);
+    }
 }

@@ -212,3 +212,28 @@ TEST(BlockScaling, HadamardIsOrthonormalAndCancelsInAProduct) {
   for (int i = 0; i < 16; ++i) after += double(a[i]) * b[i];
   EXPECT_NEAR(after, dot, 1e-5);
 }
+
+// The arithmetic form the quantisers use (roundToMiniFast) against the bit-field form, on every
+// reference input and on 2^24 fp32 bit patterns spread over the whole range (NaN and inf too).
+TEST(Minifloat, FastRoundingEqualsTheBitFieldForm) {
+  std::vector<float> inputs;
+  const Lines encode("encode");
+  for (const auto& w : encode.rows) inputs.push_back(bitsToFloat(hex(w[3])));
+  std::uint32_t u = 12345;
+  for (int i = 0; i < (1 << 24); ++i) {
+    u = u * 1664525u + 1013904223u;  // every bit pattern class: the top bits vary too
+    inputs.push_back(bitsToFloat(u));
+  }
+  int failures = 0;
+  for (const auto& [name, f] : kFormats)
+    for (Overflow rule : {Overflow::Saturate, Overflow::NonSaturating})
+      for (float x : inputs) {
+        bool o1 = false, o2 = false;
+        const float want = miniToFloat(floatToMini(x, f, rule, false, 0, &o1), f);
+        const float got = roundToMiniFast(x, f, rule, &o2);
+        if ((!sameValue(got, want) || o1 != o2) && ++failures <= 10)
+          ADD_FAILURE() << name << " rule " << int(rule) << " of " << x << " (0x" << std::hex << floatBits(x)
+                        << "): " << got << " vs " << want << ", overflow " << o2 << " vs " << o1;
+      }
+  EXPECT_EQ(failures, 0);
+}
