@@ -119,6 +119,15 @@ void stepScalars(tb::Summary& s, const StepMetrics& m, const NotLogged& missing)
   }
   if (m.testLoss) scalar(s, "test/loss", *m.testLoss);
   if (m.testAcc) scalar(s, "test/accuracy", *m.testAcc);
+  // fp8 runs: each quantised tensor's figures, one tag group per figure so TensorBoard overlays
+  // the layers ("fp8_underflow/fc2.x"). An exact quantisation's SQNR (+inf) is left out.
+  for (const Fp8TensorRecord& f : m.fp8) {
+    scalar(s, "fp8_amax/" + f.tensor, f.amax);
+    scalar(s, "fp8_scale/" + f.tensor, f.scale);
+    scalar(s, "fp8_underflow/" + f.tensor, f.underflow);
+    scalar(s, "fp8_overflow/" + f.tensor, f.overflow);
+    if (std::isfinite(f.sqnrDb)) scalar(s, "fp8_sqnr_db/" + f.tensor, f.sqnrDb);
+  }
 }
 
 }  // namespace
