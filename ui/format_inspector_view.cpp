@@ -10,13 +10,17 @@
 #include <stdexcept>
 
 #include "engine/telemetry/format_inspector.h"
+#include "engine/telemetry/format_inspector_fp8.h"
 #include "ui/theme.h"
 
 namespace amp::ui {
 
 namespace {
-// One row per format, one column per fact: two rows fit the short bottom dock.
+// One row per format, one column per fact: the two 16-bit formats, then fp8's two and fp4
+// (rows past the dock's height scroll).
 enum Column { BitsHex, Binary, Stored, AbsError, RelError, Class, ColumnCount };
+const char* const kMiniRows[] = {"e4m3", "e5m2", "e2m1"};
+constexpr int kRows = 2 + 3;
 
 QString num(double v) { return QString::number(v, 'g', 8); }
 }  // namespace
@@ -30,26 +34,35 @@ FormatInspectorView::FormatInspectorView(QWidget* parent) : QWidget(parent) {
   top->addWidget(new QLabel(tr("Value:"), this));
   top->addWidget(m_input, 1);
 
-  m_table = new QTableWidget(2, ColumnCount, this);
+  m_table = new QTableWidget(kRows, ColumnCount, this);
   m_table->setHorizontalHeaderLabels({tr("bits"), tr("sign exponent mantissa"), tr("stored exactly"),
                                       tr("abs. error"), tr("rel. error"), tr("class")});
   m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
   m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   m_table->horizontalHeader()->setSectionResizeMode(Stored, QHeaderView::Stretch);
   m_table->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  m_table->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  m_table->setVerticalScrollBarPolicy(Qt::ScrollBarAsNeeded);
   const QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
-  for (int r = 0; r < 2; ++r) {
-    const FormatFacts& f = kLowPrecisionFormats[r];
-    auto* header = new QTableWidgetItem(QStringLiteral("%1 (1/%2/%3)")
-                                            .arg(QString::fromUtf8(f.name.data()))
-                                            .arg(f.exponentBits)
-                                            .arg(f.mantissaBits));
-    header->setToolTip(tr("max %1 · min normal 2^%2 · min subnormal 2^%3 · epsilon 2^-%4")
-                           .arg(num(f.maxFinite))
-                           .arg(f.minExponent)
-                           .arg(f.minExponent - f.mantissaBits)
-                           .arg(f.mantissaBits));
+  for (int r = 0; r < kRows; ++r) {
+    QTableWidgetItem* header;
+    if (r < 2) {
+      const FormatFacts& f = kLowPrecisionFormats[r];
+      header = new QTableWidgetItem(QStringLiteral("%1 (1/%2/%3)")
+                                        .arg(QString::fromUtf8(f.name.data()))
+                                        .arg(f.exponentBits)
+                                        .arg(f.mantissaBits));
+      header->setToolTip(tr("max %1 · min normal 2^%2 · min subnormal 2^%3 · epsilon 2^-%4")
+                             .arg(num(f.maxFinite))
+                             .arg(f.minExponent)
+                             .arg(f.minExponent - f.mantissaBits)
+                             .arg(f.mantissaBits));
+    } else {
+      const std::string name = kMiniRows[r - 2];
+      const MiniLayout L = miniLayout(name == "e4m3" ? MiniFormat::E4M3 : name == "e5m2" ? MiniFormat::E5M2 : MiniFormat::E2M1);
+      header = new QTableWidgetItem(QStringLiteral("%1 (1/%2/%3)").arg(QString::fromStdString(name)).arg(L.expBits).arg(L.manBits));
+      header->setToolTip(QString::fromStdString(miniFormatFacts(name, std::nullopt)).trimmed() +
+                         tr(" · as PyTorch casts: the value becomes an fp32 first"));
+    }
     m_table->setVerticalHeaderItem(r, header);
     for (int c = 0; c < ColumnCount; ++c) {
       auto* item = new QTableWidgetItem;
@@ -86,7 +99,7 @@ void FormatInspectorView::update() {
       r = inspectValue(text, f.dtype);
     } catch (const std::exception& e) {
       // Every row: an entry that fails to parse must not leave an earlier value's facts behind.
-      for (int r2 = 0; r2 < 2; ++r2)
+      for (int r2 = 0; r2 < kRows; ++r2)
         for (int c = 0; c < ColumnCount; ++c) {
           m_table->item(r2, c)->setText(QString());
           m_table->item(r2, c)->setData(Qt::ForegroundRole, QVariant());
@@ -110,6 +123,19 @@ void FormatInspectorView::update() {
                                           .arg(QString::fromUtf8(f.name.data())).arg(f.minExponent - f.mantissaBits);
     if (r.klass == "subnormal") notes << tr("%1 keeps it as a subnormal, with fewer significant bits")
                                              .arg(QString::fromUtf8(f.name.data()));
+  }
+  for (int row = 2; row < kRows; ++row) {
+    const MiniInspection r = inspectMiniValue(text, kMiniRows[row - 2], std::nullopt);  // parsed above
+    m_table->item(row, BitsHex)->setText(QString::fromStdString(r.codeHex));
+    m_table->item(row, Binary)->setText(QString::fromStdString(r.binary));
+    m_table->item(row, Stored)->setText(QString::fromStdString(r.representedExact));
+    m_table->item(row, AbsError)->setText(num(r.absError));
+    m_table->item(row, RelError)->setText(r.value == 0 ? QStringLiteral("0") : num(r.relError));
+    const bool bad = r.notes.find("overflow") != std::string::npos || r.notes.find("underflow") != std::string::npos;
+    const std::size_t cut = r.notes.find("; the value first");
+    m_table->item(row, Class)->setText(QString::fromStdString(r.klass) +
+                                       (bad ? QStringLiteral(" (%1)").arg(QString::fromStdString(r.notes.substr(0, cut))) : QString()));
+    m_table->item(row, Class)->setData(Qt::ForegroundRole, bad ? QVariant(QBrush(errorColor())) : QVariant());
   }
   // With nothing to warn about, the line recalls the two formats' ranges.
   m_status->setText(notes.isEmpty() ? tr("<small>fp16: max 65504, smallest normal 2<sup>-14</sup>, "

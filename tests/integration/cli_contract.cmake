@@ -111,6 +111,37 @@ foreach(needle "0x7c00" "0x0000" "0x2e66")
     message(FATAL_ERROR "convert output lacks ${needle}:\n${out}")
   endif()
 endforeach()
+# fp8: PyTorch's casts (E4M3 saturates 465 to 448 = 0x7e; E5M2 sends 61440 to inf = 0x7c), the
+# other overflow rule on request (E4M3 NaN = 0x7f), E8M0 rounds 1.5 up to 2 (0x80), fp4 rounds 5
+# to the even 4 (0x6); a bad --overflow is one line, exit 2; an fp8 run prints its recipe.
+foreach(case "e4m3;465;0x7e" "e5m2;61440;0x7c" "e8m0;1.5;0x80" "e2m1;5;0x06")
+  list(GET case 0 fmt)
+  list(GET case 1 value)
+  list(GET case 2 bits)
+  execute_process(COMMAND ${CLI} convert --to ${fmt} ${value} RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+  string(FIND "${out}" "${bits}" at)
+  if(NOT rc EQUAL 0 OR at EQUAL -1)
+    message(FATAL_ERROR "convert --to ${fmt} ${value}: expected ${bits} (exit ${rc}):\n${out}")
+  endif()
+endforeach()
+execute_process(COMMAND ${CLI} convert --to e4m3 --overflow inf_nan 465 RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+string(FIND "${out}" "0x7f" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "convert --to e4m3 --overflow inf_nan 465: expected NaN 0x7f:\n${out}")
+endif()
+expect_fail(2 "--overflow: expected saturate or inf_nan" convert --to e4m3 --overflow wrap 1)
+expect_fail(2 "fp8.history_len" run --set amp.mode=fp8 --set fp8.history_len=0 --out ${WORK}/bad_fp8)
+execute_process(COMMAND ${CLI} run --set amp.mode=fp8 --set model.width=64 --set train.steps=2
+                --out ${WORK}/fp8 RESULT_VARIABLE rc ERROR_VARIABLE err)
+string(FIND "${err}" "fp8 delayed (hybrid, 1024, max)" at)
+if(NOT rc EQUAL 0 OR at EQUAL -1)
+  message(FATAL_ERROR "an fp8 run: exit ${rc}, its header lacks the recipe:\n${err}")
+endif()
+file(READ ${WORK}/fp8/metrics.jsonl fp8metrics)
+string(FIND "${fp8metrics}" "\"tensor\":\"2.x\"" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "an fp8 run's metrics.jsonl lacks the middle layer's figures")
+endif()
 # The GPU lesson without a GPU (this test hides any): its CPU-sized form runs, and says so; an
 # explicit backend=cuda is refused in one line (exit 2), in `run` and in `bench`.
 execute_process(COMMAND ${CLI} run --preset tensor-cores --set train.steps=2 --out ${WORK}/tc

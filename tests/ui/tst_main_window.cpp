@@ -302,9 +302,14 @@ class TestMainWindow : public test::SessionFixture {
     f->inspect(QStringLiteral("0.1"));
     QCOMPARE(f->cell(0, 0), QStringLiteral("0x2e66"));  // fp16
     QCOMPARE(f->cell(1, 0), QStringLiteral("0x3dcd"));  // bf16
+    QCOMPARE(f->cell(2, 0), QStringLiteral("0x1d"));    // e4m3: 0.1015625 (PyTorch's cast)
+    QCOMPARE(f->cell(3, 0), QStringLiteral("0x2e"));    // e5m2: 0.09375
+    QCOMPARE(f->cell(4, 0), QStringLiteral("0x00"));    // e2m1: 0.1 rounds to 0
     f->inspect(QStringLiteral("70000"));
     QVERIFY(f->cell(0, 5).contains(QStringLiteral("inf")));     // fp16 overflows
     QVERIFY(f->cell(1, 5).contains(QStringLiteral("normal")));  // bf16 keeps it
+    QVERIFY(f->cell(2, 5).contains(QStringLiteral("saturated")));  // e4m3: 448, as PyTorch
+    QVERIFY(f->cell(3, 5).contains(QStringLiteral("inf")));        // e5m2: inf, as PyTorch
   }
 
   void shortcutsDriveRuns() {
