@@ -3,24 +3,14 @@
 #include <QJsonObject>
 #include <cmath>
 
+#include "engine/io/json_numbers.h"
+
 namespace amp {
 
 namespace {
-// JSON has no inf / nan (an exact quantisation has an SQNR of +inf): strings, as metrics_json.
-QJsonValue num(double v) {
-  if (std::isnan(v)) return QStringLiteral("nan");
-  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-  return v;
-}
-double readNum(const QJsonValue& v) {
-  if (v.isString()) {
-    const QString s = v.toString();
-    if (s == "nan") return NAN;
-    if (s == "inf") return INFINITY;
-    if (s == "-inf") return -INFINITY;
-  }
-  return v.toDouble();
-}
+// An exact quantisation has an SQNR of +inf: strings for inf / nan (json_numbers.h).
+QJsonValue num(double v) { return jsonNumberOrText(v); }
+double readNum(const QJsonValue& v) { return numberFromJson(v); }
 }  // namespace
 
 QJsonArray fp8RecordsToJson(const std::vector<Fp8TensorRecord>& records) {

@@ -1,6 +1,7 @@
 #include "engine/io/metrics_json.h"
 
 #include "engine/io/fp8_json.h"
+#include "engine/io/json_numbers.h"
 
 #include <QFile>
 #include <QJsonArray>
@@ -13,21 +14,9 @@
 namespace amp {
 
 namespace {
-// JSON has no inf/nan; write them as strings so a reader sees what happened.
-QJsonValue num(double v) {
-  if (std::isnan(v)) return QStringLiteral("nan");
-  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-  return v;
-}
-double readNum(const QJsonValue& v) {
-  if (v.isString()) {
-    const QString s = v.toString();
-    if (s == "nan") return NAN;
-    if (s == "inf") return INFINITY;
-    if (s == "-inf") return -INFINITY;
-  }
-  return v.toDouble();
-}
+// JSON has no inf/nan: json_numbers.h writes them as strings so a reader sees what happened.
+QJsonValue num(double v) { return jsonNumberOrText(v); }
+double readNum(const QJsonValue& v) { return numberFromJson(v); }
 // A JSON number as a 64-bit count. Casting a double beyond the range (1e300) or nan is
 // undefined behaviour (found by fuzzing metrics.jsonl): clamp to the range, nan as 0.
 std::int64_t toInt64(const QJsonValue& v) {

@@ -130,7 +130,7 @@ AMP_HD inline float roundToMini(float value, MiniFormat f, Overflow rule) {
 // contracts or reorders floating-point expressions), and times q is exact again. The format's
 // constants are worked out once (the constructor), so the loops over whole tensors run a few
 // branch-light instructions per value: the quantisers' hot path. overflowed as floatToMini's.
-// Tests check it against floatToMini on every boundary case and 2^24 random fp32 patterns.
+// Tests check it against floatToMini on every boundary case and 2^22 random fp32 patterns.
 struct MiniRounder {
   MiniFormat format;
   Overflow rule;

@@ -16,6 +16,7 @@
 #include "engine/config/config_schema.h"
 #include "engine/io/checkpoint.h"
 #include "engine/train/trainer.h"
+#include "tests/unit/gpt_test_corpus.h"
 
 using namespace amp;
 
@@ -23,13 +24,7 @@ namespace {
 
 using Overrides = std::vector<std::pair<std::string, std::string>>;
 
-QString writeCorpus(const QTemporaryDir& dir) {
-  QFile f(dir.filePath("corpus.txt"));
-  EXPECT_TRUE(f.open(QIODevice::WriteOnly));
-  for (int i = 0; i < 300; ++i)
-    f.write(i % 3 == 0 ? "the cat sat on the mat.\n" : i % 3 == 1 ? "a dog ran in the fog.\n" : "we fly high in the sky.\n");
-  return f.fileName();
-}
+QString writeCorpus(const QTemporaryDir& dir) { return test::writeGptCorpus(dir); }
 
 RunConfig tinyGpt(const QString& corpus, const Overrides& more) {
   RunConfig c;

@@ -18,19 +18,13 @@
 #include "engine/io/weights_export.h"
 #include "engine/train/text_sample.h"
 #include "engine/train/trainer.h"
+#include "tests/unit/gpt_test_corpus.h"
 
 using namespace amp;
 
 namespace {
 
-// A corpus with structure to learn: the same few sentences over and over.
-QString writeCorpus(const QTemporaryDir& dir) {
-  QFile f(dir.filePath("corpus.txt"));
-  EXPECT_TRUE(f.open(QIODevice::WriteOnly));
-  for (int i = 0; i < 300; ++i)
-    f.write(i % 3 == 0 ? "the cat sat on the mat.\n" : i % 3 == 1 ? "a dog ran in the fog.\n" : "we fly high in the sky.\n");
-  return f.fileName();
-}
+QString writeCorpus(const QTemporaryDir& dir) { return test::writeGptCorpus(dir); }
 
 RunConfig tinyGpt(const QString& corpus, const std::string& mode) {
   RunConfig c;
