@@ -2,7 +2,7 @@
 // nvfp4 at most 2x): a training step of the gpt preset's model (4 blocks, 128 wide, context 128,
 // batch 32) on a corpus made here, in bf16 and in each fp8 recipe, and the quantiser alone on one
 // activation-sized operand. Run side by side in one sitting and compare the ratios:
-//   ./build/release/tests/bench/bench_fp8_step --benchmark_min_time=5x
+//   ./build/release/tests/bench/bench_fp8_step --benchmark_min_time=3
 // (CI builds it, never times it.) Set OMP_WAIT_POLICY=passive on a shared machine.
 #include <benchmark/benchmark.h>
 
