@@ -14,12 +14,12 @@ import subprocess
 import sys
 
 
-def ensure(py, module, package):
+def ensure(py, module, package, *extra):
     if subprocess.call([py, "-c", f"import {module}"], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL) == 0:
         return True
     pip = os.path.join(os.path.dirname(py), "pip")
     print(f"installing {package} from PyPI into {os.path.dirname(os.path.dirname(py))} ...", flush=True)
-    ok = subprocess.call(["timeout", "600", pip, "install", "-q", "--disable-pip-version-check", package]) == 0
+    ok = subprocess.call(["timeout", "600", pip, "install", "-q", "--disable-pip-version-check", *extra, package]) == 0
     if not ok:
         print(f"note: could not install {package}; the tests that need it are skipped")
     return ok
@@ -30,7 +30,10 @@ def main():
     if not os.path.exists(py) or subprocess.call([py, "-c", "import torch"], stderr=subprocess.DEVNULL) != 0:
         print(f"skipped: {py} has no torch (bash installer/torch-venv.sh BUILD/torch-venv makes it)")
         return 77
-    ensure(py, "lightning", "lightning")
+    # Lightning without its dependency tree: pip would otherwise fetch every CUDA wheel torch lists
+    # (about 3.5 GB; installer/torch-venv.sh installs torch without them), only its own small ones.
+    ensure(py, "lightning.pytorch", "lightning", "--no-deps", "torchmetrics", "lightning-utilities", "pyyaml",
+           "tqdm", "packaging")
     ensure(py, "tensorboard", "tensorboard")
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "app", "probe")
     env = dict(os.environ, AMPSTUDIO_CLI=cli, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"),
