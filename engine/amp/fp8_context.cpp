@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 #include "engine/config/config_schema.h"
@@ -58,6 +59,23 @@ bool primary(Fp8Role role, Fp8Gemm gemm) {
   return role == Fp8Role::GradOutput ? gemm == Fp8Gemm::Dgrad : gemm == Fp8Gemm::Forward;
 }
 
+// fp8.inject_spike, "STEP:TENSOR:FACTOR": nothing where it is not one (a step > 0, a finite factor).
+struct Spike {
+  std::int64_t step;
+  std::string tensor;
+  double factor;
+};
+std::optional<Spike> parseSpike(const std::string& text) {
+  const auto a = text.find(':'), b = text.rfind(':');
+  if (a == std::string::npos || b == a) return std::nullopt;
+  try {
+    Spike s{std::stoll(text.substr(0, a)), text.substr(a + 1, b - a - 1), std::stod(text.substr(b + 1))};
+    if (s.step > 0 && std::isfinite(s.factor)) return s;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Fp8Context::Recipe Fp8Context::parseRecipe(const std::string& name) {
@@ -91,15 +109,7 @@ void validateFp8Config(const Fp8Config& c) {
   if (c.accumPromote < 1) refuse("fp8.accum_promote", "expected at least 1 product, got " + std::to_string(c.accumPromote));
   if (!c.whatIf.empty()) oneOf("fp8.what_if", c.whatIf, {"delayed", "current", "mxfp8", "blockwise", "nvfp4"});
   if (!c.injectSpike.empty()) {
-    const auto a = c.injectSpike.find(':'), b = c.injectSpike.rfind(':');
-    bool ok = a != std::string::npos && b != a;
-    if (ok) {
-      try {
-        ok = std::stoll(c.injectSpike.substr(0, a)) > 0 && std::isfinite(std::stod(c.injectSpike.substr(b + 1)));
-      } catch (const std::exception&) {
-        ok = false;
-      }
-    }
+    const bool ok = parseSpike(c.injectSpike).has_value();
     if (!ok) refuse("fp8.inject_spike", "expected STEP:TENSOR:FACTOR (e.g. 40:fc2.x:100), got '" + c.injectSpike + "'");
   }
 }
@@ -131,11 +141,10 @@ Fp8Context::Fp8Context(const Fp8Config& config, std::uint64_t seed) : m_config(c
     m_whatIfRecipe = parseRecipe(config.whatIf);
     m_hasWhatIf = true;
   }
-  if (!config.injectSpike.empty()) {
-    const auto a = config.injectSpike.find(':'), b = config.injectSpike.rfind(':');
-    m_spikeStep = std::stoll(config.injectSpike.substr(0, a));
-    m_spikeTensor = config.injectSpike.substr(a + 1, b - a - 1);
-    m_spikeFactor = std::stod(config.injectSpike.substr(b + 1));
+  if (const auto spike = parseSpike(config.injectSpike)) {
+    m_spikeStep = spike->step;
+    m_spikeTensor = spike->tensor;
+    m_spikeFactor = spike->factor;
   }
 }
 
@@ -206,6 +215,11 @@ void Fp8Context::roll(History& h, std::int64_t step) {
   h.pending = 0;
 }
 
+// The amax a delayed scale is made from: the window's max, or its most recent (fp8.amax_compute).
+float Fp8Context::windowAmax(const History& h) const {
+  return m_config.amaxCompute == "max" ? *std::max_element(h.amax.begin(), h.amax.end()) : h.amax.back();
+}
+
 QuantSpec Fp8Context::specFor(Recipe recipe, const std::string& tensor, Fp8Role role, Fp8Gemm gemm, float amax,
                               History* history) const {
   QuantSpec s;
@@ -219,9 +233,7 @@ QuantSpec Fp8Context::specFor(Recipe recipe, const std::string& tensor, Fp8Role 
       const float fmax = miniMax(s.format);
       float scale = 1.0f;
       if (history && !history->amax.empty()) {
-        const float from = m_config.amaxCompute == "max" ? *std::max_element(history->amax.begin(), history->amax.end())
-                                                         : history->amax.back();
-        scale = perTensorScale(from, fmax, static_cast<int>(m_config.margin), history->scale);
+        scale = perTensorScale(windowAmax(*history), fmax, static_cast<int>(m_config.margin), history->scale);
       }
       s.tensorScale = scale;
       break;
@@ -285,8 +297,7 @@ void Fp8Context::quantize(const std::string& layer, Fp8Role role, Fp8Gemm gemm, 
   r.amax = stats.amax;
   r.scale = stats.scale;
   if (history && !history->amax.empty())
-    r.historyAmax = m_config.amaxCompute == "max" ? *std::max_element(history->amax.begin(), history->amax.end())
-                                                  : history->amax.back();
+    r.historyAmax = windowAmax(*history);
   r.underflow = stats.underflowFrac();
   r.overflow = stats.overflowFrac();
   r.sqnrDb = stats.sqnrDb();

@@ -91,6 +91,7 @@ class Fp8Context {
                     History* history) const;
   MiniFormat formatOf(Recipe recipe, Fp8Role role) const;
   void roll(History& h, std::int64_t step);
+  float windowAmax(const History& h) const;  // h.amax must not be empty
   void maybeSpike(const std::string& tensor, std::vector<float>& values) const;
 
   Fp8Config m_config;

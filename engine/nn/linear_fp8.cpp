@@ -79,9 +79,11 @@ Tensor Linear::backwardFp8(LayerContext& ctx, const Tensor& dyIn, bool needInput
     throw std::invalid_argument(describe() + ": output gradient " + shapeString(dyIn.shape()));
   const Tensor dy = dyIn.rank() == 2 ? dyIn : dyIn.reshaped({shapeNumel(dyIn.shape()) / m_out, m_out});
   const std::int64_t rows = dy.dim(0);
-  const std::vector<float> dyv = be.toHostFloat(dy);
+  std::vector<float> dyv = be.toHostFloat(dy);
   // Input gradient: dx = dy . W, reducing over `out`.
-  std::vector<float> dyD = dyv;
+  // Per-tensor recipes quantise dy once for both GEMMs (in place); block recipes keep dyv for
+  // the weight gradient's own quantisation.
+  std::vector<float> dyD = f8.perTensor() ? std::move(dyv) : dyv;
   f8.quantize(m_name, Fp8Role::GradOutput, Fp8Gemm::Dgrad, dyD, rows, m_out, true);
   Tensor dx;
   if (needInputGrad) {
@@ -103,7 +105,7 @@ Tensor Linear::backwardFp8(LayerContext& ctx, const Tensor& dyIn, bool needInput
     dyW = std::move(dyD);
     xW = std::move(m_fp8Xq);
   } else {
-    dyW = dyv;
+    dyW = std::move(dyv);
     f8.quantize(m_name, Fp8Role::GradOutput, Fp8Gemm::Wgrad, dyW, rows, m_out, true);
     xW = std::move(m_fp8X);
     f8.quantize(m_name, Fp8Role::Input, Fp8Gemm::Wgrad, xW, rows, m_in, true);
