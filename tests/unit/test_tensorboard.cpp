@@ -123,13 +123,16 @@ TEST(TfEventsRecords, DamageIsOneLineNamingFileAndRecord) {
   huge = len;
   const std::uint32_t crc = tfevents::maskedCrc(tfevents::crc32c(len));
   huge.append(reinterpret_cast<const char*>(&crc), 4);
-  EXPECT_HAS(messageOf<tfevents::RecordError>([&] { tfevents::splitRecords(huge + "xx", "x.tfevents"); }),
+  const std::string hugeAndMore = huge + "xx";
+  EXPECT_HAS(messageOf<tfevents::RecordError>([&] { tfevents::splitRecords(hugeAndMore, "x.tfevents"); }),
              "record 1 (offset 0): length 1099511627776 bytes is over the 256 MiB");
   // Cut short: the whole records before it are kept, and the tail is named.
-  const auto cut = tfevents::splitRecords(good.substr(0, good.size() - 3), "x.tfevents");
+  const std::string cutBytes = good.substr(0, good.size() - 3);
+  const auto cut = tfevents::splitRecords(cutBytes, "x.tfevents");
   ASSERT_EQ(cut.records.size(), 1u);
   EXPECT_HAS(cut.truncatedTail, "x.tfevents: record 2 (offset 21): cut short");
-  const auto cutHeader = tfevents::splitRecords(good.substr(0, 25), "x.tfevents");
+  const std::string cutHeaderBytes = good.substr(0, 25);
+  const auto cutHeader = tfevents::splitRecords(cutHeaderBytes, "x.tfevents");
   EXPECT_HAS(cutHeader.truncatedTail, "record 2 (offset 21): cut short (4 bytes of its 12-byte header)");
 }
 

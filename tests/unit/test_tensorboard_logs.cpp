@@ -156,7 +156,8 @@ TEST(TensorBoardLogs, WhatWasNotLoggedIsNotExportedAsMeasuredZeros) {
   for (int s = 1; s <= 3; ++s) log.scalar(s, "loss", 1.0f);
   const RunRecord r = import(log);
   std::set<std::string> tags;
-  for (const auto& rec : tfevents::splitRecords(tensorboardEventFile(r, 1.7e9), "f").records) {
+  const std::string file = tensorboardEventFile(r, 1.7e9);  // the records are views into it
+  for (const auto& rec : tfevents::splitRecords(file, "f").records) {
     tb::Event e;
     ASSERT_TRUE(e.ParseFromArray(rec.data.data(), int(rec.data.size())));
     for (const auto& v : e.summary().value()) tags.insert(v.tag());
@@ -217,7 +218,8 @@ TEST(TensorBoardLogs, ExportedHistogramsCountZerosAndNonFiniteValues) {
   m.step = 1;
   r.steps.push_back(m);
   r.histograms.emplace_back(1, h);
-  const auto split = tfevents::splitRecords(tensorboardEventFile(r, 1.7e9), "f");
+  const std::string file = tensorboardEventFile(r, 1.7e9);  // the records are views into it
+  const auto split = tfevents::splitRecords(file, "f");
   bool found = false;
   for (const auto& rec : split.records) {
     tb::Event e;
