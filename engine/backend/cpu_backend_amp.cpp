@@ -24,7 +24,8 @@ UnscaleResult CpuBackend::unscaleAndCheck(std::span<Tensor* const> grads, float 
     int nonFinite = 0;
     double sumSq = 0;
     // As PyTorch's kernel: check each value before scaling; x*1 is skipped (keeps NaN bits).
-#pragma omp parallel for reduction(| : nonFinite) reduction(+ : sumSq) if (n > kParallelThreshold)
+    const int threads = cpu::loopThreads(chunks, cpu::kChunk);
+#pragma omp parallel for reduction(| : nonFinite) reduction(+ : sumSq) num_threads(threads) if (threads > 1)
     for (std::int64_t c = 0; c < chunks; ++c) {
       const std::int64_t b = c * cpu::kChunk, len = std::min(cpu::kChunk, n - b);
       float buf[cpu::kChunk];
@@ -52,7 +53,8 @@ std::int64_t CpuBackend::countNonFinite(const Tensor& t) {
   const int code = floatCode(t);
   const std::int64_t n = t.numel(), chunks = (n + cpu::kChunk - 1) / cpu::kChunk;
   std::int64_t count = 0;
-#pragma omp parallel for reduction(+ : count) if (n > kParallelThreshold)
+  const int threads = cpu::loopThreads(chunks, cpu::kChunk);
+#pragma omp parallel for reduction(+ : count) num_threads(threads) if (threads > 1)
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t b = c * cpu::kChunk, len = std::min(cpu::kChunk, n - b);
     float buf[cpu::kChunk];
@@ -66,7 +68,8 @@ double CpuBackend::sumOfSquares(const Tensor& t) {
   const int code = floatCode(t);
   const std::int64_t n = t.numel(), chunks = (n + cpu::kChunk - 1) / cpu::kChunk;
   double sum = 0;
-#pragma omp parallel for reduction(+ : sum) if (n > kParallelThreshold)
+  const int threads = cpu::loopThreads(chunks, cpu::kChunk);
+#pragma omp parallel for reduction(+ : sum) num_threads(threads) if (threads > 1)
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t b = c * cpu::kChunk, len = std::min(cpu::kChunk, n - b);
     float buf[cpu::kChunk];
@@ -100,7 +103,8 @@ ExponentHistogram CpuBackend::histogram(const Tensor& t, double multiplier) {
   int e2 = 0;
   const bool powerOfTwo = multiplier > 0 && std::frexp(multiplier, &e2) == 0.5;
   ExponentHistogram total;
-#pragma omp parallel if (n > kParallelThreshold)
+  const int threads = cpu::loopThreads(chunks, cpu::kChunk);
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     ExponentHistogram local;
 #pragma omp for schedule(static)

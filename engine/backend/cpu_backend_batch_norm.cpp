@@ -88,7 +88,8 @@ void forEachRowSpan(const BnDims& d, std::int64_t numel, Fn&& fn) {
   const std::int64_t rows = d.rows();
   const std::int64_t perSpan = std::max<std::int64_t>(1, cpu::kChunk / std::max<std::int64_t>(1, d.hw));
   const std::int64_t spans = (rows + perSpan - 1) / perSpan;
-#pragma omp parallel if (numel > kParallelThreshold)
+  const int threads = cpu::loopThreads(spans, perSpan * d.hw);
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     SpanScratch s(static_cast<std::size_t>(perSpan * d.hw));
 #pragma omp for schedule(static)

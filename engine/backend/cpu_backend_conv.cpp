@@ -267,7 +267,8 @@ void CpuBackend::maxPool2dForward(const Tensor& x, Tensor& y, Tensor& argmax,
                                 " (int32) do not fit the geometry");
   const int xc = floatCode(x), yc = floatCode(y);
   const std::int64_t inPlane = g.h * g.w, outPlane = oh * ow;
-#pragma omp parallel if (x.numel() > kParallelThreshold)
+  const int threads = cpu::loopThreads(planes, inPlane);
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<float> in(static_cast<std::size_t>(inPlane)),
         out(static_cast<std::size_t>(outPlane));
@@ -303,7 +304,8 @@ void CpuBackend::maxPool2dBackward(const Tensor& dy, const Tensor& argmax, Tenso
   const auto* idx = argmax.data<std::int32_t>();
   // Overlapping windows may route several gradients to one input: sum them in fp32, then
   // round once.
-#pragma omp parallel if (dx.numel() > kParallelThreshold)
+  const int threads = cpu::loopThreads(planes, inPlane);
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<float> grad(static_cast<std::size_t>(outPlane)),
         acc(static_cast<std::size_t>(inPlane));

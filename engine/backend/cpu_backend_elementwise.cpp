@@ -80,7 +80,8 @@ void CpuBackend::dropoutForward(const Tensor& x, Tensor& mask, Tensor& y, float 
     using T = decltype(tag);
     const auto* in = x.data<typename T::Storage>();
     auto* out = y.data<typename T::Storage>();
-#pragma omp parallel for if (n > kParallelThreshold)
+    const int threads = cpu::loopThreads(n);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
     for (std::int64_t i = 0; i < n; ++i) {
       // Counter-based: the mask depends only on (seed, index), as on the GPU.
       const bool keep = dropoutKeeps(seed, i, threshold, p);
@@ -100,7 +101,8 @@ void CpuBackend::dropoutBackward(const Tensor& dy, const Tensor& mask, Tensor& d
     using T = decltype(tag);
     const auto* g = dy.data<typename T::Storage>();
     auto* out = dx.data<typename T::Storage>();
-#pragma omp parallel for if (n > kParallelThreshold)
+    const int threads = cpu::loopThreads(n);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
     for (std::int64_t i = 0; i < n; ++i)
       out[i] = T::store(m[i] ? T::load(g[i]) * keepScale : 0.f);
   });

@@ -94,7 +94,8 @@ void CpuBackend::biasGrad(const Tensor& dy, Tensor& db) {
   // converters, and the sums stay in fp32 (autocast's fp32 accumulation).
   constexpr std::int64_t kBlock = 256;
   const std::int64_t blocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (m * n > cpu::kParallelThreshold)
+  const int threads = cpu::loopThreads(blocks, m * kBlock);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::int64_t blk = 0; blk < blocks; ++blk) {
     const std::int64_t j0 = blk * kBlock, len = std::min(kBlock, n - j0);
     float sums[kBlock] = {}, part[kBlock], row[kBlock];

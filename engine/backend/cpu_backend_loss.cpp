@@ -71,7 +71,8 @@ double CpuBackend::mseForward(const Tensor& pred, const Tensor& target) {
     using T = decltype(tag);
     const auto* a = pred.data<typename T::Storage>();
     double s = 0;
-#pragma omp parallel for reduction(+ : s) if (n > cpu::kParallelThreshold)
+    const int threads = cpu::loopThreads(n);
+#pragma omp parallel for reduction(+ : s) num_threads(threads) if (threads > 1)
     for (std::int64_t i = 0; i < n; ++i) {
       const double d = double(T::load(a[i])) - double(b[i]);
       s += d * d;

@@ -36,7 +36,9 @@ UpdateResult updateInChunks(Tensor& param, const Tensor& grad, Update update) {
   const std::int64_t n = param.numel(), chunks = (n + cpu::kChunk - 1) / cpu::kChunk;
   std::int64_t lost = 0;
   double sumSq = 0;
-#pragma omp parallel for reduction(+ : lost, sumSq) if (n > kParallelThreshold / 4)
+  // An optimizer touches about four arrays an element: four times an elementwise op's work.
+  const int threads = cpu::loopThreads(chunks, 4 * cpu::kChunk);
+#pragma omp parallel for reduction(+ : lost, sumSq) num_threads(threads) if (threads > 1)
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t b = c * cpu::kChunk, len = std::min(cpu::kChunk, n - b);
     // A private copy of the functor: its captured scalars then live in registers, where the

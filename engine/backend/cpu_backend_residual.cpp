@@ -42,7 +42,8 @@ void CpuBackend::globalAvgPoolForward(const Tensor& x, Tensor& y) {
   const int xc = floatCode(x), yc = floatCode(y);
   const auto count = static_cast<float>(d.planeSize);
   std::vector<float> means(static_cast<std::size_t>(d.planes));
-#pragma omp parallel if (x.numel() > kParallelThreshold)
+  const int threads = cpu::loopThreads(d.planes, d.planeSize);
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<float> scratch(static_cast<std::size_t>(std::min(d.planeSize, cpu::kChunk)));
 #pragma omp for
@@ -71,7 +72,8 @@ void CpuBackend::globalAvgPoolBackward(const Tensor& dy, Tensor& dx) {
   std::vector<float> scratch(static_cast<std::size_t>(d.planes));
   const float* grads = cpu::widenChunk(gc, dy.rawData(), 0, d.planes, scratch.data());
   const auto count = static_cast<float>(d.planeSize);
-#pragma omp parallel if (dx.numel() > kParallelThreshold)
+  const int threads = cpu::loopThreads(d.planes, d.planeSize);
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<float> plane(static_cast<std::size_t>(std::min(d.planeSize, cpu::kChunk)));
 #pragma omp for

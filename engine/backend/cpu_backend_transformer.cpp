@@ -35,8 +35,6 @@ std::vector<float> widenAll(const Tensor& t) {
   return out;
 }
 
-constexpr std::int64_t kParallelRows = 64;  // fewer rows run on the calling thread
-
 }  // namespace
 
 void CpuBackend::embeddingForward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
@@ -48,7 +46,8 @@ void CpuBackend::embeddingForward(const Tensor& tokens, const Tensor& wte, const
       throw std::invalid_argument("embedding: token " + std::to_string(tok[m]) +
                                   " outside the vocabulary of " + std::to_string(d.vocab));
   const int tc = floatCode(wte), pc = floatCode(wpe), yc = floatCode(y);
-#pragma omp parallel if (d.rows >= kParallelRows)
+  const int threads = cpu::loopThreads(d.rows, d.width);
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<float> a(static_cast<std::size_t>(d.width)), b(a.size());
 #pragma omp for
@@ -95,7 +94,8 @@ void CpuBackend::layerNormForward(const Tensor& x, const Tensor& gamma, const Te
   float* mu = mean.data<float>();
   float* rs = rstd.data<float>();
   const auto n = static_cast<float>(d.width);
-#pragma omp parallel if (d.rows >= kParallelRows)
+  const int threads = cpu::loopThreads(d.rows, d.width);
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<float> v(static_cast<std::size_t>(d.width));
 #pragma omp for
@@ -129,7 +129,8 @@ void CpuBackend::layerNormBackward(const Tensor& dy, const Tensor& x, const Tens
   const float* mu = mean.data<float>();
   const float* rs = rstd.data<float>();
   const auto n = static_cast<float>(d.width);
-#pragma omp parallel if (d.rows >= kParallelRows)
+  const int threads = cpu::loopThreads(d.rows, d.width);
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<float> xv(static_cast<std::size_t>(d.width)), gv(xv.size()), out(xv.size());
 #pragma omp for
@@ -180,7 +181,8 @@ void CpuBackend::causalSoftmaxForward(const Tensor& scores, float scale, Tensor&
   const auto d = checks::causalSoftmax(scores, probs, "softmax");
   const int sc = floatCode(scores), pc = floatCode(probs);
   const std::int64_t rows = d.matrices * d.t;
-#pragma omp parallel if (rows >= kParallelRows)
+  const int threads = cpu::loopThreads(rows, d.t);
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<float> v(static_cast<std::size_t>(d.t));
 #pragma omp for
@@ -210,7 +212,8 @@ void CpuBackend::causalSoftmaxBackward(const Tensor& probs, const Tensor& dprobs
   checks::causalSoftmax(probs, dscores, "softmax backward");
   const int pc = floatCode(probs), gc = floatCode(dprobs), oc = floatCode(dscores);
   const std::int64_t rows = d.matrices * d.t;
-#pragma omp parallel if (rows >= kParallelRows)
+  const int threads = cpu::loopThreads(rows, d.t);
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<float> p(static_cast<std::size_t>(d.t)), g(p.size());
 #pragma omp for
@@ -236,7 +239,8 @@ void copyHeads(const checks::HeadDims& d, int part, bool split, const Tensor& sr
   const int sc = floatCode(src), dc = floatCode(dst);
   const std::int64_t width = d.parts * d.heads * d.headDim;
   const std::int64_t pieces = d.batch * d.heads * d.t;
-#pragma omp parallel if (pieces >= 4 * kParallelRows)
+  const int threads = cpu::loopThreads(pieces, d.headDim);
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<float> v(static_cast<std::size_t>(d.headDim));
 #pragma omp for

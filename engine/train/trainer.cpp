@@ -13,6 +13,7 @@
 #include "engine/train/histogram_recorder.h"
 #include "engine/train/memory_estimate.h"
 #include "engine/train/model_factory.h"
+#include "kernels/cpu/cpu_budget.h"
 
 namespace amp {
 
@@ -295,16 +296,19 @@ void Trainer::joinRanks(Communicator& comm) {
       for (float v : slots) m = std::isnan(v) || std::isnan(m) ? NAN : std::max(m, v);
       return m;
     });
-  // Ranks on one machine share its cores: each takes its part instead of all of them (two
-  // ranks' OpenMP teams on 2 cores took the CPU from each other).
-  m_threadsPerRank = std::max(1, omp_get_num_procs() / comm.size());
   broadcastModel(*m_be, comm, *m_model);
+}
+
+int Trainer::stepThreads() const {
+  if (m_config.train.threads > 0) return m_config.train.threads;  // the user's choice wins
+  // Ranks on one machine and runs training at once share its cores: each takes its part
+  // instead of all of them (two ranks' OpenMP teams on 2 cores took the CPU from each other).
+  return cpu::threadsPerRun(cpu::availableCpus(), ranks() * m_concurrentRuns);
 }
 
 StepMetrics Trainer::runStepAs(GraphPlan plan, std::chrono::steady_clock::time_point started) {
   const int ranks = this->ranks(), rank = this->rank();
-  if (m_config.train.threads > 0) omp_set_num_threads(m_config.train.threads);
-  else if (m_threadsPerRank > 0) omp_set_num_threads(m_threadsPerRank);
+  omp_set_num_threads(stepThreads());
   auto t0 = started;
   m_be->resetGemmCounters();
   m_be->memory().resetPeaks();

@@ -97,6 +97,13 @@ class Trainer {
   void joinRanks(Communicator& comm);
   int rank() const { return m_comm ? m_comm->rank() : 0; }
   int ranks() const { return m_comm ? m_comm->size() : 1; }
+  // How many runs (this one included) train at once in this process, sharing its CPUs (the
+  // app's "Max concurrent", a lesson's side-by-side variants). May change between steps.
+  void setConcurrentRuns(int runs) { m_concurrentRuns = runs < 1 ? 1 : runs; }
+  // The OpenMP threads a step uses: train.threads when set, else this run's share of the CPUs
+  // the process can use (kernels/cpu/cpu_budget.h), split between the ranks on this machine
+  // and the runs training at once.
+  int stepThreads() const;
 
   TrainerProgress progress() const;
   // Why a saved loader state does not fit this run, or nothing (asked before anything changes).
@@ -174,7 +181,7 @@ class Trainer {
   std::string m_streakTensor;
   double m_lastEvalSeconds = 0;
   Communicator* m_comm = nullptr;  // a data-parallel run's ranks; nullptr: one process
-  int m_threadsPerRank = 0;         // CPU threads each rank takes when train.threads is 0
+  int m_concurrentRuns = 1;         // runs sharing the CPUs with this one (setConcurrentRuns)
   // The training set on the device (data.device_cache); undefined tensors when batches are
   // uploaded from the host instead.
   struct DeviceData {

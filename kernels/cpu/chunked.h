@@ -9,6 +9,7 @@
 
 #include "kernels/common/float16.h"
 #include "kernels/cpu/convert.h"
+#include "kernels/cpu/parallel_grain.h"
 
 namespace amp::cpu {
 
@@ -65,9 +66,9 @@ inline double sumOfSquaresF64(const float* v, std::int64_t n) {
 // Calls fn(begin, length) for every chunk, in parallel when there is enough work.
 template <class Fn>
 void forEachChunk(std::int64_t n, Fn&& fn) {
-  constexpr std::int64_t kParallelBelow = 1 << 15;  // fewer elements run on the calling thread
   const std::int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n > kParallelBelow)
+  const int threads = loopThreads(chunks, kChunk);  // the grain rule (parallel_grain.h)
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t begin = c * kChunk;
     fn(begin, begin + kChunk <= n ? kChunk : n - begin);

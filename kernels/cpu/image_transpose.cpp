@@ -3,6 +3,8 @@
 // are spread over the OpenMP threads.
 #include "kernels/cpu/image_transpose.h"
 
+#include "kernels/cpu/parallel_grain.h"
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -20,7 +22,8 @@ void transposeMatrices(const T* src, T* dst, std::int64_t count, std::int64_t ro
                        std::int64_t cols) {
   const std::int64_t tileRows = (rows + kTile - 1) / kTile;
   const std::int64_t work = count * tileRows;
-#pragma omp parallel for if (count * rows * cols > (1 << 15))
+  const int threads = loopThreads(work, kTile * cols);  // a job is kTile rows of a matrix
+#pragma omp parallel for num_threads(threads) if (threads > 1)
   for (std::int64_t job = 0; job < work; ++job) {
     const std::int64_t m = job / tileRows, r0 = job % tileRows * kTile;
     const T* in = src + m * rows * cols;
