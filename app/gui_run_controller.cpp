@@ -180,6 +180,10 @@ void RunController::setMaxConcurrent(int n) {
   scheduleQueue();
 }
 
+void RunController::shareCpus() {
+  for (Active& a : m_active) a.worker->setConcurrentRuns(int(m_active.size()));
+}
+
 void RunController::scheduleQueue() {
   while (!m_queue.isEmpty() && int(m_active.size()) < m_maxConcurrent) {
     const int id = m_queue.takeFirst();
@@ -237,6 +241,7 @@ void RunController::startRun(ui::RunData* run, bool paused) {
   connect(worker, &TrainingWorker::runEnded, this,
           [this, worker](int outcome, const QString& msg) { onRunEnded(worker, outcome, msg); });
   m_active.push_back({run, worker, false, {}});
+  shareCpus();
   setStatus(run, paused ? ui::RunStatus::Paused : ui::RunStatus::Running);
   worker->start();
   emit activityChanged();
@@ -363,6 +368,7 @@ void RunController::onRunEnded(TrainingWorker* w, int outcome, const QString& me
   log(it->run, it->skips.finish());  // a streak of skips still open ends with the run
   Active a = std::move(*it);
   m_active.erase(it);
+  shareCpus();
   w->wait();
   w->deleteLater();
   ui::RunData* run = a.run;

@@ -106,6 +106,9 @@ class RunController : public QObject {
   };
 
   void scheduleQueue();
+  // Tells every active run how many train at once, so together they use the CPUs the machine
+  // gives instead of each taking all of them (two runs' teams on 2 cores fought for them).
+  void shareCpus();
   void startRun(ui::RunData* run, bool paused);
   void scheduleDrain();
   void drainRun(Active& a, bool& updated);

@@ -222,6 +222,12 @@ void GuiSession::saveScreenshot() {
       for (int i = 0; i < std::min<int>(10, r->series.stepMs.size()); ++i) std::printf(" %.1f", r->series.stepMs[i]);
       std::printf("\n");
     }
+  // A lesson's conclusion as its event-log line ("Lesson '…' measured: … — confirmed: …"), so a
+  // script can time a lesson to its verdict and compare the verdict across changes
+  // (tests/bench/lesson_times.sh).
+  for (const ui::RunData* r : m_controller->runs())
+    for (const QString& line : r->events)
+      if (line.startsWith(QLatin1String("Lesson '"))) std::printf("conclusion: %s\n", qPrintable(line));
   std::fflush(stdout);
   // Rendered in memory, then written as every output is (writeFileAtomically): whole or not at
   // all, never through a FIFO or over a device.

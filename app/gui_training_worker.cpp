@@ -236,6 +236,7 @@ void TrainingWorker::run() {
       if (inject) trainer->injectNonFiniteNextStep();
       if (trace) trainer->requestTrace();
       const bool traced = trace || trainer->stepsDone() == 0;
+      trainer->setConcurrentRuns(m_concurrentRuns.load(std::memory_order_relaxed));
       const auto stepStarted = std::chrono::steady_clock::now();
       StepMetrics m = trainer->step();
       if (m.diverged && divergence.empty()) divergence = m.divergence;

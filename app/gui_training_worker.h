@@ -11,6 +11,7 @@
 #include <QByteArray>
 #include <QStringList>
 #include <QThread>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -64,6 +65,9 @@ class TrainingWorker : public QThread {
   // Takes effect during the wait that is under way, so a faster pace ends it at once.
   void setStepsPerSecond(double stepsPerSecond);
   double stepsPerSecond() const;
+  // How many runs train at once beside this one included: the run takes its share of the CPUs
+  // (Trainer::setConcurrentRuns) from its next step on. Thread-safe.
+  void setConcurrentRuns(int runs) { m_concurrentRuns.store(runs < 1 ? 1 : runs, std::memory_order_relaxed); }
   // Writes a checkpoint to zipPath before the next step (also while paused); answered by
   // checkpointWritten. A request still pending when the run ends is served before the thread exits.
   void requestCheckpoint(const QString& zipPath);
@@ -127,6 +131,7 @@ class TrainingWorker : public QThread {
   bool m_inject = false;
   bool m_trace = false;
   double m_stepsPerSecond = 0;  // 0: full speed
+  std::atomic<int> m_concurrentRuns{1};
   QString m_checkpointRequest;  // pending "save now" path
   QString m_resumeFrom;
   QString m_checkpointDir;

@@ -21,6 +21,7 @@
 #include "app/gui_session.h"
 #include "engine/config/presets.h"
 #include "engine/core/checked_file.h"
+#include "engine/core/openmp_wait_policy.h"
 #include "kernels/cpu/cpu_baseline.h"
 #include "ui/experiment_panel.h"
 #include "ui/main_window.h"
@@ -47,6 +48,9 @@ bool wantsScreenshot(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything else: it may execute this program again, with OpenMP's threads waiting
+  // passively (engine/core/openmp_wait_policy.h), so training beside other work stays fast.
+  amp::ensurePassiveOpenMpWaiting(argv);
   // Past the file-size limit a write fails (EFBIG) and the app reports it naming the file,
   // instead of SIGXFSZ ending the app with its runs unsaved.
   std::signal(SIGXFSZ, SIG_IGN);
