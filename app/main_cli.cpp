@@ -7,7 +7,7 @@
 
 int main(int argc, char** argv) {
   // Before anything else: it may execute this program again (engine/core/openmp_wait_policy.h).
-  amp::ensurePassiveOpenMpWaiting(argv);
+  amp::ensureShortOpenMpSpin(argv);
   if (const char* problem = amp::cpu::cpuBaselineProblem()) {  // normally refused before main
     std::fprintf(stderr, "ampstudio-cli: %s\n", problem);
     return 2;

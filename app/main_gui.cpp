@@ -48,9 +48,9 @@ bool wantsScreenshot(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Before anything else: it may execute this program again, with OpenMP's threads waiting
-  // passively (engine/core/openmp_wait_policy.h), so training beside other work stays fast.
-  amp::ensurePassiveOpenMpWaiting(argv);
+  // Before anything else: it may execute this program again, with OpenMP's idle threads spinning
+  // only briefly (engine/core/openmp_wait_policy.h), so training beside other work stays fast.
+  amp::ensureShortOpenMpSpin(argv);
   // Past the file-size limit a write fails (EFBIG) and the app reports it naming the file,
   // instead of SIGXFSZ ending the app with its runs unsaved.
   std::signal(SIGXFSZ, SIG_IGN);

@@ -1,7 +1,7 @@
 // Threading that holds up on a shared machine (issue 38): the CPUs a process may use (affinity
 // mask, cgroup quota, OMP_NUM_THREADS), each run's share of them, the grain below which a loop
-// runs on one thread, and the environment rule of the re-execution that makes OpenMP's threads
-// wait passively in the app and the CLI.
+// runs on one thread, and the environment rule of the re-execution that makes OpenMP's idle threads
+// spin only briefly in the app and the CLI.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -121,12 +121,12 @@ TEST(WaitPolicy, ReexecutesOnlyWhenTheUserChoseNothingAndNeverTwice) {
       return it == vars.end() ? nullptr : it->second.c_str();
     };
   };
-  EXPECT_TRUE(shouldReexecForPassiveWaiting(env({})));
-  EXPECT_TRUE(shouldReexecForPassiveWaiting(env({{"OMP_NUM_THREADS", "2"}})));
+  EXPECT_TRUE(shouldReexecForShortSpin(env({})));
+  EXPECT_TRUE(shouldReexecForShortSpin(env({{"OMP_NUM_THREADS", "2"}})));
   // The user's own policy wins, whatever it is.
-  EXPECT_FALSE(shouldReexecForPassiveWaiting(env({{"OMP_WAIT_POLICY", "active"}})));
-  EXPECT_FALSE(shouldReexecForPassiveWaiting(env({{"OMP_WAIT_POLICY", "passive"}})));
-  EXPECT_FALSE(shouldReexecForPassiveWaiting(env({{"GOMP_SPINCOUNT", "10000"}})));
+  EXPECT_FALSE(shouldReexecForShortSpin(env({{"OMP_WAIT_POLICY", "active"}})));
+  EXPECT_FALSE(shouldReexecForShortSpin(env({{"OMP_WAIT_POLICY", "passive"}})));
+  EXPECT_FALSE(shouldReexecForShortSpin(env({{"GOMP_SPINCOUNT", "10000"}})));
   // The re-executed process never re-executes again, even if the policy got lost.
-  EXPECT_FALSE(shouldReexecForPassiveWaiting(env({{kWaitPolicyMarker, "1"}})));
+  EXPECT_FALSE(shouldReexecForShortSpin(env({{kWaitPolicyMarker, "1"}})));
 }
