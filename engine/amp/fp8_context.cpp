@@ -5,6 +5,7 @@
 #include <optional>
 #include <sstream>
 
+#include "engine/backend/backend.h"
 #include "engine/config/config_schema.h"
 #include "engine/nn/layer.h"
 #include "engine/nn/linear.h"
@@ -266,18 +267,17 @@ QuantSpec Fp8Context::specFor(Recipe recipe, const std::string& tensor, Fp8Role 
   return s;
 }
 
+bool Fp8Context::spikeDue(const std::string& tensor) const {
+  return m_spikeEnabled && m_step == m_spikeStep && tensor == m_spikeTensor;
+}
+
 void Fp8Context::maybeSpike(const std::string& tensor, std::vector<float>& values) const {
-  if (!m_spikeEnabled || m_step != m_spikeStep || tensor != m_spikeTensor || values.empty()) return;
+  if (!spikeDue(tensor) || values.empty()) return;
   values[0] = static_cast<float>(m_spikeFactor * amaxOf(values.data(), static_cast<std::int64_t>(values.size())));
 }
 
-void Fp8Context::quantize(const std::string& layer, Fp8Role role, Fp8Gemm gemm, std::vector<float>& values,
-                          std::int64_t rows, std::int64_t cols, bool training) {
-  const std::string tensor = tensorName(layer, role);
-  training = training && !m_quiet;
-  const bool record = training && primary(role, gemm);
-  if (record) maybeSpike(tensor, values);
-  const float amax = amaxOf(values.data(), rows * cols);
+QuantSpec Fp8Context::prepare(const std::string& tensor, Fp8Role role, Fp8Gemm gemm, float amax, bool training,
+                              History** historyOut) {
   History* history = nullptr;
   if (m_recipe == Recipe::Delayed) {
     history = &m_histories[tensor];
@@ -285,11 +285,13 @@ void Fp8Context::quantize(const std::string& layer, Fp8Role role, Fp8Gemm gemm, 
   }
   QuantSpec spec = specFor(m_recipe, tensor, role, gemm, amax, history);
   if (history) history->scale = spec.tensorScale;
-  std::vector<float> original;
-  if (record && m_hasWhatIf) original = values;
-  QuantStats stats;
-  quantizeDequantize(values.data(), values.data(), rows, cols, spec, record ? &stats : nullptr);
-  if (!record) return;
+  *historyOut = history;
+  return spec;
+}
+
+void Fp8Context::record(const std::string& tensor, Fp8Role role, Fp8Gemm gemm, float amax, const QuantSpec& spec,
+                        const QuantStats& stats, History* history, const std::function<std::vector<float>()>& original,
+                        std::int64_t rows, std::int64_t cols) {
   if (history && std::isfinite(amax)) history->pending = std::max(history->pending, amax);
   Fp8TensorRecord r;
   r.tensor = tensor;
@@ -316,14 +318,53 @@ void Fp8Context::quantize(const std::string& layer, Fp8Role role, Fp8Gemm gemm, 
       if (std::isfinite(amax)) other->pending = std::max(other->pending, amax);
     }
     QuantStats w;
-    std::vector<float> scratch(original.size());
-    quantizeDequantize(original.data(), scratch.data(), rows, cols, ws, &w);
+    const std::vector<float> values = original();
+    std::vector<float> scratch(values.size());
+    quantizeDequantize(values.data(), scratch.data(), rows, cols, ws, &w);
     r.hasWhatIf = true;
     r.whatIfUnderflow = w.underflowFrac();
     r.whatIfOverflow = w.overflowFrac();
     r.whatIfSqnrDb = w.sqnrDb();
   }
   m_records.push_back(std::move(r));
+}
+
+void Fp8Context::quantize(const std::string& layer, Fp8Role role, Fp8Gemm gemm, std::vector<float>& values,
+                          std::int64_t rows, std::int64_t cols, bool training) {
+  const std::string tensor = tensorName(layer, role);
+  training = training && !m_quiet;
+  const bool rec = training && primary(role, gemm);
+  if (rec) maybeSpike(tensor, values);
+  const float amax = amaxOf(values.data(), rows * cols);
+  History* history = nullptr;
+  const QuantSpec spec = prepare(tensor, role, gemm, amax, training, &history);
+  std::vector<float> original;
+  if (rec && m_hasWhatIf) original = values;
+  QuantStats stats;
+  quantizeDequantize(values.data(), values.data(), rows, cols, spec, rec ? &stats : nullptr);
+  if (rec) record(tensor, role, gemm, amax, spec, stats, history, [&] { return std::move(original); }, rows, cols);
+}
+
+void Fp8Context::quantize(Backend& be, const std::string& layer, Fp8Role role, Fp8Gemm gemm, const Tensor& x,
+                          std::int64_t cols, QuantizedTensor& q, MemCategory cat, bool training) {
+  const std::string tensor = tensorName(layer, role);
+  training = training && !m_quiet;
+  const bool rec = training && primary(role, gemm);
+  const std::int64_t rows = x.numel() / cols;
+  const Tensor* src = &x;
+  Tensor spiked;
+  if (rec && spikeDue(tensor)) {  // one step of a run: a host round trip is fine
+    std::vector<float> v = be.toHostFloat(x);
+    maybeSpike(tensor, v);
+    spiked = be.fromHost(v, {rows, cols}, DType::F32, MemCategory::Workspace);
+    src = &spiked;
+  }
+  const float amax = be.amax(*src);
+  History* history = nullptr;
+  const QuantSpec spec = prepare(tensor, role, gemm, amax, training, &history);
+  QuantStats stats;
+  be.quantize(*src, cols, spec, q, cat, rec ? &stats : nullptr);
+  if (rec) record(tensor, role, gemm, amax, spec, stats, history, [&] { return be.toHostFloat(*src); }, rows, cols);
 }
 
 std::vector<Fp8TensorRecord> Fp8Context::takeRecords() {

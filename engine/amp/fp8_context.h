@@ -13,9 +13,11 @@
 #include "engine/amp/fp8_config.h"
 #include "engine/amp/fp8_quantize.h"
 #include "engine/amp/fp8_record.h"
+#include "engine/backend/quantized_tensor.h"
 
 namespace amp {
 
+class Backend;
 class Sequential;
 
 enum class Fp8Role : std::uint8_t { Input, Weight, GradOutput };  // x, w, dy
@@ -45,6 +47,11 @@ class Fp8Context {
   // `layer`: the dequantised operand. `training` false (evaluation): no history, no figures.
   void quantize(const std::string& layer, Fp8Role role, Fp8Gemm gemm, std::vector<float>& values,
                 std::int64_t rows, std::int64_t cols, bool training);
+  // The same on the backend: x (a (numel / cols) x cols matrix where the backend keeps it)
+  // quantised into q's codes and scales (Backend::quantize; q's memory in category `cat`),
+  // with the history, the spike, the figures and the what-if as above.
+  void quantize(Backend& be, const std::string& layer, Fp8Role role, Fp8Gemm gemm, const Tensor& x,
+                std::int64_t cols, QuantizedTensor& q, MemCategory cat, bool training);
   std::vector<Fp8TensorRecord> takeRecords();
 
   // Data-parallel: the amax of a tensor reduced (max) over every rank before a scale is made
@@ -92,7 +99,15 @@ class Fp8Context {
   MiniFormat formatOf(Recipe recipe, Fp8Role role) const;
   void roll(History& h, std::int64_t step);
   float windowAmax(const History& h) const;  // h.amax must not be empty
+  bool spikeDue(const std::string& tensor) const;
   void maybeSpike(const std::string& tensor, std::vector<float>& values) const;
+  // The spec of one quantisation (rolling the delayed history in training) and the record of
+  // its figures (original() gives the values before, for the what-if recipe).
+  QuantSpec prepare(const std::string& tensor, Fp8Role role, Fp8Gemm gemm, float amax, bool training,
+                    History** history);
+  void record(const std::string& tensor, Fp8Role role, Fp8Gemm gemm, float amax, const QuantSpec& spec,
+              const QuantStats& stats, History* history, const std::function<std::vector<float>()>& original,
+              std::int64_t rows, std::int64_t cols);
 
   Fp8Config m_config;
   Recipe m_recipe, m_whatIfRecipe;

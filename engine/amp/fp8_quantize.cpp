@@ -42,6 +42,16 @@ struct Lines {
   }
 };
 
+// Where a quantiser writes: the decoded values and / or the codes and block scales (any null).
+// codes here are one byte per value, E2M1 included (quantizeToCodes packs afterwards: two lines
+// handled by two threads may share a packed byte).
+struct Out {
+  float* values = nullptr;
+  std::uint8_t* codes = nullptr;
+  std::uint8_t* scaleCodes = nullptr;
+  float* scaleFactors = nullptr;
+};
+
 // The cast of one already-scaled value (stochastic bits from the seed and the element's index,
 // so a CPU and a GPU, or a resumed run, draw the same), and the statistics of one element. The
 // spec's fields are copied and the counts kept here, in locals the compiler can hold in
@@ -66,6 +76,9 @@ struct Quantizer {
     const std::uint32_t r = static_cast<std::uint32_t>(mix64(seed ^ (std::uint64_t(i) * 0x9E3779B97F4A7C15ull)) >> 32);
     return miniToFloat(floatToMini(scaled, format, overflow, true, r, &over), format);
   }
+  // The code of a value cast() returned (exactly representable, or the overflow rule's inf /
+  // NaN / max): no rounding left to do.
+  std::uint32_t codeOf(float cast) const { return floatToMini(cast, format, overflow); }
   void record(float v, float q, bool over) {
     ++count;
     if (!std::isfinite(v)) {
@@ -95,22 +108,24 @@ struct Quantizer {
   }
 };
 
-void perTensor(const float* x, float* out, std::int64_t i0, std::int64_t i1, const QuantSpec& spec, QuantStats* stats) {
+void perTensor(const float* x, const Out& out, std::int64_t i0, std::int64_t i1, const QuantSpec& spec,
+               QuantStats* stats) {
   const float scale = spec.tensorScale, inv = 1.0f / scale;
   Quantizer z(spec, stats);
-  if (!stats) {  // evaluation, and the GEMMs' other orientations: the values alone
+  if (!stats && !out.codes) {  // evaluation, and the GEMMs' other orientations: the values alone
     for (std::int64_t i = i0; i < i1; ++i) {
       bool over = false;
-      out[i] = z.cast(x[i] * scale, i, over) * inv;
+      out.values[i] = z.cast(x[i] * scale, i, over) * inv;
     }
     return;
   }
   for (std::int64_t i = i0; i < i1; ++i) {
     bool over = false;
     const float v = x[i];
-    const float q = z.cast(v * scale, i, over) * inv;
-    z.record(v, q, over);
-    out[i] = q;
+    const float c = z.cast(v * scale, i, over), q = c * inv;
+    if (stats) z.record(v, q, over);
+    if (out.codes) out.codes[i] = static_cast<std::uint8_t>(z.codeOf(c));
+    if (out.values) out.values[i] = q;
   }
 }
 
@@ -127,28 +142,32 @@ float blockAmax(const float* x, std::int64_t l0, std::int64_t l1, std::int64_t p
   return amax;
 }
 
-void mx(const float* x, float* out, const Lines& L, std::int64_t l0, std::int64_t l1, const QuantSpec& spec,
+void mx(const float* x, const Out& out, const Lines& L, std::int64_t l0, std::int64_t l1, const QuantSpec& spec,
         QuantStats* stats) {
   Quantizer z(spec, stats);
   const auto at = [&L](std::int64_t l, std::int64_t p) { return L.at(l, p); };
+  const std::int64_t perLine = (L.length() + spec.block - 1) / spec.block;
   for (std::int64_t line = l0; line < l1; ++line)
     for (std::int64_t p0 = 0; p0 < L.length(); p0 += spec.block) {
       const std::int64_t p1 = std::min(L.length(), p0 + spec.block);
       const std::uint8_t code = mxScaleCode(blockAmax(x, line, line + 1, p0, p1, at), spec.format, spec.mxRounding);
       if (stats && code != kE8m0Nan) ++stats->blockExponents[int(code) - 127];
+      if (out.scaleCodes) out.scaleCodes[line * perLine + p0 / spec.block] = code;
       for (std::int64_t p = p0; p < p1; ++p) {
         const std::int64_t i = L.at(line, p);
         bool over = false;
         // x / 2^e and q * 2^e are exact (NaN for the NaN scale: the block decodes to NaN).
-        const float q = multiplyByE8m0(z.cast(divideByE8m0(x[i], code), i, over), code);
-        z.record(x[i], q, over);
-        out[i] = q;
+        const float c = z.cast(divideByE8m0(x[i], code), i, over);
+        const float q = multiplyByE8m0(c, code);
+        if (stats) z.record(x[i], q, over);
+        if (out.codes) out.codes[i] = static_cast<std::uint8_t>(z.codeOf(c));
+        if (out.values) out.values[i] = q;
       }
     }
 }
 
 // Lines [t0, t1) of tiles: tile t covers lines t * tileLines ... (one line unless square).
-void blockwise(const float* x, float* out, const Lines& L, std::int64_t t0, std::int64_t t1, const QuantSpec& spec,
+void blockwise(const float* x, const Out& out, const Lines& L, std::int64_t t0, std::int64_t t1, const QuantSpec& spec,
                QuantStats* stats) {
   Quantizer z(spec, stats);
   const auto at = [&L](std::int64_t l, std::int64_t p) { return L.at(l, p); };
@@ -163,13 +182,15 @@ void blockwise(const float* x, float* out, const Lines& L, std::int64_t t0, std:
       const float s = blockwiseScale(amax, fmax, spec.powerOfTwo);
       if (stats && amax > 0 && std::isfinite(amax)) ++stats->blockExponents[floorLog2(s)];
       const float inv = 1.0f / s;
+      if (out.scaleFactors) out.scaleFactors[l0 / tileLines * ((L.length() + B - 1) / B) + p0 / B] = inv;
       for (std::int64_t l = l0; l < l1; ++l)
         for (std::int64_t p = p0; p < p1; ++p) {
           const std::int64_t i = L.at(l, p);
           bool over = false;
-          const float q = z.cast(x[i] * s, i, over) * inv;
-          z.record(x[i], q, over);
-          out[i] = q;
+          const float c = z.cast(x[i] * s, i, over), q = c * inv;
+          if (stats) z.record(x[i], q, over);
+          if (out.codes) out.codes[i] = static_cast<std::uint8_t>(z.codeOf(c));
+          if (out.values) out.values[i] = q;
         }
     }
 }
@@ -186,23 +207,28 @@ void hadamardLines(float* v, const Lines& L, std::int64_t l0, std::int64_t l1, s
     }
 }
 
-void nvfp4(const float* src, float* out, const Lines& L, std::int64_t l0, std::int64_t l1, float S,
+void nvfp4(const float* src, const Out& out, const Lines& L, std::int64_t l0, std::int64_t l1, float S,
            const QuantSpec& spec, QuantStats* stats) {
   Quantizer z(spec, stats);
   const auto at = [&L](std::int64_t l, std::int64_t p) { return L.at(l, p); };
+  const std::int64_t perLine = (L.length() + 15) / 16;
   for (std::int64_t line = l0; line < l1; ++line)
     for (std::int64_t p0 = 0; p0 < L.length(); p0 += 16) {
       const std::int64_t p1 = std::min(L.length(), p0 + 16);
-      const float sb = miniToFloat(nvfp4BlockScaleCode(blockAmax(src, line, line + 1, p0, p1, at), S), MiniFormat::E4M3);
+      const std::uint32_t scaleCode = nvfp4BlockScaleCode(blockAmax(src, line, line + 1, p0, p1, at), S);
+      const float sb = miniToFloat(scaleCode, MiniFormat::E4M3);
       if (stats && sb > 0) ++stats->blockExponents[floorLog2(sb)];
+      if (out.scaleCodes) out.scaleCodes[line * perLine + p0 / 16] = static_cast<std::uint8_t>(scaleCode);
       // A block whose scale underflows E4M3 is all zeros (its values are far below the tensor's).
       const float mul = sb > 0 ? S / sb : 0.0f;
       for (std::int64_t p = p0; p < p1; ++p) {
         const std::int64_t i = L.at(line, p);
         bool over = false;
-        const float q = (z.cast(src[i] * mul, i, over) * sb) / S;  // e2m1 x sb exact, / S once
-        z.record(src[i], q, over);
-        out[i] = q;
+        const float c = z.cast(src[i] * mul, i, over);
+        const float q = (c * sb) / S;  // e2m1 x sb exact, / S once
+        if (stats) z.record(src[i], q, over);
+        if (out.codes) out.codes[i] = static_cast<std::uint8_t>(z.codeOf(c));
+        if (out.values) out.values[i] = q;
       }
     }
 }
@@ -239,9 +265,13 @@ void parallelUnits(std::int64_t units, std::int64_t work, QuantStats* stats, Bod
 
 }  // namespace
 
-void quantizeDequantize(const float* x, float* out, std::int64_t rows, std::int64_t cols,
-                        const QuantSpec& spec, QuantStats* stats) {
-  if (rows < 0 || cols < 0) throw std::invalid_argument("quantizeDequantize: negative shape");
+namespace {
+
+// The one quantiser behind quantizeDequantize and quantizeToCodes; returns the tensor scale
+// (PerTensor: spec's, Nvfp4: S, else 1).
+float quantizeInto(const float* x, const Out& out, std::int64_t rows, std::int64_t cols, const QuantSpec& spec,
+                   QuantStats* stats) {
+  if (rows < 0 || cols < 0) throw std::invalid_argument("quantize: negative shape");
   if (stats) {
     *stats = QuantStats{};
     stats->amax = amaxOf(x, rows * cols);
@@ -252,15 +282,15 @@ void quantizeDequantize(const float* x, float* out, std::int64_t rows, std::int6
     case QuantSpec::Scaling::PerTensor:
       parallelUnits(n, n, stats, [&](std::int64_t a, std::int64_t b, QuantStats* st) { perTensor(x, out, a, b, spec, st); });
       if (stats) stats->scale = spec.tensorScale;
-      return;
+      return spec.tensorScale;
     case QuantSpec::Scaling::Mx:
       parallelUnits(L.count(), n, stats, [&](std::int64_t a, std::int64_t b, QuantStats* st) { mx(x, out, L, a, b, spec, st); });
-      return;
+      return 1.0f;
     case QuantSpec::Scaling::Blockwise: {
       const std::int64_t tileLines = spec.square ? spec.block : 1;
       parallelUnits((L.count() + tileLines - 1) / tileLines, n, stats,
                     [&](std::int64_t a, std::int64_t b, QuantStats* st) { blockwise(x, out, L, a, b, spec, st); });
-      return;
+      return 1.0f;
     }
     case QuantSpec::Scaling::Nvfp4: {
       // The transform first, into a copy: the tensor scale comes from the transformed values,
@@ -277,9 +307,61 @@ void quantizeDequantize(const float* x, float* out, std::int64_t rows, std::int6
       const float S = nvfp4TensorScale(amaxOf(src, n));
       parallelUnits(L.count(), n, stats, [&](std::int64_t a, std::int64_t b, QuantStats* st) { nvfp4(src, out, L, a, b, S, spec, st); });
       if (stats) stats->scale = S;
-      return;
+      return S;
     }
   }
+  return 1.0f;
+}
+
+}  // namespace
+
+void quantizeDequantize(const float* x, float* out, std::int64_t rows, std::int64_t cols,
+                        const QuantSpec& spec, QuantStats* stats) {
+  Out o;
+  o.values = out;
+  quantizeInto(x, o, rows, cols, spec, stats);
+}
+
+void quantizeToCodes(const float* x, std::int64_t rows, std::int64_t cols, const QuantSpec& spec,
+                     std::uint8_t* codes, std::uint8_t* scaleCodes, float* scaleFactors, float* tensorScale,
+                     QuantStats* stats, float* dequantised) {
+  const std::int64_t n = rows * cols;
+  const bool packed = spec.format == MiniFormat::E2M1;
+  std::vector<std::uint8_t> wide;  // E2M1: a byte per value first, packed below
+  if (packed) wide.resize(static_cast<std::size_t>(n));
+  Out o;
+  o.values = dequantised;
+  o.codes = packed ? wide.data() : codes;
+  o.scaleCodes = scaleCodes;
+  o.scaleFactors = scaleFactors;
+  const float S = quantizeInto(x, o, rows, cols, spec, stats);
+  if (tensorScale) *tensorScale = S;
+  if (packed)
+    for (std::int64_t i = 0; i < n; i += 2)
+      codes[i / 2] = packE2m1(wide[std::size_t(i)], i + 1 < n ? wide[std::size_t(i + 1)] : 0u);
+}
+
+void decodeCodes(const std::uint8_t* codes, const std::uint8_t* scaleCodes, const float* scaleFactors,
+                 float tensorScale, std::int64_t rows, std::int64_t cols, const QuantSpec& spec, float* out) {
+  const QuantLayout layout{rows, cols, spec.alongRows, spec.block, spec.square};
+  const QuantDecoder decode{spec.scaling, spec.format, 1.0f / tensorScale, tensorScale};
+  const std::int64_t n = rows * cols;
+  const int threads = n >= (1 << 16) ? std::max(1, std::min<int>(omp_get_max_threads(), int(rows))) : 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const std::int64_t i = r * cols + c;
+      const std::uint32_t code = loadQuantCode(codes, i, spec.format);
+      float blockValue = 0;
+      std::uint8_t blockCode = 0;
+      if (spec.scaling != QuantScaling::PerTensor) {
+        const std::int64_t b = layout.blockOf(r, c);
+        if (spec.scaling == QuantScaling::Blockwise) blockValue = scaleFactors[b];
+        else if (spec.scaling == QuantScaling::Nvfp4) blockValue = miniToFloat(scaleCodes[b], MiniFormat::E4M3);
+        else blockCode = scaleCodes[b];
+      }
+      out[i] = decode(code, blockValue, blockCode);
+    }
 }
 
 void gemmWithAccumulatorModel(const float* a, const float* b, float* c, std::int64_t m,

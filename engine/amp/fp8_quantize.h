@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/common/block_scaling.h"
+#include "kernels/common/quantized_layout.h"
 
 namespace amp {
 
@@ -18,7 +19,7 @@ namespace amp {
 // values: the reduction dimension of a row-major operand) unless alongRows, then down each
 // column. A last, partial block is a block of fewer values (what zero padding would give).
 struct QuantSpec {
-  enum class Scaling : std::uint8_t { PerTensor, Mx, Blockwise, Nvfp4 };
+  using Scaling = QuantScaling;
   Scaling scaling = Scaling::PerTensor;
   MiniFormat format = MiniFormat::E4M3;
   Overflow overflow = Overflow::Saturate;
@@ -56,6 +57,19 @@ float amaxOf(const float* x, std::int64_t n);
 // Quantises x (rows x cols, row-major) into out (may be x) as `spec` says; stats if given.
 void quantizeDequantize(const float* x, float* out, std::int64_t rows, std::int64_t cols,
                         const QuantSpec& spec, QuantStats* stats);
+
+// The same quantisation held as the hardware holds it (engine/backend/quantized_tensor.h):
+// codes (quantCodeBytes(rows * cols, spec.format) bytes, row-major, E2M1 two to a byte) and
+// block scales (QuantLayout::blockCount of them: E8M0 codes for Mx and E4M3 codes for Nvfp4 into
+// scaleCodes, fp32 factors 1 / s for Blockwise into scaleFactors; the other pointer may be null).
+// *tensorScale: PerTensor spec.tensorScale, Nvfp4 S, else 1. dequantised (optional, may be x):
+// the decoded values, the same bits as quantizeDequantize's. The reference the GPU kernels match.
+void quantizeToCodes(const float* x, std::int64_t rows, std::int64_t cols, const QuantSpec& spec,
+                     std::uint8_t* codes, std::uint8_t* scaleCodes, float* scaleFactors, float* tensorScale,
+                     QuantStats* stats, float* dequantised = nullptr);
+// Decodes codes and scales as quantizeToCodes wrote them into out (rows x cols fp32).
+void decodeCodes(const std::uint8_t* codes, const std::uint8_t* scaleCodes, const float* scaleFactors,
+                 float tensorScale, std::int64_t rows, std::int64_t cols, const QuantSpec& spec, float* out);
 
 // C (m x n) = A (m x k) . B^T (B: n x k), every row pair's dot product added in chunks of
 // `promote` products whose partial sum keeps `bits` mantissa bits (rounded toward zero after

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/quantized_tensor.h"
 #include "engine/core/tensor.h"
 #include "engine/dist/communicator.h"
 #include "kernels/common/activation_math.h"  // amp::Activation
@@ -190,6 +191,25 @@ class Backend : public BufferAllocator {
                     const Tensor* bias = nullptr) = 0;
   // db (N) = column sums of dy (M,N), accumulated in fp32, rounded to db's dtype.
   virtual void biasGrad(const Tensor& dy, Tensor& db) = 0;
+
+  // ---- fp8 / block-scaled GEMM operands (engine/backend/quantized_tensor.h) ---------------
+  // The defaults (backend_quantized.cpp) run engine/amp/fp8_quantize.h's host reference over
+  // toHostFloat / uploadBytes copies; a backend overrides them to work where its tensors live,
+  // bit for bit the same (the GPU suite checks the CUDA kernels against these).
+  // The largest magnitude of x's values; NaN where one is NaN (no scale is made from it).
+  virtual float amax(const Tensor& x);
+  // Quantises x, read as a row-major (numel / cols) x cols matrix of any float dtype, into q as
+  // `spec` says (q's tensors allocated here, in memory category `cat`): the codes and scales
+  // that quantizeDequantize's values decode from, and its statistics into *stats when given.
+  virtual void quantize(const Tensor& x, std::int64_t cols, const QuantSpec& spec, QuantizedTensor& q,
+                        MemCategory cat, QuantStats* stats = nullptr);
+  // q decoded into out (F32, q.rows x q.cols): the exact values the quantised GEMM multiplies.
+  virtual void dequantize(const QuantizedTensor& q, Tensor& out);
+  // c (M,N) = op(a) (M,K) . op(b) (K,N) [+ bias (N), F32], from quantised operands (each
+  // quantised along K: a along its columns when !transA, b along its rows when !transB). Exact
+  // products of the decoded values, summed in fp32, one rounding to c's dtype (F32 or BF16).
+  virtual void gemmQuantized(const QuantizedTensor& a, bool transA, const QuantizedTensor& b, bool transB,
+                             Tensor& c, const Tensor* bias = nullptr);
 
   // ---- convolution, pooling, normalisation (NCHW) -----------------------------------------
   virtual void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,

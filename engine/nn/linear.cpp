@@ -150,9 +150,8 @@ Tensor Linear::backward(LayerContext& ctx, const Tensor& dyIn, bool needInputGra
 void Linear::releaseSaved() {
   m_savedX = Tensor();
   m_savedW = Tensor();
-  m_fp8X.clear();
-  m_fp8Xq.clear();
-  m_fp8Wq.clear();
+  m_fp8Xq = QuantizedTensor();
+  m_fp8Wq = QuantizedTensor();
 }
 
 }  // namespace amp

@@ -1,6 +1,7 @@
 // y = x · Wᵀ + b, like torch.nn.Linear: W (out, in), b (out); x (batch, in) -> y (batch, out).
 #pragma once
 
+#include "engine/backend/quantized_tensor.h"
 #include "engine/nn/layer.h"
 
 namespace amp {
@@ -41,11 +42,11 @@ class Linear final : public Layer {
   // amp.mode=fp8 (linear_fp8.cpp): the three GEMMs on quantised operands.
   Tensor forwardFp8(LayerContext& ctx, const Tensor& x);
   Tensor backwardFp8(LayerContext& ctx, const Tensor& dy, bool needInputGrad);
-  Tensor gemmFp8(LayerContext& ctx, const std::vector<float>& a, bool transA, const std::vector<float>& b,
-                 bool transB, std::int64_t m, std::int64_t n, std::int64_t k, const Tensor* bias);
-  // fp8: the input as it came (block recipes quantise it again along the batch for the weight
-  // gradient) and, for per-tensor recipes, the quantised operands the backward GEMMs reuse.
-  std::vector<float> m_fp8X, m_fp8Xq, m_fp8Wq;
+  Tensor gemmFp8(LayerContext& ctx, const QuantizedTensor& a, bool transA, const QuantizedTensor& b, bool transB,
+                 const Tensor* bias);
+  // fp8, saved for backward as the hardware holds them: the input quantised for the weight
+  // gradient (per-tensor recipes: the forward's own) and, for per-tensor recipes, the weight.
+  QuantizedTensor m_fp8Xq, m_fp8Wq;
   // Saved by forward for backward: the input and weight as the GEMM saw them.
   Tensor m_savedX, m_savedW;
   DType m_inputDtype = DType::F32;
