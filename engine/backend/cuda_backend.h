@@ -19,6 +19,7 @@
 #include "engine/backend/block_cache.h"
 #include "engine/backend/cuda_nccl.h"
 #include "engine/backend/cuda_step_graph.h"
+#include "kernels/cuda/cublaslt_fp8_gemm.h"
 #include "kernels/cuda/cublaslt_gemm.h"
 #include "kernels/cuda/cudnn_conv.h"
 #include "kernels/cuda/cuda_kernels.h"
@@ -75,6 +76,31 @@ class CudaBackend final : public Backend {
   void gemm(const Tensor& a, bool transA, const Tensor& b, bool transB, Tensor& c,
             const Tensor* bias) override;
   void biasGrad(const Tensor& dy, Tensor& db) override;
+
+  // fp8 / block-scaled operands (cuda_backend_quantized.cpp; kernels/cuda/fp8_kernels.h and
+  // cublaslt_fp8_gemm.h): the codes and scales of the host reference, bit for bit, made on the
+  // device. AMP_CUDA_DISABLE=fp8-quantize runs Backend's host defaults over copies instead;
+  // fp8-gemm sends every quantised GEMM through the dequantised fp32 fallback.
+  float amax(const Tensor& x) override;
+  void quantize(const Tensor& x, std::int64_t cols, const QuantSpec& spec, QuantizedTensor& q, MemCategory cat,
+                QuantStats* stats = nullptr) override;
+  void dequantize(const QuantizedTensor& q, Tensor& out) override;
+  // Per-tensor E4M3/E5M2 operands on sm_89+ run on the fp8 tensor cores (cuBLASLt), with fast
+  // accumulation for the forward GEMM only, as Transformer Engine: gemmQuantized cannot be told
+  // which GEMM it runs, so it takes Linear's forward layout (!transA, transB: y = x . W^T) as
+  // the forward; dgrad (dy . W) and wgrad (dy^T . x) have the other layouts. Everything else is
+  // dequantised into fp32 by our kernel and multiplied by the fp32 GEMM (TF32 off), said once on
+  // stderr.
+  void gemmQuantized(const QuantizedTensor& a, bool transA, const QuantizedTensor& b, bool transB, Tensor& c,
+                     const Tensor* bias = nullptr) override;
+  // gemmQuantized with the fast-accumulation choice made by the caller (the tests run both).
+  void gemmQuantizedWith(const QuantizedTensor& a, bool transA, const QuantizedTensor& b, bool transB, Tensor& c,
+                         const Tensor* bias, bool fastAccumulation);
+  // Which path a quantised GEMM of these operands takes here: "fp8 tensor cores (cuBLASLt)" or
+  // "dequantised fp32 GEMM: <why>" (the tests and the description say which ran).
+  std::string fp8Description() const;  // the description's fp8 part
+  std::string quantizedGemmPath(const QuantizedTensor& a, bool transA, const QuantizedTensor& b, bool transB,
+                                DType out) const;
 
   void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
                      const Conv2dGeometry& g) override;
@@ -270,6 +296,8 @@ class CudaBackend final : public Backend {
   MemoryTracker m_memory;
   std::unique_ptr<cuda::CublasLtGemm> m_gemm;
   std::unique_ptr<cuda::CudnnConv> m_conv;  // bound to m_stream
+  std::unique_ptr<cuda::CublasLtFp8Gemm> m_fp8Gemm;  // made by the first fp8 GEMM
+  bool m_fp8FallbackSaid = false;                    // the fallback's stderr line, once
 
   // Caching allocator: freed blocks are kept by rounded size for reuse, as PyTorch's does
   // (cudaFree synchronises the device). Reuse is safe: all work is ordered on one stream.

@@ -10,6 +10,7 @@
 #include "engine/backend/backend_checks.h"
 #include "engine/backend/cuda_alloc_retry.h"
 #include "engine/backend/cuda_backend.h"
+#include "engine/backend/cuda_fast_paths.h"
 #include "engine/backend/cuda_error.h"
 #include "kernels/common/float16.h"
 #include "kernels/common/image_layout.h"
@@ -126,6 +127,8 @@ void CudaBackend::release() noexcept {
   m_nccl.reset();  // the NCCL communicator (cuda_backend_nccl.cpp) before the device's memory
   if (m_gemm) m_memory.onFree(MemCategory::Workspace, static_cast<std::int64_t>(m_gemm->workspaceBytes()));
   m_gemm.reset();
+  if (m_fp8Gemm) m_memory.onFree(MemCategory::Workspace, static_cast<std::int64_t>(m_fp8Gemm->workspaceBytes()));
+  m_fp8Gemm.reset();
   m_conv.reset();
   m_blocks.drain([](void* p, std::size_t) { cudaFree(p); });
   for (const EventPair& e : m_events) {
@@ -159,11 +162,22 @@ std::optional<DeviceMemoryInfo> CudaBackend::deviceMemory() const {
   return DeviceMemoryInfo{static_cast<std::int64_t>(totalBytes), static_cast<std::int64_t>(freeBytes)};
 }
 
+// What the fp8 ops run on (cuda_backend_quantized.cpp), for the description.
+std::string CudaBackend::fp8Description() const {
+  std::string d = cudabk::fastPathEnabled("fp8-quantize") ? "; fp8 quantisers on the device, "
+                                                           : "; fp8 quantisers on the host (AMP_CUDA_DISABLE=fp8-quantize), ";
+  if (m_ccMajor * 10 + m_ccMinor >= 89 && cudabk::fastPathEnabled("fp8-gemm"))
+    d += "per-tensor fp8 GEMMs on the fp8 tensor cores (cuBLASLt), block-scaled ones dequantised into fp32";
+  else
+    d += "fp8 GEMMs dequantised into fp32 (no fp8 tensor cores, or AMP_CUDA_DISABLE=fp8-gemm)";
+  return d;
+}
+
 std::string CudaBackend::description() const {
   return "CUDA: " + m_deviceName + " (sm_" + std::to_string(m_ccMajor) + std::to_string(m_ccMinor) +
          "); GEMMs by cuBLASLt and convolutions by cuDNN " + cuda::CudnnConv::versionText() + ": fp32 " +
          (m_tf32 ? "with TF32 tensor cores (tf32=true)" : "in full fp32 (TF32 off)") +
-         ", fp16/bf16 on tensor cores with fp32 accumulation; AMP kernels on the device";
+         ", fp16/bf16 on tensor cores with fp32 accumulation; AMP kernels on the device" + fp8Description();
 }
 
 // Tensor cores take fp16 from Volta/Turing on, bf16 from Ampere (sm_80) on; fp32 runs on the

@@ -24,6 +24,11 @@
 //   coalesced-batch-norm    channels-last batch norm's per-channel sums by blocks of the 8 or
 //                           16 channels side by side at each position (32-byte reads; the
 //                           same sums in the same order); off, a block per channel
+//   fp8-quantize            amax, quantize and dequantize of fp8 / block-scaled operands by our
+//                           kernels (kernels/cuda/fp8_quantize.cu); off, Backend's host
+//                           reference over copies (the same bits either way)
+//   fp8-gemm                per-tensor fp8 GEMMs on the fp8 tensor cores (cuBLASLt, sm_89+);
+//                           off, every quantised GEMM decoded to fp32 for the fp32 GEMM
 // Read once per process. Unknown names are ignored, so a script written for a later build
 // still runs.
 #pragma once
