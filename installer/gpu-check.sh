@@ -129,7 +129,7 @@ else
   echo "(no text corpus at $CORPUS (apt install fortunes): the GPT timing will be skipped)"
 fi
 cp "$ROOT/tests/gpu/check/run" "$ROOT/tests/gpu/check/summarize.py" "$OUTDIR/"
-cp "$ROOT/tests/gpu/check/pytorch_recipe_graph.py" "$OUTDIR/peers/"
+cp "$ROOT/tests/gpu/check/pytorch_recipe_graph.py" "$ROOT/tests/gpu/check/pytorch_gpt_fp8.py" "$OUTDIR/peers/"
 # The PyTorch probe (pure Python) and its check: fp16 with a real GradScaler needs CUDA.
 mkdir -p "$OUTDIR/probe"
 cp -r "$ROOT/app/probe/ampstudio_probe" "$ROOT/app/probe/examples" "$OUTDIR/probe/"

@@ -12,6 +12,8 @@ GEMM_TFLOPS, BYTES_PER_PARAM, BANDWIDTH = 540e12, 18, 4.3e12
 # The GPT's target: at most this fraction of PyTorch's eager step, in every mode.
 GPT_TARGET_VS_EAGER = 0.8
 GPT_SIZES = {"default": "4 layers/128 wide/context 128", "large": "12 layers/768 wide/context 256"}
+# Issue 41's fp8 target: the GPT large's fp8 step at most this fraction of our bf16 step.
+FP8_TARGET_VS_BF16 = 0.8
 
 
 def floor_ms(width, batch, layers):
@@ -96,6 +98,7 @@ def bench(d):
             a, b = med(o.get(m, [])), med(e.get(m, []))
             met = "-" if a is None or not b else ("yes" if a / b <= GPT_TARGET_VS_EAGER else "no")
             print(f"  {m:5} {fmt(a):>8} {fmt(b):>8} {ratio(a, b):>11} {met:>4}")
+    fp8_gpt(d)
     cnn_txt = f"{d}/ours_cnn.txt"
     if os.path.exists(cnn_txt):
         print("Fashion-MNIST CNN, 2 epochs (ours: the bench's table; PyTorch: s per epoch)")
@@ -108,6 +111,22 @@ def bench(d):
         for m in ("fp32", "fp16", "bf16"):
             if p.get(m):
                 print(f"  PyTorch {m}: {fmt(med(p[m]))} s/epoch")
+
+
+def fp8_gpt(d):
+    """The GPT large in bf16 and fp8 (tests/gpu/check/run, part 5): ours per recipe, each run's
+    bf16 and fp8 from the same process, beside pytorch_gpt_fp8.py's torch._scaled_mm step."""
+    peer = med(peers(f"{d}/fp8_gpt_peer_large.jsonl").get("fp8", []))
+    rows = [(r, ours(f"{d}/fp8_gpt_large_{r}_*.json")) for r in ("delayed", "current")]
+    if not any(o for _, o in rows) and peer is None:
+        return
+    print(f"GPT {GPT_SIZES['large']} in fp8, batch 32, median ms per step "
+          f"(target ours fp8 / ours bf16 <= {FP8_TARGET_VS_BF16}; PyTorch: torch._scaled_mm, current scaling)")
+    print(f"  {'recipe':8} {'bf16':>8} {'fp8':>8} {'fp8/bf16':>9} {'met':>4} {'PyTorch fp8':>12} {'ours/PyTorch':>13}")
+    for recipe, o in rows:
+        bf, f8 = med(o.get("bf16", [])), med(o.get("fp8", []))
+        met = "-" if bf is None or f8 is None else ("yes" if f8 / bf <= FP8_TARGET_VS_BF16 else "no")
+        print(f"  {recipe:8} {fmt(bf):>8} {fmt(f8):>8} {ratio(f8, bf):>9} {met:>4} {fmt(peer):>12} {ratio(f8, peer):>13}")
 
 
 def ncu(path, mode, steps):
