@@ -117,6 +117,10 @@ void CudaBackend::quantize(const Tensor& x, std::int64_t cols, const QuantSpec& 
     throw std::invalid_argument("quantize: " + std::to_string(n) + " values are not rows of " + std::to_string(cols));
   if (spec.scaling != QuantScaling::PerTensor && spec.block <= 0)
     throw std::invalid_argument("quantize: block size " + std::to_string(spec.block));
+  // The host reference's NVFP4 blocks are 16 whatever spec.block says; the kernels follow the
+  // layout (spec.block), so anything else would not be the same operand.
+  if (spec.scaling == QuantScaling::Nvfp4 && spec.block != 16)
+    throw std::invalid_argument("quantize: NVFP4 blocks are 16 values, not " + std::to_string(spec.block));
   // q's tensors are kept when they already fit (a layer quantises the same shapes every step).
   allocateQuantized(*this, q, n / cols, cols, spec, cat);
   const QuantLayout L = q.layout();
