@@ -1,6 +1,6 @@
 // CUDA backend: fp8 / block-scaled GEMM operands made, decoded and multiplied on the device.
-// quantize runs kernels/cuda/fp8_quantize.cu (block amaxes and scales, then codes and statistics
-// in one pass); the per-element code is kernels/common's, so the codes and scales are the host
+// quantize runs kernels/cuda/fp8_quantize.cu (block amaxes and scales, then codes, statistics and
+// the tensor's amax in one pass); the per-element code is kernels/common's, so the codes and scales are the host
 // reference's bit for bit (tests/gpu/test_fp8_cuda.cpp). gemmQuantized multiplies per-tensor fp8
 // operands on the fp8 tensor cores through cuBLASLt where the device has them (sm_89 and up) and
 // dequantises everything else into fp32 for the fp32 GEMM.
@@ -145,13 +145,17 @@ void CudaBackend::quantize(const Tensor& x, std::int64_t cols, const QuantSpec& 
     srcCode = 0;
   }
   if (nvfp4) cuda::launchAmaxBits(srcCode, src, n, &dev->srcAmaxBits, m_stream);
-  if (stats) cuda::launchAmaxBits(code, x.rawData(), n, &dev->xAmaxBits, m_stream);
+  // The statistics' amax is x's: written by the element pass where it reads x itself (every
+  // recipe but NVFP4, whose S already needed it first), by a pass of its own after a transform.
+  const bool transformedSrc = transformed.defined();
+  if (stats && transformedSrc) cuda::launchAmaxBits(code, x.rawData(), n, &dev->xAmaxBits, m_stream);
   std::uint8_t* scaleCodes = blocks && !blockwise ? q.blockScales.data<std::uint8_t>() : nullptr;
   float* scaleFactors = blockwise ? q.blockScales.data<float>() : nullptr;
   cuda::launchQuantBlockScales(srcCode, src, L, ks, &dev->srcAmaxBits, blocks ? blockAmax.data<float>() : nullptr,
                                scaleCodes, scaleFactors, m_stream);
   cuda::launchQuantElements(srcCode, src, L, ks, &dev->srcAmaxBits, blocks ? blockAmax.data<float>() : nullptr,
-                            q.codes.data<std::uint8_t>(), stats ? &dev->stats : nullptr, m_stream);
+                            q.codes.data<std::uint8_t>(), stats ? &dev->stats : nullptr,
+                            stats && !nvfp4 ? &dev->xAmaxBits : nullptr, m_stream);
   checkLaunch("quantize", cudabk::shapes({&x}) + " as " + std::to_string(q.rows) + " x " + std::to_string(cols));
 
   q.tensorScale = spec.scaling == QuantScaling::PerTensor ? spec.tensorScale : 1.0f;
@@ -160,7 +164,7 @@ void CudaBackend::quantize(const Tensor& x, std::int64_t cols, const QuantSpec& 
   if (nvfp4) q.tensorScale = nvfp4TensorScale(bitsToFloat(host.srcAmaxBits));  // the kernels' S
   if (!stats) return;
   *stats = QuantStats{};
-  stats->amax = bitsToFloat(host.xAmaxBits);
+  stats->amax = bitsToFloat(nvfp4 && !transformedSrc ? host.srcAmaxBits : host.xAmaxBits);
   stats->scale = spec.scaling == QuantScaling::PerTensor || nvfp4 ? q.tensorScale : 1.0f;
   stats->count = std::int64_t(host.stats.count);
   stats->nonzero = std::int64_t(host.stats.nonzero);

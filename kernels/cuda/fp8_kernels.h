@@ -64,10 +64,12 @@ void launchQuantBlockScales(int code, const void* x, const QuantLayout& layout, 
                             float* scaleFactors, Stream s);
 
 // Phase 2: the codes (quantCodeBytes(rows * cols) bytes) and, when stats is not null, the
-// statistics summed into *stats. blockAmax: phase 1's (null for PerTensor).
+// statistics summed into *stats. blockAmax: phase 1's (null for PerTensor). amaxBits (may be
+// null, else zeroed by the caller): the amax of the values read, written by the same pass (as
+// launchAmaxBits), so a per-tensor quantisation's statistics need no second read of x.
 void launchQuantElements(int code, const void* x, const QuantLayout& layout, const QuantKernelSpec& spec,
                          const unsigned int* tensorAmaxBits, const float* blockAmax, std::uint8_t* codes,
-                         QuantStatsDevice* stats, Stream s);
+                         QuantStatsDevice* stats, unsigned int* amaxBits, Stream s);
 
 // out (F32, rows x cols) = the decoded values (QuantDecoder), exactly as the host's decodeCodes.
 // scaleCodes / scaleFactors as phase 1 wrote them; tensorScale: PerTensor's scale or Nvfp4's S.

@@ -139,12 +139,13 @@ struct ElementQuantizer {
 };
 
 __global__ void elementsKernel(ElementQuantizer z, const unsigned int* tensorAmaxBits, std::uint8_t* codes,
-                               QuantStatsDevice* stats) {
+                               QuantStatsDevice* stats, unsigned int* amaxBits) {
   if (z.spec.scaling == QuantScaling::Nvfp4) z.S = nvfp4TensorScale(bitsToFloat(*tensorAmaxBits));
   const std::int64_t n = z.L.rows * z.L.cols;
   const bool packed = z.spec.format == MiniFormat::E2M1;
   const std::int64_t units = quantCodeBytes(n, z.spec.format);
   ElementStats st;
+  unsigned int amax = 0;  // |v| bits of the values read (amaxBits)
   for (std::int64_t u = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; u < units;
        u += std::int64_t(gridDim.x) * blockDim.x) {
     float v, q;
@@ -152,16 +153,23 @@ __global__ void elementsKernel(ElementQuantizer z, const unsigned int* tensorAma
     if (!packed) {
       codes[u] = static_cast<std::uint8_t>(z(u, v, q, over));
       if (stats) st.record(v, q, over);
+      amax = max(amax, magnitudeBits(v));
       continue;
     }
     const std::uint32_t even = z(2 * u, v, q, over);
     if (stats) st.record(v, q, over);
+    amax = max(amax, magnitudeBits(v));
     std::uint32_t odd = 0;  // past the last value: the byte's high nibble stays 0
     if (2 * u + 1 < n) {
       odd = z(2 * u + 1, v, q, over);
       if (stats) st.record(v, q, over);
+      amax = max(amax, magnitudeBits(v));
     }
     codes[u] = packE2m1(even, odd);
+  }
+  if (amaxBits) {  // uniform over the grid: every lane of a warp takes part in the shuffles
+    amax = warpMaxBits(amax);
+    if (threadIdx.x % 32 == 0 && amax != 0) atomicMax(amaxBits, amax);
   }
   if (!stats) return;
   const unsigned long long count = blockSumCount(st.count), nonzero = blockSumCount(st.nonzero),
@@ -266,11 +274,11 @@ void launchQuantBlockScales(int code, const void* x, const QuantLayout& layout, 
 
 void launchQuantElements(int code, const void* x, const QuantLayout& layout, const QuantKernelSpec& spec,
                          const unsigned int* tensorAmaxBits, const float* blockAmax, std::uint8_t* codes,
-                         QuantStatsDevice* stats, Stream s) {
+                         QuantStatsDevice* stats, unsigned int* amaxBits, Stream s) {
   const std::int64_t units = quantCodeBytes(layout.rows * layout.cols, spec.format);
   if (units <= 0) return;
   const ElementQuantizer z{Source{code, x}, layout, spec, blockAmax, 1.0f};
-  elementsKernel<<<gridFor(units, 4096), kBlock, 0, s>>>(z, tensorAmaxBits, codes, stats);
+  elementsKernel<<<gridFor(units, 4096), kBlock, 0, s>>>(z, tensorAmaxBits, codes, stats, amaxBits);
 }
 
 void launchDequantize(const std::uint8_t* codes, const std::uint8_t* scaleCodes, const float* scaleFactors,
