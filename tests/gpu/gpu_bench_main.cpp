@@ -49,7 +49,8 @@ struct Options {
                "       [--fmnist DIR [--cnn-epochs 2]] [--recipe on|off]\n"
                "       [--gpt TEXT_FILE [--gpt-size default|large] [--gpt-steps 300]] [--json FILE]\n"
                "GPT sizes (pytorch_gpt.py's): default 4 layers, 4 heads, 128 wide, context 128;\n"
-               "large 12 layers, 12 heads, 768 wide, context 256; both batch 32, AdamW.\n");
+               "large 12 layers, 12 heads, 768 wide, context 256; both batch 32, AdamW.\n"
+               "Any amp.mode is a mode: --modes bf16,fp8 --set fp8.recipe=current times fp8 beside bf16.\n");
   std::exit(why ? 2 : 0);
 }
 
