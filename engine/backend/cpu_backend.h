@@ -64,6 +64,11 @@ class CpuBackend : public Backend {
   void gemm(const Tensor& a, bool transA, const Tensor& b, bool transB, Tensor& c,
             const Tensor* bias) override;
   void biasGrad(const Tensor& dy, Tensor& db) override;
+  // fp8 operands (cpu_backend_quantized.cpp): the host reference on the tensors in place.
+  float amax(const Tensor& x) override;
+  void quantize(const Tensor& x, std::int64_t cols, const QuantSpec& spec, QuantizedTensor& q, MemCategory cat,
+                QuantStats* stats) override;
+  void dequantize(const QuantizedTensor& q, Tensor& out) override;
 
   void conv2dForward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
                      const Conv2dGeometry& g) override;

@@ -162,6 +162,23 @@ struct MiniRounder {
   }
 };
 
+// The code of a value already in the format (what MiniRounder returned, or the overflow rule's
+// max / inf / NaN): its fields moved into place, no rounding to do, so the quantisers write codes
+// for a few instructions a value. Equal to floatToMini for every such value (tests: every code).
+AMP_HD inline std::uint32_t miniCodeOfExact(float r, MiniFormat f) {
+  const MiniLayout L = miniLayout(f);
+  const std::uint32_t x = floatBits(r), absx = x & 0x7FFFFFFFu;
+  if (absx >= 0x7F800000u) return floatToMini(r, f, Overflow::NonSaturating);  // inf / NaN codes
+  const std::uint32_t sign = (x >> 31) << (L.expBits + L.manBits);
+  const int emin = 1 - L.bias;
+  const int e = static_cast<int>(absx >> 23) - 127;
+  if (absx == 0) return sign;
+  if (e < emin)  // a subnormal: |r| / 2^(emin - manBits) is its integer mantissa
+    return sign | static_cast<std::uint32_t>(
+                      bitsToFloat(absx) * bitsToFloat(static_cast<std::uint32_t>(127 - (emin - L.manBits)) << 23));
+  return sign | (static_cast<std::uint32_t>(e + L.bias) << L.manBits) | ((absx & 0x7FFFFFu) >> (23 - L.manBits));
+}
+
 AMP_HD inline float roundToMiniFast(float value, MiniFormat f, Overflow rule, bool* overflowed = nullptr) {
   return MiniRounder(f, rule)(value, overflowed);
 }
