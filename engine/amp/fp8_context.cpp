@@ -306,6 +306,17 @@ void Fp8Context::record(const std::string& tensor, Fp8Role role, Fp8Gemm gemm, f
   r.relMse = stats.relMse();
   r.count = stats.count;
   if (m_histogramStep) r.blockExponents = stats.blockExponents;
+  std::vector<float> values;  // the tensor before quantising, fetched once for both uses below
+  if (m_histogramStep || m_hasWhatIf) values = original();
+  if (m_histogramStep) {
+    // The host reference again, for the histogram alone (the spec fixes every scale, so this is
+    // the backend's quantisation exactly, whichever backend ran it).
+    QuantStats h;
+    h.wantScaledExponents = true;
+    std::vector<float> scratch(values.size());
+    quantizeDequantize(values.data(), scratch.data(), rows, cols, spec, &h);
+    r.scaledExponents = std::move(h.scaledExponents);
+  }
   if (m_hasWhatIf) {
     History* other = nullptr;
     if (m_whatIfRecipe == Recipe::Delayed) {
@@ -318,7 +329,6 @@ void Fp8Context::record(const std::string& tensor, Fp8Role role, Fp8Gemm gemm, f
       if (std::isfinite(amax)) other->pending = std::max(other->pending, amax);
     }
     QuantStats w;
-    const std::vector<float> values = original();
     std::vector<float> scratch(values.size());
     quantizeDequantize(values.data(), scratch.data(), rows, cols, ws, &w);
     r.hasWhatIf = true;

@@ -68,7 +68,9 @@ struct Quantizer {
   double signalSq = 0, errorSq = 0;
   Quantizer(const QuantSpec& spec, QuantStats* s)
       : format(spec.format), overflow(spec.overflow), round(spec.format, spec.overflow), stochastic(spec.stochastic),
-        seed(spec.seed), stats(s) {}
+        seed(spec.seed), stats(s) {
+    if (s && s->wantScaledExponents) scaledBins.assign(128 + 150, 0);  // 2^-149 .. 2^127
+  }
   Quantizer(const Quantizer&) = delete;
   ~Quantizer() { flush(); }
   float cast(float scaled, std::int64_t i, bool& over) const {
@@ -79,6 +81,15 @@ struct Quantizer {
   // The code of a value cast() returned (exactly representable, or the overflow rule's inf /
   // NaN / max): no rounding left to do.
   std::uint32_t codeOf(float cast) const { return miniCodeOfExact(cast, format); }
+  // On histogram steps (stats->wantScaledExponents): the binary exponent of each value as the
+  // format receives it (after its scale), so a chart can show where the scale put the tensor
+  // against the format's range. Bins for every fp32 exponent; merged into the map at flush.
+  std::vector<std::int64_t> scaledBins;
+  void recordScaled(float scaled) {
+    const std::uint32_t b = floatBits(scaled) & 0x7FFFFFFFu;
+    if (b == 0 || b >= 0x7F800000u) return;
+    ++scaledBins[std::size_t(floorLog2(bitsToFloat(b)) + 149)];
+  }
   void record(float v, float q, bool over) {
     ++count;
     if (!std::isfinite(v)) {
@@ -96,6 +107,11 @@ struct Quantizer {
   }
   void flush() {
     if (!stats) return;
+    for (std::size_t e = 0; e < scaledBins.size(); ++e)
+      if (scaledBins[e]) {
+        stats->scaledExponents[int(e) - 149] += scaledBins[e];
+        scaledBins[e] = 0;
+      }
     stats->count += count;
     stats->nonzero += nonzero;
     stats->underflow += underflow;
@@ -124,6 +140,7 @@ void perTensor(const float* x, const Out& out, std::int64_t i0, std::int64_t i1,
     const float v = x[i];
     const float c = z.cast(v * scale, i, over), q = c * inv;
     if (stats) z.record(v, q, over);
+    if (!z.scaledBins.empty()) z.recordScaled(v * scale);
     if (out.codes) out.codes[i] = static_cast<std::uint8_t>(z.codeOf(c));
     if (out.values) out.values[i] = q;
   }
@@ -172,9 +189,11 @@ void mx(const float* x, const Out& out, const Lines& L, std::int64_t l0, std::in
         const std::int64_t i = L.at(line, p);
         bool over = false;
         // x / 2^e and q * 2^e are exact (NaN for the NaN scale: the block decodes to NaN).
-        const float c = z.cast(divideByE8m0(x[i], code), i, over);
+        const float scaled = divideByE8m0(x[i], code);
+        const float c = z.cast(scaled, i, over);
         const float q = multiplyByE8m0(c, code);
         if (stats) z.record(x[i], q, over);
+        if (!z.scaledBins.empty()) z.recordScaled(scaled);
         if (out.codes) out.codes[i] = static_cast<std::uint8_t>(z.codeOf(c));
         if (out.values) out.values[i] = q;
       }
@@ -215,6 +234,7 @@ void blockwise(const float* x, const Out& out, const Lines& L, std::int64_t t0, 
         bool over = false;
         const float v = z.cast(x[i] * s, i, over), q = v * inv;
         if (stats) z.record(x[i], q, over);
+        if (!z.scaledBins.empty()) z.recordScaled(x[i] * s);
         if (out.codes) out.codes[i] = static_cast<std::uint8_t>(z.codeOf(v));
         if (out.values) out.values[i] = q;
       }
@@ -259,6 +279,7 @@ void nvfp4(const float* src, const Out& out, const Lines& L, std::int64_t l0, st
         const float c = z.cast(src[i] * mul, i, over);
         const float q = (c * sb) / S;  // e2m1 x sb exact, / S once
         if (stats) z.record(src[i], q, over);
+        if (!z.scaledBins.empty()) z.recordScaled(src[i] * mul);
         if (out.codes) out.codes[i] = static_cast<std::uint8_t>(z.codeOf(c));
         if (out.values) out.values[i] = q;
       }
@@ -274,6 +295,7 @@ void merge(QuantStats& into, const QuantStats& part) {
   into.signalSq += part.signalSq;
   into.errorSq += part.errorSq;
   for (const auto& [e, n] : part.blockExponents) into.blockExponents[e] += n;
+  for (const auto& [e, n] : part.scaledExponents) into.scaledExponents[e] += n;
 }
 
 // body(first, last, stats) over [0, units) split evenly among the threads when the work is
@@ -305,7 +327,9 @@ float quantizeInto(const float* x, const Out& out, std::int64_t rows, std::int64
                    QuantStats* stats) {
   if (rows < 0 || cols < 0) throw std::invalid_argument("quantize: negative shape");
   if (stats) {
+    const bool wantScaled = stats->wantScaledExponents;
     *stats = QuantStats{};
+    stats->wantScaledExponents = wantScaled;
     stats->amax = amaxOf(x, rows * cols);
   }
   const Lines L{rows, cols, spec.alongRows};

@@ -45,6 +45,10 @@ struct QuantStats {
   std::int64_t nonFinite = 0;  // NaN or inf before
   double signalSq = 0, errorSq = 0;  // sums over finite values, in double
   std::map<int, std::int64_t> blockExponents;  // block recipes: log2 of each block's scale
+  // Set by the caller before quantising: also count floor(log2 |x x scale|) of every non-zero
+  // finite value as the format receives it (after its per-tensor or block scale).
+  bool wantScaledExponents = false;
+  std::map<int, std::int64_t> scaledExponents;
   double sqnrDb() const;       // 10 log10(signal / error); +inf when exact
   double relMse() const;       // error / signal
   double underflowFrac() const { return nonzero ? double(underflow) / double(nonzero) : 0.0; }

@@ -22,6 +22,10 @@ struct Fp8TensorRecord {
   double relMse = 0;         // error energy / signal energy
   std::int64_t count = 0;
   std::map<int, std::int64_t> blockExponents;  // block recipes, histogram steps: log2 of block scales
+  // Histogram steps: floor(log2 |value x its scale|) of the non-zero finite values, i.e. the
+  // tensor as the format receives it, to draw against the format's range (count - nonzero of
+  // the values are zeros). From the host reference on any backend.
+  std::map<int, std::int64_t> scaledExponents;
   // "What if" (fp8.what_if): the same figures for the other recipe on the same values.
   bool hasWhatIf = false;
   double whatIfUnderflow = 0, whatIfOverflow = 0, whatIfSqnrDb = 0;

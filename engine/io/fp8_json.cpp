@@ -32,6 +32,11 @@ QJsonArray fp8RecordsToJson(const std::vector<Fp8TensorRecord>& records) {
       for (const auto& [exp, n] : r.blockExponents) e[QString::number(exp)] = static_cast<double>(n);
       o["block_exponents"] = e;
     }
+    if (!r.scaledExponents.empty()) {
+      QJsonObject e;
+      for (const auto& [exp, n] : r.scaledExponents) e[QString::number(exp)] = static_cast<double>(n);
+      o["scaled_exponents"] = e;
+    }
     if (r.hasWhatIf) {
       o["what_if_underflow"] = r.whatIfUnderflow;
       o["what_if_overflow"] = r.whatIfOverflow;
@@ -60,6 +65,9 @@ std::vector<Fp8TensorRecord> fp8RecordsFromJson(const QJsonArray& a) {
     const QJsonObject e = o["block_exponents"].toObject();
     for (auto it = e.begin(); it != e.end(); ++it)
       r.blockExponents[it.key().toInt()] = static_cast<std::int64_t>(it.value().toDouble());
+    const QJsonObject se = o["scaled_exponents"].toObject();
+    for (auto it = se.begin(); it != se.end(); ++it)
+      r.scaledExponents[it.key().toInt()] = static_cast<std::int64_t>(it.value().toDouble());
     if (o.contains("what_if_sqnr_db")) {
       r.hasWhatIf = true;
       r.whatIfUnderflow = o["what_if_underflow"].toDouble();

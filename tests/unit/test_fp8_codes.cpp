@@ -5,12 +5,16 @@
 // packs two to a byte; the backend ops keep one byte per value and multiply exactly.
 #include <gtest/gtest.h>
 
+#include <QJsonArray>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
+#include "engine/amp/fp8_context.h"
 #include "engine/amp/fp8_quantize.h"
+#include "engine/io/fp8_json.h"
 #include "engine/backend/backend.h"
 #include "kernels/common/mix64.h"
 
@@ -223,5 +227,60 @@ TEST(Fp8Codes, TheExactEncoderGivesEveryCodeBack) {
       EXPECT_EQ(miniCodeOfExact(v, f), c) << int(f) << " code " << c << " = " << v;
       EXPECT_EQ(miniCodeOfExact(v, f), floatToMini(v, f, Overflow::NonSaturating)) << int(f) << " code " << c;
     }
+  }
+}
+
+TEST(Fp8Codes, HistogramStepsSeeTheTensorAsTheFormatReceivesIt) {
+  // Per tensor at scale 16: 1 -> 16 (2^4), 3 -> 48 (2^5), 0.01 -> 0.16 (2^-3); zeros not binned.
+  const std::vector<float> x{1.0f, 3.0f, 0.01f, 0.0f};
+  std::vector<float> out(x.size());
+  QuantSpec s;
+  s.tensorScale = 16.0f;
+  QuantStats st;
+  st.wantScaledExponents = true;
+  quantizeDequantize(x.data(), out.data(), 1, 4, s, &st);
+  EXPECT_EQ(st.scaledExponents, (std::map<int, std::int64_t>{{-3, 1}, {4, 1}, {5, 1}}));
+  QuantStats plain;
+  quantizeDequantize(x.data(), out.data(), 1, 4, s, &plain);
+  EXPECT_TRUE(plain.scaledExponents.empty()) << "only when asked (histogram steps)";
+  // MX, round up to fit: the block {6, 1, 2^-20} takes 2^-6, so 384 (2^8), 64 (2^6), 2^-14.
+  QuantSpec m;
+  m.scaling = QuantScaling::Mx;
+  m.block = 32;
+  std::vector<float> y(32, 0.0f);
+  y[0] = 6.0f;
+  y[1] = 1.0f;
+  y[2] = 0x1p-20f;
+  std::vector<float> yo(32);
+  QuantStats ms;
+  ms.wantScaledExponents = true;
+  quantizeDequantize(y.data(), yo.data(), 1, 32, m, &ms);
+  EXPECT_EQ(ms.scaledExponents, (std::map<int, std::int64_t>{{-14, 1}, {6, 1}, {8, 1}}));
+}
+
+TEST(Fp8Codes, TheRecipeRecordsTheScaledHistogramOnHistogramStepsOnAnyBackendPath) {
+  Fp8Config c;
+  c.recipe = "current";
+  c.keepBf16 = "none";
+  auto be = makeCpuBackend();
+  const std::vector<float> v{2.0f, 0.5f, 0.0f, -1.0f};
+  const Tensor x = be->fromHost(v, {1, 4}, DType::F32, MemCategory::Activations);
+  for (bool histogramStep : {false, true}) {
+    Fp8Context f8(c, 1);
+    f8.beginStep(1, histogramStep);
+    QuantizedTensor q;
+    f8.quantize(*be, "fc", Fp8Role::Input, Fp8Gemm::Forward, x, 4, q, MemCategory::Activations, true);
+    const auto r = f8.takeRecords();
+    ASSERT_EQ(r.size(), 1u);
+    if (!histogramStep) {
+      EXPECT_TRUE(r[0].scaledExponents.empty());
+      continue;
+    }
+    // Current scaling: 448 / 2 = 224, so 448 (2^8), 112 (2^6), 224 (2^7); the zero is not binned.
+    EXPECT_EQ(r[0].scale, 224.0);
+    EXPECT_EQ(r[0].scaledExponents, (std::map<int, std::int64_t>{{6, 1}, {7, 1}, {8, 1}}));
+    const auto back = fp8RecordsFromJson(fp8RecordsToJson(r));
+    ASSERT_EQ(back.size(), 1u);
+    EXPECT_EQ(back[0].scaledExponents, r[0].scaledExponents);
   }
 }
