@@ -25,7 +25,8 @@ stop_busy() {
   for p in $BUSY_PIDS; do wait "$p" 2>/dev/null || true; done
   BUSY_PIDS=""
 }
-trap 'stop_busy; rm -rf "$WORK"' EXIT INT TERM
+trap 'stop_busy; rm -rf "$WORK"' EXIT
+trap 'exit 130' INT TERM  # the EXIT trap then cleans up
 
 start_busy() {
   if [ "$BUSY" = cli ]; then
