@@ -43,7 +43,7 @@ class Linear final : public Layer {
   Tensor forwardFp8(LayerContext& ctx, const Tensor& x);
   Tensor backwardFp8(LayerContext& ctx, const Tensor& dy, bool needInputGrad);
   Tensor gemmFp8(LayerContext& ctx, const QuantizedTensor& a, bool transA, const QuantizedTensor& b, bool transB,
-                 const Tensor* bias);
+                 const Tensor* bias, MemCategory cat);
   // fp8, saved for backward as the hardware holds them: the input quantised for the weight
   // gradient (per-tensor recipes: the forward's own) and, for per-tensor recipes, the weight.
   QuantizedTensor m_fp8Xq, m_fp8Wq;

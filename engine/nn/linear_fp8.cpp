@@ -55,12 +55,14 @@ std::string describeOperand(const char* name, const QuantizedTensor& q) {
 
 }  // namespace
 
-// C = op(A) . op(B) in fp32 from quantised operands.
+// C = op(A) . op(B) in fp32 from quantised operands, in memory category `cat`: the weight
+// gradient is .grad's (Gradients), y's and dx's fp32 sums are scratch until cast (Workspace), so
+// the memory chart's activations are what the layers keep.
 Tensor Linear::gemmFp8(LayerContext& ctx, const QuantizedTensor& a, bool transA, const QuantizedTensor& b,
-                       bool transB, const Tensor* bias) {
+                       bool transB, const Tensor* bias, MemCategory cat) {
   Backend& be = ctx.backend;
   const std::int64_t m = transA ? a.cols : a.rows, n = transB ? b.rows : b.cols, k = transA ? a.rows : a.cols;
-  Tensor c = be.empty({m, n}, DType::F32, MemCategory::Activations);
+  Tensor c = be.empty({m, n}, DType::F32, cat);
   if (!ctx.fp8->accumulatorModel()) {
     be.gemmQuantized(a, transA, b, transB, c, bias);
     return c;
@@ -102,7 +104,7 @@ Tensor Linear::forwardFp8(LayerContext& ctx, const Tensor& x) {
     be.castInto(m_bias.value, bias);
     be.roundThrough(bias, out);
   }
-  Tensor y32 = gemmFp8(ctx, xq, false, wq, true, m_hasBias ? &bias : nullptr);
+  Tensor y32 = gemmFp8(ctx, xq, false, wq, true, m_hasBias ? &bias : nullptr, MemCategory::Workspace);
   Tensor y = be.empty({x.dim(0), m_out}, out, MemCategory::Activations);
   be.castInto(y32, y);
   if (ctx.training) {
@@ -143,7 +145,7 @@ Tensor Linear::backwardFp8(LayerContext& ctx, const Tensor& dyIn, bool needInput
       w = &wd;
     }
     wNote = "; " + describeOperand("w", *w);
-    const Tensor dx32 = gemmFp8(ctx, dyq, false, *w, false, nullptr);
+    const Tensor dx32 = gemmFp8(ctx, dyq, false, *w, false, nullptr, MemCategory::Workspace);
     dx = be.empty({rows, m_in}, m_inputDtype, MemCategory::Activations);
     be.castInto(dx32, dx);
     dx = dx.reshaped(m_inputShape);
@@ -153,7 +155,7 @@ Tensor Linear::backwardFp8(LayerContext& ctx, const Tensor& dyIn, bool needInput
   if (!f8.perTensor())
     f8.quantize(be, m_name, Fp8Role::GradOutput, Fp8Gemm::Wgrad, dy, m_out, dyw, MemCategory::Activations, true);
   const QuantizedTensor& dyW = f8.perTensor() ? dyq : dyw;
-  Tensor dw = gemmFp8(ctx, dyW, true, m_fp8Xq, false, nullptr);
+  Tensor dw = gemmFp8(ctx, dyW, true, m_fp8Xq, false, nullptr, MemCategory::Gradients);
   accumulateGrad(be, weight(), std::move(dw));
   if (m_hasBias) {
     Tensor db = be.empty({m_out}, dyIn.dtype(), MemCategory::Gradients);

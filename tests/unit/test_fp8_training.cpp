@@ -152,6 +152,27 @@ TEST(Fp8Training, TheRecipeMlpAndAResNetClassifierTrain) {
   }
 }
 
+TEST(Fp8Training, TheMemoryChartCountsOneByteWeightsAndFp32Gradients) {
+  // The same MLP in bf16 AMP and in fp8 (every Linear layer quantised): the compute copy of the
+  // weights is 2 bytes a value in bf16 and 1 byte in fp8 (its codes; per-tensor scales are a
+  // float each); the weight gradients are fp32 .grad in both, counted as gradients.
+  const auto peaks = [](const std::string& mode) {
+    RunConfig c;
+    for (const auto& [k, v] : Overrides{{"model.name", "recipe_mlp"}, {"model.width", "256"}, {"data.name", "synthetic"},
+                                        {"data.batches", "2"}, {"train.batch_size", "32"}, {"train.steps", "2"},
+                                        {"train.histogram_every", "0"}, {"amp.mode", mode}, {"fp8.recipe", "current"},
+                                        {"fp8.keep_bf16", "none"}})
+      setConfigValue(c, k, v);
+    return train(c).steps.back().memory.peak;
+  };
+  const auto bf16 = peaks("bf16"), fp8 = peaks("fp8");
+  const auto at = [](const auto& peak, MemCategory c) { return double(peak[std::size_t(c)]); };
+  EXPECT_LE(at(fp8, MemCategory::Weights), 0.55 * at(bf16, MemCategory::Weights));
+  EXPECT_GE(at(fp8, MemCategory::Weights), 0.45 * at(bf16, MemCategory::Weights));
+  EXPECT_GE(at(fp8, MemCategory::Gradients), 0.9 * at(bf16, MemCategory::Gradients))
+      << "fp8's weight gradients are .grad too, not activations";
+}
+
 TEST(Fp8Training, ACheckpointResumesDelayedScalingBitForBit) {
   QTemporaryDir dir;
   const QString corpus = writeCorpus(dir);
