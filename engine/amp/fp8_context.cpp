@@ -33,17 +33,6 @@ std::vector<std::string> splitList(const std::string& s) {
   return out;
 }
 
-const char* formatName(MiniFormat f) {
-  switch (f) {
-    case MiniFormat::E4M3: return "e4m3";
-    case MiniFormat::E5M2: return "e5m2";
-    case MiniFormat::E3M2: return "e3m2";
-    case MiniFormat::E2M3: return "e2m3";
-    case MiniFormat::E2M1: return "e2m1";
-  }
-  return "?";
-}
-
 std::string tensorName(const std::string& layer, Fp8Role role) {
   return layer + (role == Fp8Role::Input ? ".x" : role == Fp8Role::Weight ? ".w" : ".dy");
 }
@@ -295,7 +284,7 @@ void Fp8Context::record(const std::string& tensor, Fp8Role role, Fp8Gemm gemm, f
   if (history && std::isfinite(amax)) history->pending = std::max(history->pending, amax);
   Fp8TensorRecord r;
   r.tensor = tensor;
-  r.format = formatName(spec.format);
+  r.format = miniFormatName(spec.format);
   r.amax = stats.amax;
   r.scale = stats.scale;
   if (history && !history->amax.empty())

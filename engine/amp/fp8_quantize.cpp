@@ -19,6 +19,17 @@ double QuantStats::sqnrDb() const {
 
 double QuantStats::relMse() const { return signalSq > 0 ? errorSq / signalSq : 0.0; }
 
+const char* miniFormatName(MiniFormat f) {
+  switch (f) {
+    case MiniFormat::E4M3: return "e4m3";
+    case MiniFormat::E5M2: return "e5m2";
+    case MiniFormat::E3M2: return "e3m2";
+    case MiniFormat::E2M3: return "e2m3";
+    case MiniFormat::E2M1: return "e2m1";
+  }
+  return "?";
+}
+
 float amaxOf(const float* x, std::int64_t n) {
   float m = 0;
   for (std::int64_t i = 0; i < n; ++i) {

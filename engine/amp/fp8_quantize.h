@@ -55,6 +55,9 @@ struct QuantStats {
   double overflowFrac() const { return count ? double(overflow) / double(count) : 0.0; }
 };
 
+// "e4m3", "e5m2", "e3m2", "e2m3", "e2m1": the names of the records, the trace and the keys.
+const char* miniFormatName(MiniFormat f);
+
 // The largest magnitude of n values (NaN where one is NaN: a scale from it would be wrong).
 float amaxOf(const float* x, std::int64_t n);
 

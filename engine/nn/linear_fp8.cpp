@@ -22,22 +22,11 @@ namespace amp {
 
 namespace {
 
-const char* formatLabel(MiniFormat f) {
-  switch (f) {
-    case MiniFormat::E4M3: return "e4m3";
-    case MiniFormat::E5M2: return "e5m2";
-    case MiniFormat::E3M2: return "e3m2";
-    case MiniFormat::E2M3: return "e2m3";
-    case MiniFormat::E2M1: return "e2m1";
-  }
-  return "?";
-}
-
 // "x e4m3, scale 24" / "dy e5m2, 1x32 E8M0 scales" / "w e2m1, 1x16 E4M3 scales, tensor scale 1.3e+04":
 // an operand's format and scales, as the op trace names them.
 std::string describeOperand(const char* name, const QuantizedTensor& q) {
   std::ostringstream s;
-  s << name << " " << formatLabel(q.spec.format) << ", ";
+  s << name << " " << miniFormatName(q.spec.format) << ", ";
   switch (q.spec.scaling) {
     case QuantScaling::PerTensor: s << "scale " << q.tensorScale; break;
     case QuantScaling::Mx: s << "1x" << q.spec.block << " E8M0 scales"; break;
