@@ -208,27 +208,100 @@ void lostUpdatesResult(const QVector<const ui::RunData*>& runs, ui::LessonResult
                       .arg(percent(lp), percent(la), number(fa), number(fp));
 }
 
+// Whether a run's 16-bit GEMMs are emulated here (fp32 math on 16-bit values), from how it
+// reported its compute path: its speed and memory then say nothing of AMP on a GPU.
+bool emulated(const ui::RunData& r) {
+  return r.config.mode != PrecisionMode::Fp32 && r.computePath.contains(QLatin1String("emulated"));
+}
+
 // Which runs compute in 16 bits by emulation here ("fp16, bf16"), from how each run reported it.
 QStringList emulatedModes(const QVector<const ui::RunData*>& runs) {
   QStringList out;
   for (const ui::RunData* r : runs)
-    if (r->computePath.contains(QLatin1String("emulated")) && r->config.mode != PrecisionMode::Fp32)
-      out << QString::fromLatin1(std::string(dtypeName(r->config.computeDtype())).c_str());
+    if (emulated(*r)) out << QString::fromLatin1(std::string(dtypeName(r->config.computeDtype())).c_str());
   out.removeDuplicates();
   return out;
 }
 
+// The run's first loss (NaN before its first step).
+double firstLoss(const ui::RunData& r) { return r.series.loss.isEmpty() ? std::nan("") : r.series.loss.first(); }
+
+// Whether the run learned anything: its loss (the runs table's final figure) fell by 5% or more
+// from its first step. On random data (the recipe's) it does not, and losses that agree then
+// test nothing: every run sits at the same untrained value.
+bool lossFell(const ui::RunData& r) {
+  const double first = firstLoss(r), last = finalLoss(r);
+  return std::isfinite(first) && std::isfinite(last) && last <= 0.95 * first;
+}
+
+// A run's median step time against fp32's as a speed ratio ("1.82" = 1.82x fp32's speed); 0
+// where either is not measured.
+double speedRatio(const ui::RunData& r, const ui::RunData* fp32) {
+  if (!fp32 || &r == fp32) return 0;
+  const double base = fp32->summary.summary().medianStepMs, own = r.summary.summary().medianStepMs;
+  return base > 0 && own > 0 ? base / own : 0;
+}
+
+double memoryRatio(const ui::RunData& r, const ui::RunData* fp32) {
+  if (!fp32 || &r == fp32) return 0;
+  const double base = double(fp32->summary.summary().peakMemory.totalPeak);
+  const double own = double(r.summary.summary().peakMemory.totalPeak);
+  return base > 0 && own > 0 ? own / base : 0;
+}
+
+QString ratioText(double q) { return QStringLiteral("%1x").arg(q, 0, 'f', 2); }
+
+// What the emulated runs measured here, in a note that follows the numbers: the speed and memory
+// each showed against fp32's (slower or faster, as measured), and that neither says anything of
+// a GPU's. Empty where no run is emulated.
+QString emulationNote(const QVector<const ui::RunData*>& runs, const ui::RunData* fp32) {
+  const QStringList modes = emulatedModes(runs);
+  if (modes.isEmpty()) return {};
+  QString note = tr("This CPU has no native %1 matrix kernels: AMP emulates them exactly in fp32, so the speed "
+                    "and memory measured here say nothing of a GPU's.")
+                     .arg(modes.join(tr(" or ")));
+  QStringList measured;
+  bool slower = false, faster = false, heavier = false;
+  for (const ui::RunData* r : runs) {
+    if (!emulated(*r)) continue;
+    const double q = speedRatio(*r, fp32), m = memoryRatio(*r, fp32);
+    if (q <= 0 && m <= 0) continue;
+    QStringList parts;
+    if (q > 0) {
+      parts << tr("%1 fp32's speed").arg(ratioText(q));
+      slower = slower || q < 0.95;
+      faster = faster || q > 1.05;
+    }
+    if (m > 0) {
+      parts << tr("%1 its peak memory").arg(ratioText(m));
+      heavier = heavier || m > 1.02;
+    }
+    measured << tr("%1 %2").arg(variantLabel(*r), parts.join(tr(" and ")));
+  }
+  if (measured.isEmpty()) return note;
+  note += tr(" Measured: %1.").arg(measured.join(QStringLiteral("; ")));
+  if (slower && !faster) note += tr(" Slower here: the emulation's conversions are extra work.");
+  if (heavier) note += tr(" More memory here: the 16-bit weight copies outweigh the halved activations at this size.");
+  return note;
+}
+
 // fp32 vs fp16 vs bf16: final loss (and accuracy), the median step time and the peak memory
 // against fp32's, the figures the runs table shows (its summary: warm-up steps left out).
+// The recipe lessons are about speed: there the verdict is the AMP runs' step time against
+// fp32's, where their 16-bit GEMMs run natively; elsewhere it is the result (accuracy or loss)
+// against fp32's, where fp32 learned something to compare against.
 void modesResult(const Preset& p, const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
   const ui::RunData* fp32 = fp32Run(runs);
-  const RunSummary base = fp32 ? fp32->summary.summary() : RunSummary{};
+  const bool speedLesson = p.name == "recipe" || p.name == "tensor-cores";
   const bool accuracy = std::all_of(runs.begin(), runs.end(), [](const ui::RunData* r) { return !r->series.testAcc.isEmpty(); });
-  out.claim = runs.size() > 1 ? tr("AMP (fp16 with loss scaling, and bf16) trains to the same result as fp32.")
-                              : tr("This model trains to a good result under AMP.");
-  out.chart = accuracy ? QStringLiteral("accuracy") : QStringLiteral("loss");
+  out.claim = speedLesson ? tr("Where its 16-bit matrix multiplies run natively (tensor cores, AMX), AMP takes less "
+                               "time per step than fp32 and follows fp32's loss.")
+              : runs.size() > 1 ? tr("AMP (fp16 with loss scaling, and bf16) trains to the same result as fp32.")
+                                : tr("This model trains to a good result under AMP.");
+  out.chart = speedLesson ? QStringLiteral("throughput") : accuracy ? QStringLiteral("accuracy") : QStringLiteral("loss");
   // 2-D data: the points and the boundary the model learned say it best (TF Playground's view).
-  if (!runs.isEmpty() && std::all_of(runs.begin(), runs.end(), [](const ui::RunData* r) { return r->decisionMap != nullptr; }))
+  if (!speedLesson && !runs.isEmpty() &&
+      std::all_of(runs.begin(), runs.end(), [](const ui::RunData* r) { return r->decisionMap != nullptr; }))
     out.chart = QStringLiteral("data");
   for (const ui::RunData* r : runs) {
     const RunSummary s = r->summary.summary();
@@ -246,13 +319,15 @@ void modesResult(const Preset& p, const QVector<const ui::RunData*>& runs, ui::L
                      : tr(", %1 steps skipped by the loss scaler (%2)").arg(n).arg(which);
     }
     part += tr(", %1 ms/step").arg(s.medianStepMs, 0, 'f', 2);
-    if (base.medianStepMs > 0 && r != fp32 && s.medianStepMs > 0)
-      part += tr(" (%1x fp32's speed)").arg(base.medianStepMs / s.medianStepMs, 0, 'f', 2);
-    const double peak = double(s.peakMemory.totalPeak), basePeak = double(base.peakMemory.totalPeak);
-    part += tr(", peak memory %1").arg(QString::fromStdString(formatBytes(std::int64_t(peak))));
-    if (basePeak > 0 && r != fp32 && peak > 0) part += tr(" (%1x fp32's)").arg(peak / basePeak, 0, 'f', 2);
+    if (const double q = speedRatio(*r, fp32); q > 0) part += tr(" (%1 fp32's speed)").arg(ratioText(q));
+    part += tr(", peak memory %1").arg(QString::fromStdString(formatBytes(s.peakMemory.totalPeak)));
+    if (const double m = memoryRatio(*r, fp32); m > 0) part += tr(" (%1 fp32's)").arg(ratioText(m));
     addFinding(out, *r, part);
   }
+  out.note = emulationNote(runs, fp32);
+  if (speedLesson && !emulatedModes(runs).isEmpty())
+    out.note += tr(" Measured on an NVIDIA H200 (this recipe at 4096/512): fp32 3.32 ms/step, AMP fp16 1.82, "
+                   "AMP bf16 1.13.");
 
   if (runs.size() == 1) {  // a single run (the spirals): did it learn?
     const ui::RunData& r = *runs.first();
@@ -263,47 +338,79 @@ void modesResult(const Preset& p, const QVector<const ui::RunData*>& runs, ui::L
       out.verdict = verdictOf(acc >= 0.85);
       out.criterion = tr("test accuracy %1 (85% or more expected; chance is 50%)").arg(percent(acc));
     } else {
-      const double first = r.series.loss.isEmpty() ? std::nan("") : r.series.loss.first(), last = finalLoss(r);
+      const double first = firstLoss(r), last = finalLoss(r);
       out.verdict = verdictOf(last < 0.5 * first);
       out.criterion = tr("the loss fell from %1 to %2 (to half or less expected)").arg(number(first), number(last));
     }
-  } else if (!fp32) {
-    missingRuns(out, {QStringLiteral("fp32")});
-  } else {
-    bool all = true;
-    QStringList decided;
-    for (const ui::RunData* r : runs) {
-      if (r == fp32) continue;
-      bool ok;
-      if (accuracy) {
-        const double a = r->series.testAcc.last(), a32 = fp32->series.testAcc.last();
-        ok = std::abs(a - a32) <= 0.02;
-        decided << tr("%1's accuracy %2 vs fp32's %3").arg(variantLabel(*r), percent(a), percent(a32));
-      } else {
-        ok = closeTo(finalLoss(*r), finalLoss(*fp32), 0.05);
-        decided << tr("%1's loss %2 vs fp32's %3").arg(variantLabel(*r), lossText(*r), lossText(*fp32));
-      }
-      all = all && ok && r->status != ui::RunStatus::Diverged && r->status != ui::RunStatus::Failed;
+    return;
+  }
+  if (!fp32) return missingRuns(out, {QStringLiteral("fp32")});
+  const bool failed = std::any_of(runs.begin(), runs.end(), [](const ui::RunData* r) {
+    return r->status == ui::RunStatus::Diverged || r->status == ui::RunStatus::Failed;
+  });
+  // The results against fp32's: meaningful only where fp32 learned.
+  const bool learned = lossFell(*fp32);
+  bool resultsAgree = true;
+  QStringList results;
+  for (const ui::RunData* r : runs) {
+    if (r == fp32) continue;
+    if (accuracy) {
+      const double a = r->series.testAcc.last(), a32 = fp32->series.testAcc.last();
+      resultsAgree = resultsAgree && std::abs(a - a32) <= 0.02;
+      results << tr("%1's accuracy %2 vs fp32's %3").arg(variantLabel(*r), percent(a), percent(a32));
+    } else {
+      resultsAgree = resultsAgree && closeTo(finalLoss(*r), finalLoss(*fp32), 0.05);
+      results << tr("%1's loss %2 vs fp32's %3").arg(variantLabel(*r), lossText(*r), lossText(*fp32));
     }
-    out.verdict = verdictOf(all);
-    out.criterion = decided.join(QStringLiteral(", ")) +
-                    (accuracy ? tr(" (within 2 points expected)") : tr(" (within 5% expected)"));
   }
+  resultsAgree = resultsAgree && !failed;
+  const QString resultsText = results.join(QStringLiteral(", ")) +
+                              (accuracy ? tr(" (within 2 points expected)") : tr(" (within 5% expected)"));
+  const QString flat = tr("fp32's loss went from %1 to %2: nothing was learned (random data), so losses that "
+                          "agree only show that no run diverged")
+                           .arg(number(firstLoss(*fp32)), number(finalLoss(*fp32)));
 
-  // Speed and memory: on a CPU without native 16-bit kernels they argue the opposite of a GPU's.
-  const QStringList emulated = emulatedModes(runs);
-  if (!emulated.isEmpty()) {
-    out.note = tr("This CPU has no native %1 matrix kernels: AMP emulates them exactly in fp32, so here it "
-                  "is slower than fp32, and its extra 16-bit weight copies outweigh the halved "
-                  "activations. Its speed and memory say nothing of a GPU's.")
-                   .arg(emulated.join(tr(" or ")));
-    if (p.name == "recipe" || p.name == "tensor-cores")
-      out.note += tr(" Measured on an NVIDIA H200 (this recipe at 4096/512): fp32 3.32 ms/step, AMP fp16 1.82, "
-                     "AMP bf16 1.13.");
-    if (p.name == "recipe" || p.name == "tensor-cores") out.chart = QStringLiteral("throughput");
-  } else if (p.name == "recipe" || p.name == "tensor-cores") {
-    out.chart = QStringLiteral("throughput");
+  if (!speedLesson) {
+    if (!learned && !failed) {
+      out.verdict = Verdict::Inconclusive;
+      out.notMeasurable = true;
+      out.criterion = flat;
+      return;
+    }
+    out.verdict = verdictOf(resultsAgree);
+    out.criterion = resultsText;
+    return;
   }
+  // Speed: the AMP runs whose GEMMs are native here; an emulated run's step time measures the
+  // emulation, not AMP.
+  QStringList speeds, notMeasured;
+  bool faster = true;
+  int measured = 0;
+  for (const ui::RunData* r : runs) {
+    if (r == fp32) continue;
+    if (emulated(*r)) {
+      notMeasured << variantLabel(*r);
+      continue;
+    }
+    const double q = speedRatio(*r, fp32);
+    ++measured;
+    faster = faster && q >= 1.05;
+    speeds << tr("%1 at %2 fp32's speed").arg(variantLabel(*r), q > 0 ? ratioText(q) : tr("(not measured)"));
+  }
+  QString criterion;
+  if (!speeds.isEmpty()) criterion = speeds.join(QStringLiteral(", ")) + tr(" (faster than fp32 expected)");
+  if (!notMeasured.isEmpty())
+    criterion += (criterion.isEmpty() ? QString() : QStringLiteral("; ")) +
+                 tr("%1 emulated on this CPU: its step time measures the emulation, not AMP")
+                     .arg(notMeasured.join(tr(" and ")));
+  criterion += QStringLiteral("; ") + (learned ? resultsText : flat);
+  out.criterion = criterion;
+  if (measured == 0) {
+    out.verdict = Verdict::Inconclusive;
+    out.notMeasurable = true;
+    return;
+  }
+  out.verdict = verdictOf(faster && (!learned || resultsAgree) && !failed);
 }
 
 // The seeds' table in a sentence per run: test accuracy, time per epoch, activation memory,
@@ -354,10 +461,10 @@ void resnetResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out
   out.verdict = verdictOf(all);
   out.criterion = decided.join(QStringLiteral("; ")) +
                   tr(" (expected: within 3 points, activations 0.75x or less, weights 0.6x or less)");
-  const QStringList emulated = emulatedModes(runs);
-  if (!emulated.isEmpty())
+  const QStringList emulatedDtypes = emulatedModes(runs);
+  if (!emulatedDtypes.isEmpty())
     out.note = tr("This CPU emulates %1 exactly in fp32: the time per epoch says nothing of a GPU's.")
-                   .arg(emulated.join(tr(" and ")));
+                   .arg(emulatedDtypes.join(tr(" and ")));
 }
 
 }  // namespace
@@ -422,6 +529,23 @@ void fp32OpsResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& ou
                              QStringLiteral("softmax_layernorm_fp16")});
   const double b = finalTestLoss(*base), ls = finalTestLoss(*soft), lb = finalTestLoss(*both);
   const bool finite = std::isfinite(b) && std::isfinite(ls) && std::isfinite(lb);
+  // Three curves that lie on one another test nothing: the 16-bit outputs changed no loss that
+  // the chart can show at this size (or the ops never ran in 16 bits), and a "confirmed" over
+  // them explained nothing. Within 0.1% (training and validation loss) is one line on screen.
+  auto sameCurve = [](const ui::RunData& x, const ui::RunData& y) {
+    const double tx = finalLoss(x), ty = finalLoss(y), vx = finalTestLoss(x), vy = finalTestLoss(y);
+    return std::abs(tx - ty) <= 1e-3 * std::abs(ty) && std::abs(vx - vy) <= 1e-3 * std::abs(vy);
+  };
+  if (finite && sameCurve(*soft, *base) && sameCurve(*both, *base)) {
+    out.verdict = Verdict::Inconclusive;
+    out.notMeasurable = true;
+    out.criterion = tr("validation losses %1, %2 and %3 within 0.1% of one another (the three curves lie on "
+                       "one line): at this size and %4 steps, 16-bit outputs of softmax and layer_norm change "
+                       "nothing measurable, so these runs cannot show what the fp32 list guards against")
+                        .arg(number(b), number(ls), number(lb))
+                        .arg(base->series.size());
+    return;
+  }
   out.verdict = verdictOf(finite && closeTo(ls, b, 0.05) && closeTo(lb, b, 0.05));
   out.criterion = tr("validation losses %1 (softmax in fp16) and %2 (softmax and layer_norm in fp16) "
                      "against %3 with PyTorch's lists: within 5% expected")

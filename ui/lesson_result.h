@@ -23,6 +23,10 @@ struct LessonResult {
   QString claim;     // what the lesson set out to show
   QVector<Finding> findings;
   Verdict verdict = Verdict::Inconclusive;
+  // Inconclusive because this machine cannot test the claim (a GPU's speed-up on a CPU that
+  // emulates fp16, losses that agree because nothing was learned): "Inconclusive: not measurable
+  // here", never a "Confirmed" the screen contradicts.
+  bool notMeasurable = false;
   QString criterion;  // what "confirmed" was measured against, with the numbers that decided it
   QString note;       // what else the class should know (e.g. this CPU emulates fp16), or empty
   QString chart;      // the dashboard chart that shows it ("histogram", "scale", "loss", ...)
@@ -33,5 +37,8 @@ struct LessonResult {
 };
 
 QString verdictName(LessonResult::Verdict v);  // "Confirmed", "Not confirmed", "Inconclusive"
+// The verdict as the result panel's headline and the log say it: verdictName, or "Inconclusive:
+// not measurable here" for a result marked notMeasurable.
+QString verdictText(const LessonResult& r);
 
 }  // namespace amp::ui

@@ -138,7 +138,7 @@ void LessonResultView::render() {
                        : m_result.verdict == LessonResult::Verdict::NotConfirmed ? QStringLiteral("✘")
                                                                                  : QStringLiteral("?");
   m_headline->setText(QStringLiteral("<span style='color:%1'>%2 %3</span> — %4")
-                          .arg(c.name(), mark, verdictName(m_result.verdict).toHtmlEscaped(),
+                          .arg(c.name(), mark, verdictText(m_result).toHtmlEscaped(),
                                m_result.title.toHtmlEscaped()));
   m_claim->setText(m_result.claim);
   QStringList rows;

@@ -1,0 +1,168 @@
+// Issue 42 item 1: verdicts that contradicted the screen. The recipe said "Confirmed" from a loss
+// that never moved (random data) above a throughput chart where the emulated AMP runs were
+// slower; gpt-fp32-ops said "Confirmed" over three curves on one line; a fixed sentence "so here
+// it is slower than fp32" sat under "3.21x fp32's speed" and in the spirals, which has no fp32
+// run. The conclusions are built here from runs made by hand (no training), so each case is
+// exactly the situation the issue saw.
+#include <QTest>
+#include <memory>
+
+#include "app/gui_lesson_conclusion.h"
+#include "engine/config/presets.h"
+#include "ui/lesson_result.h"
+#include "ui/run_data.h"
+
+using namespace amp;
+using Verdict = ui::LessonResult::Verdict;
+
+namespace {
+
+const QString kEmulated = QStringLiteral("fp16 emulated (fp32 math on fp16 values; oneDNN has no CPU fp16 kernels)");
+const QString kTensorCores = QStringLiteral("fp16 native (cuBLASLt/cuDNN, tensor cores, fp32 accumulation, sm_90)");
+
+struct Fake {
+  std::string name;  // "recipe/fp16"
+  PrecisionMode mode = PrecisionMode::Fp32;
+  double firstLoss = 1.01, lastLoss = 1.01;
+  double stepMs = 10;
+  std::int64_t peak = 1000;
+  QString computePath;
+  double testLoss = -1;  // < 0: no evaluation
+  double testAcc = -1;
+};
+
+std::unique_ptr<ui::RunData> fake(int id, const Fake& f) {
+  auto r = std::make_unique<ui::RunData>();
+  r->id = id;
+  r->name = QString::fromStdString(f.name);
+  r->config.name = f.name;
+  r->config.mode = f.mode;
+  r->computePath = f.computePath;
+  r->status = ui::RunStatus::Finished;
+  const int n = 30;
+  for (int i = 1; i <= n; ++i) {
+    StepMetrics m;
+    m.step = i;
+    m.loss = f.firstLoss + (f.lastLoss - f.firstLoss) * (i - 1) / (n - 1);
+    m.stepMs = f.stepMs;
+    m.memory.totalPeak = f.peak;
+    if (i == n && f.testLoss >= 0) {
+      m.testLoss = f.testLoss;
+      if (f.testAcc >= 0) m.testAcc = f.testAcc;
+    }
+    r->append(m);
+  }
+  return r;
+}
+
+struct Runs {
+  std::vector<std::unique_ptr<ui::RunData>> owned;
+  QVector<const ui::RunData*> list;
+  void add(const Fake& f) {
+    owned.push_back(fake(int(owned.size()) + 1, f));
+    list << owned.back().get();
+  }
+};
+
+ui::LessonResult conclude(const char* lesson, const Runs& runs) {
+  const Preset* p = findPreset(lesson);
+  Q_ASSERT(p);
+  return gui::lessonResult(*p, runs.list);
+}
+
+}  // namespace
+
+class TestLessonVerdicts : public QObject {
+  Q_OBJECT
+
+ private slots:
+  // The recipe on a CPU: random data (the loss stays at 1.01) and emulated 16-bit GEMMs (slower
+  // than fp32). Neither the speed claim nor "same loss" can be tested here.
+  void recipeOnACpuIsNotMeasurableHere() {
+    Runs runs;
+    runs.add({"recipe/fp32", PrecisionMode::Fp32, 1.01, 1.01, 10, 1000, QStringLiteral("fp32 native (oneDNN, AVX2)"), -1, -1});
+    runs.add({"recipe/fp16", PrecisionMode::AmpFp16, 1.01, 1.01, 14, 1200, kEmulated, -1, -1});
+    runs.add({"recipe/bf16", PrecisionMode::AmpBf16, 1.01, 1.01, 12, 1100,
+              QStringLiteral("bf16 emulated (fp32 math on bf16 values; no bf16 kernels for AVX2 in oneDNN)"), -1, -1});
+    const ui::LessonResult r = conclude("recipe", runs);
+    QCOMPARE(r.verdict, Verdict::Inconclusive);
+    QVERIFY(r.notMeasurable);
+    QCOMPARE(ui::verdictText(r), QStringLiteral("Inconclusive: not measurable here"));
+    QVERIFY2(r.criterion.contains(QStringLiteral("nothing was learned")), qPrintable(r.criterion));
+    QVERIFY2(r.criterion.contains(QStringLiteral("emulated")), qPrintable(r.criterion));
+    QVERIFY(r.logLine().contains(QStringLiteral("— inconclusive: not measurable here: ")));
+    // The note says what was measured: slower, and heavier.
+    QVERIFY2(r.note.contains(QStringLiteral("0.71x fp32's speed")) && r.note.contains(QStringLiteral("Slower here")),
+             qPrintable(r.note));
+    QCOMPARE(r.chart, QStringLiteral("throughput"));
+    // The same, CPU-sized tensor-cores lesson.
+    QCOMPARE(conclude("tensor-cores", runs).verdict, Verdict::Inconclusive);
+  }
+
+  // On a GPU the speed is AMP's own: faster confirms, slower does not, whatever the flat loss.
+  void recipeOnTensorCoresIsJudgedOnItsSpeed() {
+    Runs fast;
+    fast.add({"tensor-cores/fp32", PrecisionMode::Fp32, 1.01, 1.01, 3.32, 1000, QStringLiteral("fp32 native"), -1, -1});
+    fast.add({"tensor-cores/fp16", PrecisionMode::AmpFp16, 1.01, 1.01, 1.82, 600, kTensorCores, -1, -1});
+    ui::LessonResult r = conclude("tensor-cores", fast);
+    QCOMPARE(r.verdict, Verdict::Confirmed);
+    QVERIFY2(r.criterion.contains(QStringLiteral("fp16 at 1.82x fp32's speed")), qPrintable(r.criterion));
+    QVERIFY(r.note.isEmpty());  // nothing emulated: no excuse to make
+    Runs slow;
+    slow.add({"tensor-cores/fp32", PrecisionMode::Fp32, 1.01, 1.01, 3.32, 1000, QStringLiteral("fp32 native"), -1, -1});
+    slow.add({"tensor-cores/fp16", PrecisionMode::AmpFp16, 1.01, 1.01, 4.0, 600, kTensorCores, -1, -1});
+    r = conclude("tensor-cores", slow);
+    QCOMPARE(r.verdict, Verdict::NotConfirmed);
+    QVERIFY(!r.notMeasurable);
+  }
+
+  // fmnist-cnn: emulated fp16 measured faster than fp32 here. The note must not say "slower".
+  void theNoteFollowsWhatWasMeasured() {
+    Runs runs;
+    runs.add({"fmnist-cnn/fp32", PrecisionMode::Fp32, 2.3, 0.6, 32.1, 1000, {}, 0.6, 0.80});
+    runs.add({"fmnist-cnn/fp16", PrecisionMode::AmpFp16, 2.3, 0.6, 10.0, 900, kEmulated, 0.6, 0.81});
+    const ui::LessonResult r = conclude("fmnist-cnn", runs);
+    QCOMPARE(r.verdict, Verdict::Confirmed);  // fp32 learned, and the accuracies agree
+    QVERIFY2(r.note.contains(QStringLiteral("3.21x fp32's speed")), qPrintable(r.note));
+    QVERIFY2(!r.note.contains(QStringLiteral("slower"), Qt::CaseInsensitive), qPrintable(r.note));
+    QVERIFY2(!r.note.contains(QStringLiteral("outweigh")), qPrintable(r.note));  // it used less memory
+    // The spirals: one run, no fp32 to be slower than.
+    Runs one;
+    one.add({"spirals", PrecisionMode::AmpFp16, 0.7, 0.3, 1.0, 1000, kEmulated, 0.3, 0.9});
+    const ui::LessonResult s = conclude("spirals", one);
+    QVERIFY2(!s.note.contains(QStringLiteral("slower"), Qt::CaseInsensitive) && !s.note.contains(QStringLiteral("fp32's")),
+             qPrintable(s.note));
+    QVERIFY2(s.note.contains(QStringLiteral("emulates")), qPrintable(s.note));
+  }
+
+  // A comparison of results where fp32 learned nothing is no comparison.
+  void agreeingLossesOnAFlatCurveAreInconclusive() {
+    Runs runs;
+    runs.add({"fmnist-mlp/fp32", PrecisionMode::Fp32, 2.30, 2.30, 10, 1000, {}, -1, -1});
+    runs.add({"fmnist-mlp/fp16", PrecisionMode::AmpFp16, 2.30, 2.30, 10, 1000, {}, -1, -1});
+    QCOMPARE(conclude("fmnist-mlp", runs).verdict, Verdict::Inconclusive);
+    Runs learned;
+    learned.add({"fmnist-mlp/fp32", PrecisionMode::Fp32, 2.30, 0.50, 10, 1000, {}, -1, -1});
+    learned.add({"fmnist-mlp/fp16", PrecisionMode::AmpFp16, 2.30, 0.51, 10, 1000, {}, -1, -1});
+    QCOMPARE(conclude("fmnist-mlp", learned).verdict, Verdict::Confirmed);
+  }
+
+  // gpt-fp32-ops: three curves on one line cannot show why the ops stay in fp32.
+  void identicalCurvesConfirmNothing() {
+    Runs same;
+    same.add({"gpt-fp32-ops/fp32_lists", PrecisionMode::AmpFp16, 5.5, 3.0, 10, 1000, kEmulated, 3.1, -1});
+    same.add({"gpt-fp32-ops/softmax_fp16", PrecisionMode::AmpFp16, 5.5, 3.0, 10, 1000, kEmulated, 3.1, -1});
+    same.add({"gpt-fp32-ops/softmax_layernorm_fp16", PrecisionMode::AmpFp16, 5.5, 3.0, 10, 1000, kEmulated, 3.1, -1});
+    const ui::LessonResult r = conclude("gpt-fp32-ops", same);
+    QCOMPARE(r.verdict, Verdict::Inconclusive);
+    QVERIFY(r.notMeasurable);
+    Runs moved;
+    moved.add({"gpt-fp32-ops/fp32_lists", PrecisionMode::AmpFp16, 5.5, 3.0, 10, 1000, kEmulated, 3.1, -1});
+    moved.add({"gpt-fp32-ops/softmax_fp16", PrecisionMode::AmpFp16, 5.5, 3.03, 10, 1000, kEmulated, 3.13, -1});
+    moved.add({"gpt-fp32-ops/softmax_layernorm_fp16", PrecisionMode::AmpFp16, 5.5, 3.05, 10, 1000, kEmulated, 3.16, -1});
+    QCOMPARE(conclude("gpt-fp32-ops", moved).verdict, Verdict::Confirmed);
+  }
+};
+
+QTEST_MAIN(TestLessonVerdicts)
+#include "tst_lesson_verdicts.moc"
