@@ -13,6 +13,11 @@
 // so setting them in main() is too late: the program sets GOMP_SPINCOUNT and executes itself
 // again (/proc/self/exe, same arguments), once. A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT
 // wins (nothing is changed), and a marker variable makes a second re-execution impossible.
+// (Setting the variable from the executable's .preinit_array, which runs before libgomp's
+// constructor, does not work: glibc's own initialisation, which runs after it, restores the
+// environment the program started with.) A program started through the dynamic loader
+// (`ld.so --library-path DIR PROGRAM`, as installer/package_test.sh hides NVIDIA's libraries)
+// is not executed again: /proc/self/exe is then the loader. It keeps libgomp's default waiting.
 #pragma once
 
 #include <functional>
@@ -35,5 +40,8 @@ bool shouldReexecForShortSpin(const std::function<const char*(const char*)>& loo
 // only when nothing needed doing or the re-execution failed (the program then runs on as
 // before, with libgomp's default waiting).
 void ensureShortOpenMpSpin(char** argv);
+
+// True when the kernel ran the dynamic loader as the program (`ld.so PROGRAM ...`).
+bool startedThroughTheDynamicLoader();
 
 }  // namespace amp

@@ -32,6 +32,28 @@ endif()
 expect_fail(2 "unknown command" frobnicate)
 expect_fail(2 "--to" convert 1.0)
 
+# OpenMP's idle threads spin briefly (GOMP_SPINCOUNT=10000, engine/core/openmp_wait_policy.h):
+# libgomp itself reports the value it read at start-up (OMP_DISPLAY_ENV=verbose), so this sees
+# the setting take effect in the re-executed program, not just the variable. The user's own
+# choice is left alone. Started through the dynamic loader (as installer/package_test.sh starts
+# it with NVIDIA's libraries hidden) the program is not executed again, and runs: re-executing
+# /proc/self/exe there ran the loader on "devices" ("cannot open shared object file").
+function(expect_spin expected)
+  execute_process(COMMAND env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY -u AMPSTUDIO_OMP_WAIT_SET
+                          OMP_DISPLAY_ENV=verbose ${ARGN} devices
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT "${out}${err}" MATCHES "GOMP_SPINCOUNT = '${expected}'"
+     OR NOT "${out}" MATCHES "cpu")
+    message(FATAL_ERROR "expected `devices` to run with libgomp's GOMP_SPINCOUNT '${expected}' for ${ARGN} (rc ${rc}):\n${out}${err}")
+  endif()
+endfunction()
+expect_spin(10000 ${CLI})
+expect_spin(12345 env GOMP_SPINCOUNT=12345 ${CLI})
+execute_process(COMMAND readelf -l ${CLI} OUTPUT_VARIABLE phdrs)
+if(phdrs MATCHES "interpreter: ([^]]+)]" AND NOT SANITIZE)
+  expect_spin(300000 ${CMAKE_MATCH_1} ${CLI})  # libgomp's default: not re-executed
+endif()
+
 # --set of the key a preset's variants vary means one run with that value (the recipe runs
 # fp32, fp16 and bf16; "--set amp.mode=bf16" is one bf16 run, not three runs all in bf16).
 execute_process(COMMAND ${CLI} run --preset recipe --set amp.mode=bf16 --set train.steps=2

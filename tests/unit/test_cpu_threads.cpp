@@ -129,4 +129,7 @@ TEST(WaitPolicy, ReexecutesOnlyWhenTheUserChoseNothingAndNeverTwice) {
   EXPECT_FALSE(shouldReexecForShortSpin(env({{"GOMP_SPINCOUNT", "10000"}})));
   // The re-executed process never re-executes again, even if the policy got lost.
   EXPECT_FALSE(shouldReexecForShortSpin(env({{kWaitPolicyMarker, "1"}})));
+  // This test program was started by the kernel with its interpreter (the loader case is
+  // cli_contract's: the CLI run as `ld.so ampstudio-cli devices`).
+  EXPECT_FALSE(startedThroughTheDynamicLoader());
 }
