@@ -1,5 +1,6 @@
 #include "ui/lesson_panel.h"
 
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QListWidget>
 #include <QMap>
@@ -11,6 +12,7 @@
 
 #include "engine/backend/backend_registry.h"
 #include "engine/config/presets.h"
+#include "ui/theme.h"
 
 namespace amp::ui {
 
@@ -52,6 +54,12 @@ LessonPanel::LessonPanel(QWidget* parent) : QWidget(parent) {
   m_list->setCurrentRow(0);
 }
 
+void LessonPanel::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  // The theme changed: the text's warning takes the new palette's colours.
+  if (event->type() == QEvent::PaletteChange) showLesson();
+}
+
 bool lessonRunsCpuSized(const Preset& p) { return p.needsGpu && !gpuInventory().usable(); }
 
 QString LessonPanel::currentLesson() const {
@@ -84,11 +92,16 @@ void LessonPanel::showLesson() {
     QStringList sized;
     for (const auto& [k, v] : p->cpuSized)
       sized << QStringLiteral("%1=%2").arg(QString::fromStdString(k), QString::fromStdString(v));
-    html += tr("<p style='background:#fff3cd; padding:4px'><b>No usable GPU here:</b> %1. This "
+    // The theme's warning colours, fill and text both: a fixed pale fill under the dark
+    // palette's light text could not be read (issue 42 item 3).
+    html += QStringLiteral("<p style='background-color:%1; color:%2; padding:4px'>")
+                .arg(warningBackground().name(), warningText().name()) +
+            tr("<b>No usable GPU here:</b> %1. This "
                "lesson is made for one; Load and Run use the CPU-sized recipe instead (%2): the "
-               "same three runs side by side, smaller, and the speed-ups a CPU gives.</p>")
+               "same three runs side by side, smaller, and the speed-ups a CPU gives.")
                 .arg(QString::fromStdString(gpuInventory().unavailableReason).toHtmlEscaped(),
-                     sized.join(QStringLiteral(", ")).toHtmlEscaped());
+                     sized.join(QStringLiteral(", ")).toHtmlEscaped()) +
+            QStringLiteral("</p>");
     m_run->setText(tr("Run CPU-sized"));
   }
   html += QStringLiteral("<p>%1</p>").arg(QString::fromStdString(p->explanation).toHtmlEscaped());

@@ -27,10 +27,14 @@ class LessonPanel : public QWidget {
   QString currentLesson() const;
   bool selectLesson(const QString& name);  // false if unknown
   void setRunEnabled(bool enabled);        // the experiment panel is valid
+  QTextBrowser* textView() const { return m_text; }  // the lesson's explanation (for tests)
 
  signals:
   void loadRequested(const QString& name);
   void runRequested(const QString& name);
+
+ protected:
+  void changeEvent(QEvent* event) override;
 
  private:
   void showLesson();

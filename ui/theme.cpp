@@ -115,6 +115,8 @@ QIcon twinRunsIcon() {
 
 QColor errorColor() { return g_theme == Theme::Dark ? QColor(255, 110, 100) : QColor(200, 30, 30); }
 QColor warningColor() { return g_theme == Theme::Dark ? QColor(255, 190, 80) : QColor(190, 110, 0); }
+QColor warningBackground() { return g_theme == Theme::Dark ? QColor(0x4a, 0x3a, 0x12) : QColor(0xff, 0xf3, 0xcd); }
+QColor warningText() { return g_theme == Theme::Dark ? QColor(0xf6, 0xe7, 0xc1) : QColor(0x4d, 0x3a, 0x00); }
 
 QFont scaledFont(const QFont& base, double factor) {
   QFont out = base;

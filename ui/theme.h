@@ -19,6 +19,10 @@ constexpr int kRunColorCount = 16;
 QColor runColor(int index);
 QColor errorColor();           // invalid fields, failed runs
 QColor warningColor();         // diverged runs, skipped steps
+// A warning box's fill and text in the current theme (pale amber with dark text in light, dark
+// amber with light text in dark): a fixed pale fill left the dark palette's light text unreadable.
+QColor warningBackground();
+QColor warningText();
 
 // A standard icon drawn for the current palette: Fusion's glyphs are dark grey, invisible on the
 // dark palette's tool bar, so there their dark pixels are lightened (hue and alpha kept).
