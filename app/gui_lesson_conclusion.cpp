@@ -595,6 +595,8 @@ ui::LessonResult lessonResult(const Preset& p, const QVector<const ui::RunData*>
     fp32OpsResult(runs, out);
   else if (p.name == "gpt")
     languageModelResult(runs, out);
+  else if (fp8LessonResult(p, runs, out))  // gui_lesson_conclusion_fp8.cpp (issue 39)
+    ;
   else
     modesResult(p, runs, out);
   // A language model's lesson ends with what it learnt to write (the first run that wrote).

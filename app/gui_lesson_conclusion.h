@@ -23,6 +23,10 @@ namespace amp::gui {
 // nothing to say yet (no run has a step).
 ui::LessonResult lessonResult(const Preset& preset, const QVector<const ui::RunData*>& runs);
 
+// The fp8 lessons (gui_lesson_conclusion_fp8.cpp): fills `out` and returns true for one of
+// them, false for any other preset.
+bool fp8LessonResult(const Preset& preset, const QVector<const ui::RunData*>& runs, ui::LessonResult& out);
+
 // The variant label of a lesson run ("fp16_noscale" for "underflow/fp16_noscale").
 QString variantLabel(const ui::RunData& run);
 

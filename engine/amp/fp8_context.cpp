@@ -20,7 +20,7 @@ namespace {
   throw ConfigError(key + ": " + what);
 }
 
-const char* const kRecipes = "delayed | current | mxfp8 | blockwise | nvfp4";
+const char* const kRecipes = "delayed | current | unscaled | mxfp8 | blockwise | nvfp4";
 
 std::vector<std::string> splitList(const std::string& s) {
   std::vector<std::string> out;
@@ -70,7 +70,9 @@ std::optional<Spike> parseSpike(const std::string& text) {
 
 Fp8Context::Recipe Fp8Context::parseRecipe(const std::string& name) {
   if (name == "delayed") return Recipe::Delayed;
-  if (name == "current") return Recipe::Current;
+  // unscaled: a per-tensor recipe whose scale is always 1 (what fp8 without scaling loses: the
+  // "fp8 needs a scale" lesson); specFor tells it from current by the configured name.
+  if (name == "current" || name == "unscaled") return Recipe::Current;
   if (name == "mxfp8") return Recipe::Mxfp8;
   if (name == "blockwise") return Recipe::Blockwise;
   if (name == "nvfp4") return Recipe::Nvfp4;
@@ -86,7 +88,9 @@ void validateFp8Config(const Fp8Config& c) {
     }
     refuse(key, "expected one of " + list + ", got '" + v + "'");
   };
-  oneOf("fp8.recipe", c.recipe, {"delayed", "current", "mxfp8", "blockwise", "nvfp4"});
+  oneOf("fp8.recipe", c.recipe, {"delayed", "current", "unscaled", "mxfp8", "blockwise", "nvfp4"});
+  if (c.recipe == "unscaled" && !c.whatIf.empty())
+    refuse("fp8.what_if", "an unscaled run has no what-if recipe (run the other recipe and compare)");
   oneOf("fp8.format", c.format, {"hybrid", "e4m3"});
   oneOf("fp8.amax_compute", c.amaxCompute, {"max", "most_recent"});
   oneOf("fp8.mx_rounding", c.mxRounding, {"floor", "ceil", "fit"});
@@ -114,6 +118,8 @@ std::string describeFp8Recipe(const Fp8Config& c) {
     s << "fp8 delayed (" << c.format << ", " << c.historyLen << ", " << c.amaxCompute << ")";
   } else if (c.recipe == "current") {
     s << "fp8 current (" << c.format << ")";
+  } else if (c.recipe == "unscaled") {
+    s << "fp8 unscaled (" << c.format << ", scale 1)";
   } else if (c.recipe == "mxfp8") {
     s << "mxfp8 (" << c.format << ", " << c.mxRounding << ")";
   } else {
@@ -230,7 +236,9 @@ QuantSpec Fp8Context::specFor(Recipe recipe, const std::string& tensor, Fp8Role 
     }
     case Recipe::Current:
       s.scaling = QuantSpec::Scaling::PerTensor;
-      s.tensorScale = perTensorScale(amax, miniMax(s.format), static_cast<int>(m_config.margin), 1.0f);
+      s.tensorScale = m_config.recipe == "unscaled"
+                          ? 1.0f
+                          : perTensorScale(amax, miniMax(s.format), static_cast<int>(m_config.margin), 1.0f);
       break;
     case Recipe::Mxfp8:
       s.scaling = QuantSpec::Scaling::Mx;

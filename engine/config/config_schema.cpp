@@ -173,7 +173,7 @@ std::vector<ConfigKey> buildKeys() {
                  c.mode = *m;
                },
                [](const RunConfig& c) { return std::string(precisionModeName(c.mode)); }});
-  k.push_back(choiceKey("fp8.recipe", "amp.mode=fp8: delayed (per-tensor, amax history) | current (per-tensor, this step's amax) | mxfp8 (1x32 blocks, E8M0 scales) | blockwise (1x128 / 128x128, DeepSeek-V3) | nvfp4 (E2M1, E4M3 scale per 16, fp32 per tensor)", {"delayed", "current", "mxfp8", "blockwise", "nvfp4"}, [](RunConfig& c) { return &c.fp8.recipe; }));
+  k.push_back(choiceKey("fp8.recipe", "amp.mode=fp8: delayed (per-tensor, amax history) | current (per-tensor, this step's amax) | unscaled (per-tensor, scale 1: fp8 without scaling) | mxfp8 (1x32 blocks, E8M0 scales) | blockwise (1x128 / 128x128, DeepSeek-V3) | nvfp4 (E2M1, E4M3 scale per 16, fp32 per tensor)", {"delayed", "current", "unscaled", "mxfp8", "blockwise", "nvfp4"}, [](RunConfig& c) { return &c.fp8.recipe; }));
   k.push_back(choiceKey("fp8.format", "fp8: hybrid (E4M3 forward, E5M2 gradients) | e4m3 (everywhere)", {"hybrid", "e4m3"}, [](RunConfig& c) { return &c.fp8.format; }));
   k.push_back(intKey("fp8.history_len", "fp8 delayed: amax history length in steps (>= 1)", [](RunConfig& c) { return &c.fp8.historyLen; }));
   k.push_back(choiceKey("fp8.amax_compute", "fp8 delayed: max | most_recent over the history", {"max", "most_recent"}, [](RunConfig& c) { return &c.fp8.amaxCompute; }));

@@ -4,6 +4,8 @@
 
 namespace amp {
 
+void appendFp8Presets(std::vector<Preset>& v);  // presets_fp8.cpp: the fp8 lessons (issue 39)
+
 namespace {
 
 const Overrides kRecipe = {
@@ -266,6 +268,7 @@ std::vector<Preset> build() {
                 {"optimizer.lr", "0.01"}, {"train.batch_size", "100"}, {"train.steps", "1000"},
                 {"train.eval_every", "50"}, {"train.histogram_every", "20"}, {"amp.mode", "fp16"}},
                {}, false, {}, "weight_grad|0.weight", "", /*demoPace=*/100});
+  appendFp8Presets(v);
   return v;
 }
 

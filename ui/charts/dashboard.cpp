@@ -13,6 +13,8 @@
 
 #include "ui/charts/accuracy_chart.h"
 #include "ui/charts/decision_chart.h"
+#include "ui/charts/fp8_heat_map.h"
+#include "ui/charts/fp8_scale_timeline.h"
 #include "ui/charts/histogram_view.h"
 #include "ui/charts/layer_grid_panel.h"
 #include "ui/charts/loss_chart.h"
@@ -34,7 +36,9 @@ Dashboard::Dashboard(QWidget* parent)
       m_memory(new MemoryChart),
       m_layers(new LayerGridPanel),
       m_updates(new LostUpdatesChart),
-      m_data(new DecisionChart) {
+      m_data(new DecisionChart),
+      m_fp8Scale(new Fp8ScaleTimeline),
+      m_fp8Heat(new Fp8HeatMapPanel) {
   m_grid = new QWidget;
   auto* columns = new QSplitter(Qt::Vertical, m_grid);
   for (QSplitter*& row : m_rows) {
@@ -102,6 +106,7 @@ void Dashboard::setFocusRun(int runId) {
   m_memory->setSelectedRun(runId);
   m_layers->setSelectedRun(runId);
   m_data->setSelectedRun(runId);
+  m_fp8Heat->setSelectedRun(runId);
 }
 
 QList<ChartPanel*> Dashboard::panels() const {
@@ -109,11 +114,13 @@ QList<ChartPanel*> Dashboard::panels() const {
   return {m_loss, m_scale, m_histogram, m_accuracy, m_throughput, m_memory};
 }
 
-QList<ChartPanel*> Dashboard::tabPanels() const { return {m_updates, m_data, m_layers}; }
+QList<ChartPanel*> Dashboard::tabPanels() const { return {m_updates, m_data, m_layers, m_fp8Scale, m_fp8Heat}; }
 
 QList<ChartPanel*> Dashboard::allPanels() const { return panels() << tabPanels(); }
 
 QString Dashboard::tabTitle(const ChartPanel* p) const {
+  if (p == m_fp8Scale) return tr("fp8 scales");
+  if (p == m_fp8Heat) return tr("fp8 heat map");
   return p == m_updates ? tr("Lost updates") : p == m_data ? tr("Data") : tr("Layers");
 }
 

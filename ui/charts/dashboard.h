@@ -22,6 +22,8 @@ class HistogramView;
 class LayerGridPanel;
 class LostUpdatesChart;
 class DecisionChart;
+class Fp8HeatMapPanel;
+class Fp8ScaleTimeline;
 class LossChart;
 class MemoryChart;
 class ScaleChart;
@@ -87,6 +89,8 @@ class Dashboard : public QWidget {
   ChartPanel* currentTab() const;
   LostUpdatesChart* lostUpdatesChart() const { return m_updates; }  // "updates": the lost-update meter
   DecisionChart* decisionChart() const { return m_data; }  // "data": points and decision regions
+  Fp8ScaleTimeline* fp8ScaleTimeline() const { return m_fp8Scale; }  // "fp8-scale" (issue 39)
+  Fp8HeatMapPanel* fp8HeatMap() const { return m_fp8Heat; }          // "fp8-heat"
 
   // Whole dashboard as a 3 x 2 grid under a header naming the runs. `format`: "png", "svg",
   // "pdf" or empty for the path's suffix. PNG: `size` in pixels at `dpi`; SVG/PDF: logical size.
@@ -123,6 +127,8 @@ class Dashboard : public QWidget {
   LayerGridPanel* m_layers;
   LostUpdatesChart* m_updates;
   DecisionChart* m_data;
+  Fp8ScaleTimeline* m_fp8Scale;
+  Fp8HeatMapPanel* m_fp8Heat;
   QTabWidget* m_gridTabs;  // grid layout: the six charts on one tab, the layers on another
   QVector<const RunData*> m_runs;
   int m_focusRun = -1;
