@@ -272,6 +272,75 @@ void gradientsNeedE5m2(const QVector<const ui::RunData*>& runs, ui::LessonResult
                            number(h.sqnrDb));
 }
 
+double finalTestLoss(const ui::RunData& r) {
+  return r.series.testLoss.isEmpty() ? std::nan("") : r.series.testLoss.back();
+}
+
+// 5. Four bits.
+void fourBits(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
+  out.claim = tr("NVFP4's two-level block scales alone leave a small transformer's validation loss behind "
+                 "bf16's after the same steps; the random Hadamard transform on the weight-gradient GEMM "
+                 "closes at least half of that gap. Stochastic rounding's effect over these steps is "
+                 "measured and stated.");
+  out.chart = QStringLiteral("loss");
+  const ui::RunData* bf16 = variant(runs, QStringLiteral("bf16"));
+  const ui::RunData* plain = variant(runs, QStringLiteral("nvfp4"));
+  const ui::RunData* rht = variant(runs, QStringLiteral("nvfp4_rht"));
+  const ui::RunData* sr = variant(runs, QStringLiteral("nvfp4_rht_sr"));
+  const double lb = bf16 ? finalTestLoss(*bf16) : std::nan("");
+  for (const ui::RunData* r : runs) {
+    const double v = finalTestLoss(*r);
+    QString text = tr("validation loss %1 after %2 steps").arg(number(v)).arg(r->series.size());
+    if (r != bf16 && std::isfinite(lb) && std::isfinite(v))
+      text += tr(", %1 above bf16's").arg(number(v - lb));
+    if (r->config.mode == PrecisionMode::Fp8) {
+      const GradientFigures g = gradientFigures(*r);
+      text += tr("; gradients flushed to zero %1, SQNR %2 dB").arg(percent(g.underflow), number(g.sqnrDb));
+    }
+    addFinding(out, *r, text);
+  }
+  if (!bf16 || !plain || !rht || !sr)
+    return missingRuns(out, {QStringLiteral("bf16"), QStringLiteral("nvfp4"), QStringLiteral("nvfp4_rht"),
+                             QStringLiteral("nvfp4_rht_sr")});
+  const double gp = finalTestLoss(*plain) - lb, gr = finalTestLoss(*rht) - lb, gs = finalTestLoss(*sr) - lb;
+  const bool finite = std::isfinite(gp) && std::isfinite(gr) && std::isfinite(gs);
+  out.verdict = verdictOf(finite && gp > 0.02 * lb && gr <= 0.5 * gp);
+  out.criterion = tr("nvfp4 alone ended %1 above bf16's %2 (more than 2% of it expected); with RHT %3 (half "
+                     "the gap or less expected); with RHT and stochastic rounding %4, %5")
+                      .arg(number(gp), number(lb), number(gr), number(gs),
+                           gs < gr ? tr("closer still") : tr("not closer than RHT alone over these steps"));
+}
+
+// 6. The accumulator (a model).
+void accumulator(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
+  out.claim = tr("In the accumulation MODEL, a long reduction into a 6-bit accumulator loses its small "
+                 "products and the run learns little; promoting the partial sums into fp32 every 128 "
+                 "products restores most of what was lost.");
+  out.chart = QStringLiteral("loss");
+  const ui::RunData* exact = variant(runs, QStringLiteral("exact_fp32"));
+  const ui::RunData* none = variant(runs, QStringLiteral("acc6_no_promotion"));
+  const ui::RunData* promo = variant(runs, QStringLiteral("acc6_promote128"));
+  for (const ui::RunData* r : runs) {
+    const Fp8Config& c = r->config.fp8;
+    const QString how = c.accumBits <= 0 ? tr("exact fp32 accumulation")
+                        : c.accumPromote >= 100000
+                            ? tr("%1-bit accumulator (model), never promoted").arg(c.accumBits)
+                            : tr("%1-bit accumulator (model), promoted every %2").arg(c.accumBits).arg(c.accumPromote);
+    addFinding(out, *r, tr("%1: %2").arg(how, lossText(*r)));
+  }
+  if (!exact || !none || !promo)
+    return missingRuns(out, {QStringLiteral("exact_fp32"), QStringLiteral("acc6_no_promotion"),
+                             QStringLiteral("acc6_promote128")});
+  const double le = finalLoss(*exact), ln = finalLoss(*none), lp = finalLoss(*promo);
+  const double gn = ln - le, gp = lp - le;
+  out.verdict = verdictOf(std::isfinite(gn) && std::isfinite(gp) && ln >= 1.5 * le && gp <= gn / 3);
+  out.criterion = tr("never promoted, the loss ended at %1 against exact accumulation's %2 (1.5x or more "
+                     "expected); promoted every 128 products, at %3: %4 of the gap left (a third or less expected)")
+                      .arg(number(ln), number(le), number(lp), percent(gn > 0 ? gp / gn : std::nan("")));
+  out.note = tr("The accumulator is a model (fp8.accum_bits): partial sums truncated to N mantissa bits on the "
+                "CPU, not a measurement of any GPU.");
+}
+
 }  // namespace
 
 bool fp8LessonResult(const Preset& p, const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
@@ -283,6 +352,10 @@ bool fp8LessonResult(const Preset& p, const QVector<const ui::RunData*>& runs, u
     delayedLag(runs, out);
   else if (p.name == "fp8-gradients-e5m2")
     gradientsNeedE5m2(runs, out);
+  else if (p.name == "fp4")
+    fourBits(runs, out);
+  else if (p.name == "fp8-accumulator")
+    accumulator(runs, out);
   else
     return false;
   return true;
