@@ -19,6 +19,8 @@
 #include "ui/charts/fp8_scale_timeline.h"
 #include "ui/charts/fp8_series.h"
 #include "ui/charts/heat_map_item.h"
+#include "ui/charts/histogram_bins.h"
+#include "ui/charts/histogram_view.h"
 #include "ui/run_data.h"
 
 using namespace amp;
@@ -213,6 +215,53 @@ class TestFp8Views : public QObject {
     const QList<QPointF> dy = chart.seriesPoints(1, QStringLiteral("scale"));
     QVERIFY(!dy.isEmpty());
     QVERIFY(std::abs(dy[2].y() - std::log2(57344.0 / scaleOf(2, 1.0))) < 1e-9);
+  }
+
+  // Exponent histograms of an fp8 run's quantised tensors: the values after their scale, against
+  // the tensor's own format's range full height (E4M3 for x: normal 2^-6..448, i.e. the bins of
+  // exponents -6..8; subnormal -9..-7; E5M2 for dy: -14..15 and -16..-15), not fp16's.
+  void histogramShowsFp8TensorsAgainstTheirFormatsRange() {
+    RunData run = fp8Run(5, QStringLiteral("fp8"), 2);
+    StepMetrics m;
+    m.step = 3;
+    HistogramRecord g;  // the run's ordinary frame at the same step
+    g.tensor = "0.weight";
+    g.kind = HistogramKind::WeightGrad;
+    for (int i = 0; i < 10; ++i) g.scaled.add(1e-3), g.unscaled.add(1e-3);
+    m.histograms.push_back(g);
+    for (int t : {0, 1, 3, 4, 5, 2}) {
+      Fp8TensorRecord r = record(t, 3, 1.0);
+      // 100 values: 10 zeros, 60 at 2^2, 25 at 2^-7 (subnormal in E4M3), 5 at 2^-12 (below it)
+      r.count = 100;
+      r.scaledExponents = {{2, 60}, {-7, 25}, {-12, 5}};
+      m.fp8.push_back(r);
+    }
+    run.append(m);
+    HistogramView view;
+    view.resize(900, 700);
+    view.setRuns({&run});
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.refreshNow();
+    view.setSelectedTensor(QStringLiteral("activation|fp8:fc2.x"));
+    view.refreshNow();
+    QCOMPARE(view.selectedTensor(), QStringLiteral("activation|fp8:fc2.x"));
+    QCOMPARE(view.fp8FormatShown(), QStringLiteral("e4m3"));
+    QCOMPARE(view.fp8BandExtent(QStringLiteral("e4m3"), false), (std::pair<double, double>{-6, 9}));
+    QCOMPARE(view.fp8BandExtent(QStringLiteral("e4m3"), true), (std::pair<double, double>{-9, -6}));
+    const QString caption = view.captionText();
+    QVERIFY2(caption.contains(QStringLiteral("in E4M3: normal 60% · subnormal 25% · below its range 5% · above it 0% · zero before 10%")),
+             qPrintable(caption));
+    view.setSelectedTensor(QStringLiteral("activation_grad|fp8:fc2.dy"));
+    view.refreshNow();
+    QCOMPARE(view.fp8FormatShown(), QStringLiteral("e5m2"));
+    QCOMPARE(view.fp8BandExtent(QStringLiteral("e5m2"), false), (std::pair<double, double>{-14, 16}));
+    QCOMPARE(view.fp8BandExtent(QStringLiteral("e5m2"), true), (std::pair<double, double>{-16, -14}));
+    // An ordinary tensor: fp16's bands again, no fp8 band.
+    view.setSelectedTensor(QStringLiteral("weight_grad|0.weight"));
+    view.refreshNow();
+    QCOMPARE(view.fp8FormatShown(), QString());
+    QCOMPARE(view.fp8BandExtent(QStringLiteral("e4m3"), false), (std::pair<double, double>{0, 0}));
   }
 
   void viewsAreDashboardTabsAndExport() {

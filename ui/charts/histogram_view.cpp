@@ -216,6 +216,8 @@ const HistogramRecord* HistogramView::findRecord(const HistogramFrame& frame) co
 }
 
 void HistogramView::updateTensorList(const RunData* run) {
+  // An fp8 run's quantised tensors (from its steps' fp8 records) are recorded on the same
+  // histogram steps as its frames.
   if (run->histograms.size() == m_tensorListFrames) return;
   m_tensorListFrames = run->histograms.size();
   const QSignalBlocker block(m_tensorBox);
@@ -225,6 +227,15 @@ void HistogramView::updateTensorList(const RunData* run) {
                              .arg(QString::fromStdString(r.tensor), histogramKindLabel(r.kind),
                                   QString::fromLatin1(dtypeName(r.dtype).data())),
                          tensorKey(r));
+  if (run->config.mode == PrecisionMode::Fp8) {
+    QHash<QString, QString> formats;
+    const std::vector<HistogramFrame> fp8 = fp8Frames(*run, &formats);
+    if (!fp8.empty())
+      for (const HistogramRecord& r : fp8.back().records)
+        m_tensorBox->addItem(tr("%1 · fp8 %2, after its scale")
+                                 .arg(QString::fromStdString(r.tensor.substr(4)), formats.value(tensorKey(r)).toUpper()),
+                             tensorKey(r));
+  }
   int index = m_tensorBox->findData(m_tensorKey);
   if (index < 0) index = 0;
   m_tensorBox->setCurrentIndex(index);
@@ -267,6 +278,9 @@ void HistogramView::rebuildSeries() {
   m_fp16Normal = band(tr("fp16 normal"), QColor(44, 160, 44, 34));
   m_fp16Subnormal = band(tr("fp16 subnormal"), QColor(255, 127, 14, 46));
   m_bf16Normal = band(tr("bf16 normal ≥2⁻¹²⁶ ←"), QColor(31, 119, 180, 40));
+  addFp8Bands();  // E4M3, E5M2, E2M1: shown for an fp8 run's quantised tensors
+  m_fp8Run = nullptr;
+  m_fp8FormatShown.clear();
 
   m_unscaled = makeArea(tr("unscaled"));
   m_view->addSeries(m_unscaled);
@@ -275,6 +289,7 @@ void HistogramView::rebuildSeries() {
   m_compare = new QLineSeries;
   m_view->addSeries(m_compare);
   m_compare->setVisible(false);
+  m_view->setLegendEntryVisible(m_compare, false);  // no run compared: no nameless swatch
 
   m_rangeLines.clear();
   const struct {

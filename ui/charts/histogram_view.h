@@ -9,6 +9,7 @@
 // a time and a tab bar picks which.
 #pragma once
 
+#include <QHash>
 #include <QPointer>
 
 #include <optional>
@@ -47,6 +48,14 @@ class HistogramView : public ChartPanel {
   int comparedRun() const { return m_compareId; }
   // The outline drawn (empty when none): for tests.
   QList<QPointF> comparedOutline() const;
+  // fp8 runs (issue 39): each quantised tensor's exponents after its scale, keyed
+  // "<kind>|fp8:<tensor>" ("activation|fp8:2.x"), drawn against the fp8 / fp4 ranges: the
+  // tensor's own format (E4M3, E5M2, E2M1) as full-height bands, the other two as strips.
+  static bool isFp8Key(const QString& key);
+  // The format whose range is drawn full height ("e4m3"), "" while an fp16/bf16 tensor is shown;
+  // and a band's [left, right) on the exponent axis as placed (empty when hidden): for tests.
+  QString fp8FormatShown() const { return m_fp8FormatShown; }
+  std::pair<double, double> fp8BandExtent(const QString& format, bool subnormal) const;
   ChartView* heatMapView() const { return m_heatView; }
   // The bar chart's caption as shown: run, dtype, zero / underflow / subnormal / overflow
   // fractions, and what rounding flushed to zero or to inf ("" when nothing is shown).
@@ -128,6 +137,25 @@ class HistogramView : public ChartPanel {
   double m_heatColumn = 1;                 // steps per image column
   std::size_t m_tensorListFrames = 0;      // frames seen when the tensor list was filled
   std::optional<HistogramRecord> m_shown;  // a copy: the run's frames may reallocate
+
+  // fp8 (histogram_view_fp8.cpp): frames built from the run's fp8 records on histogram steps.
+  static std::vector<HistogramFrame> fp8Frames(const RunData& run, QHash<QString, QString>* formats = nullptr);
+  // The frames the selected tensor lives in: the run's own, or its fp8 frames (cached).
+  const std::vector<HistogramFrame>& framesOf(const RunData* run) const;
+  void addFp8Bands();
+  void placeFp8Bands(const QString& format);  // "" hides them
+  QString fp8Caption(const RunData* run, const HistogramRecord& rec, const HistogramFrame& frame) const;
+  mutable std::vector<HistogramFrame> m_fp8Frames;
+  mutable const RunData* m_fp8Run = nullptr;
+  mutable std::size_t m_fp8Steps = 0;
+  mutable QHash<QString, QString> m_fp8Formats;  // key -> "e4m3"
+  struct Fp8Band {
+    QString format;
+    QAreaSeries* normal = nullptr;
+    QAreaSeries* subnormal = nullptr;
+  };
+  std::vector<Fp8Band> m_fp8Bands;
+  QString m_fp8FormatShown;
 };
 
 }  // namespace amp::ui

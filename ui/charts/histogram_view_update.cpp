@@ -101,6 +101,7 @@ void HistogramView::showEmpty(const QString& message) {
   }
   for (QAreaSeries* band : {m_fp16Normal, m_fp16Subnormal, m_bf16Normal})
     if (band) setBackgroundBand(band, 0, 0, 0, 0);
+  placeFp8Bands({});
   m_view->setCaption({});
   m_view->setTitle(tr("Exponent histogram"));
   m_view->setPlaceholder(message);
@@ -122,7 +123,9 @@ void HistogramView::updateSeries() {
                                : tr("histograms are off for this run (train.histogram_every = 0)"));
   }
   updateTensorList(run);
-  const HistogramFrame& frame = run->histograms.back();
+  const std::vector<HistogramFrame>& frames = framesOf(run);
+  if (frames.empty()) return showEmpty(tr("no fp8 histograms yet — they are recorded on histogram steps"));
+  const HistogramFrame& frame = frames.back();
   const HistogramRecord* rec = findRecord(frame);
   if (!rec) return showEmpty(tr("this tensor is not in the latest frame"));
   m_view->setPlaceholder({});
@@ -136,8 +139,13 @@ void HistogramView::updateComparison(const RunData* shown) {
   const RunData* other = nullptr;
   for (const RunData* r : visibleRuns())
     if (r->id == m_compareId && r != shown) other = r;
-  const HistogramRecord* rec = other && !other->histograms.empty() ? findRecord(other->histograms.back()) : nullptr;
+  // An fp8 tensor's frames are built from the other run's records too.
+  std::vector<HistogramFrame> otherFp8;
+  if (other && isFp8Key(m_tensorKey)) otherFp8 = fp8Frames(*other);
+  const std::vector<HistogramFrame>* otherFrames = other ? (isFp8Key(m_tensorKey) ? &otherFp8 : &other->histograms) : nullptr;
+  const HistogramRecord* rec = otherFrames && !otherFrames->empty() ? findRecord(otherFrames->back()) : nullptr;
   m_compare->setVisible(rec != nullptr);
+  m_view->setLegendEntryVisible(m_compare, rec != nullptr);
   m_compareHighest = 0;
   if (!rec) return;
   // The same values as the bars: unscaled when only those are shown, else as stored.
@@ -146,16 +154,19 @@ void HistogramView::updateComparison(const RunData* shown) {
   m_compareHighest = highestFraction(h);
   const QColor color = runColor(other, 0);
   m_compare->setPen(pen(color.darker(110), 2.2));
-  m_compare->setName(tr("%1, step %2").arg(other->name).arg(other->histograms.back().step));
+  m_compare->setName(tr("%1, step %2").arg(other->name).arg(otherFrames->back().step));
   tagSeries(m_compare, other->name, tr("fraction"));
 }
 
 void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, const HistogramFrame& frame) {
   m_shown = *rec;
   const QColor color = runColor(run, 0);
-  const bool both = m_domain == Domain::Both;
-  m_scaled->setVisible(m_domain != Domain::Unscaled);
-  m_unscaled->setVisible(m_domain != Domain::Scaled);
+  // An fp8 tensor has one side: its values times their fp8 scale, as the format receives them.
+  const bool fp8 = isFp8Key(m_tensorKey);
+  const bool both = m_domain == Domain::Both && !fp8;
+  m_scaled->setVisible(m_domain != Domain::Unscaled || fp8);
+  m_unscaled->setVisible(m_domain != Domain::Scaled && !fp8);
+  m_view->setLegendEntryVisible(m_unscaled, !fp8);
   if (m_scaled->isVisible()) {
     m_scaled->upperSeries()->replace(barOutline(rec->scaled));
     m_scaled->lowerSeries()->clear();
@@ -202,10 +213,18 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
     const QString label = sameSides ? tr("values") : name;
     caption << (bf16Run ? bf16Line(label, *h) : fractionsLine(tr("%1, as fp16").arg(label), *h));
   }
-  m_view->setCaption(caption.join(QLatin1Char('\n')));
-  m_view->setTitle(tr("%1 %2, step %3")
-                       .arg(QString::fromStdString(rec->tensor), histogramKindLabel(rec->kind))
-                       .arg(frame.step));
+  if (fp8) {
+    m_scaled->setName(tr("× its scale"));
+    m_view->setCaption(fp8Caption(run, *rec, frame));
+    m_view->setTitle(tr("%1 (fp8 %2) after its scale, step %3")
+                         .arg(QString::fromStdString(rec->tensor.substr(4)), histogramKindLabel(rec->kind))
+                         .arg(frame.step));
+  } else {
+    m_view->setCaption(caption.join(QLatin1Char('\n')));
+    m_view->setTitle(tr("%1 %2, step %3")
+                         .arg(QString::fromStdString(rec->tensor), histogramKindLabel(rec->kind))
+                         .arg(frame.step));
+  }
   m_view->applyAutoRange(kHistAxisMin, kHistAxisMax);
   if (m_view->isAutoY()) {
     const double highest = std::max({m_compareHighest, highestFraction(rec->scaled), highestFraction(rec->unscaled)});
@@ -213,6 +232,18 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
     // tallest bar off the frame.
     m_view->setNiceRange(m_view->yAxis(), 0, std::min(1.0, std::max(highest, 1e-3) * 1.04));
   }
+  if (fp8) {
+    for (QAreaSeries* band : {m_fp16Normal, m_fp16Subnormal, m_bf16Normal}) {
+      setBackgroundBand(band, 0, 0, 0, 0);
+      m_view->setLegendEntryVisible(band, false);
+    }
+    const QString key = QString::fromLatin1(histogramKindName(rec->kind).data()) + QLatin1Char('|') +
+                        QString::fromStdString(rec->tensor);
+    placeFp8Bands(m_fp8Formats.value(key));
+    return;
+  }
+  for (QAreaSeries* band : {m_fp16Normal, m_fp16Subnormal, m_bf16Normal}) m_view->setLegendEntryVisible(band, true);
+  placeFp8Bands({});
   placeRangeBands(bf16Run);
 }
 
@@ -233,7 +264,8 @@ void HistogramView::placeRangeBands(bool bf16Run) {
 }
 
 void HistogramView::updateHeatMap(const RunData* run) {
-  const std::size_t frames = run->histograms.size();
+  const std::vector<HistogramFrame>& all = framesOf(run);
+  const std::size_t frames = all.size();
   if (m_heatRun == run && m_heatKey == m_tensorKey && m_heatFrames == frames && m_heatDomain == m_domain)
     return;  // nothing new: the image stands
   m_heatRun = run;
@@ -243,12 +275,12 @@ void HistogramView::updateHeatMap(const RunData* run) {
   const Domain shown = m_domain == Domain::Unscaled ? Domain::Unscaled : Domain::Scaled;
   std::vector<const ExponentHistogram*> columns;
   columns.reserve(frames);
-  for (const HistogramFrame& f : run->histograms) {
+  for (const HistogramFrame& f : all) {
     const HistogramRecord* r = findRecord(f);
     columns.push_back(r ? &domainOf(*r, shown) : nullptr);
   }
-  const double first = double(run->histograms.front().step);
-  const double last = double(run->histograms.back().step);
+  const double first = double(all.front().step);
+  const double last = double(all.back().step);
   const int every = std::max(1, run->config.train.histogramEvery);
   m_heatColumn = frames > 1 ? (last - first) / double(frames - 1) : double(every);
   if (!(m_heatColumn > 0)) m_heatColumn = 1;
@@ -294,8 +326,9 @@ QString HistogramView::heatHoverText(const QPointF& value) const {
   const int bin = binAt(value.y());
   if (!m_heatRun || bin < 0) return {};
   const long long column = std::llround(std::floor((value.x() - m_heatX0) / m_heatColumn));
-  if (column < 0 || column >= (long long)m_heatRun->histograms.size()) return {};
-  const HistogramFrame& f = m_heatRun->histograms[std::size_t(column)];
+  const std::vector<HistogramFrame>& all = framesOf(m_heatRun);
+  if (column < 0 || column >= (long long)all.size()) return {};
+  const HistogramFrame& f = all[std::size_t(column)];
   const HistogramRecord* r = findRecord(f);
   if (!r) return {};
   const ExponentHistogram& h =
