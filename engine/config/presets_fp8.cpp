@@ -35,7 +35,7 @@ void appendFp8Presets(std::vector<Preset>& v) {
              {{"bf16", {{"amp.mode", "bf16"}}},
               {"fp8_unscaled", {{"fp8.recipe", "unscaled"}}},
               {"fp8_current", {{"fp8.recipe", "current"}}}}};
-    p.focus = "weight_grad|0.weight";
+    p.focus = "activation_grad|fp8:4.dy";  // the output layer's gradient after its (unit) scale
     p.focusVariant = "fp8_unscaled";
     p.focusChart = "fp8-heat";
     v.push_back(std::move(p));
@@ -50,7 +50,7 @@ void appendFp8Presets(std::vector<Preset>& v) {
              "block loses its small values. Compare the two runs' heat maps at step 20.",
              spiralsFp8({{"train.steps", "60"}, {"fp8.format", "e4m3"}, {"fp8.inject_spike", "20:2.x:100000"}}),
              {{"per_tensor", {{"fp8.recipe", "current"}}}, {"mxfp8", {{"fp8.recipe", "mxfp8"}}}}};
-    p.focus = "weight_grad|0.weight";
+    p.focus = "activation|fp8:2.x";  // the spiked tensor after its scale (step 20 is recorded)
     p.focusVariant = "per_tensor";
     p.focusChart = "fp8-heat";
     v.push_back(std::move(p));
@@ -68,7 +68,7 @@ void appendFp8Presets(std::vector<Preset>& v) {
                          {"fp8.history_len", "16"}, {"fp8.inject_spike", "20:2.x:10000"}}),
              {{"history_max", {{"fp8.amax_compute", "max"}}},
               {"most_recent", {{"fp8.amax_compute", "most_recent"}}}}};
-    p.focus = "weight_grad|0.weight";
+    p.focus = "activation|fp8:2.x";
     p.focusChart = "fp8-scale";
     v.push_back(std::move(p));
   }
@@ -84,7 +84,7 @@ void appendFp8Presets(std::vector<Preset>& v) {
              {{"hybrid", {{"fp8.recipe", "current"}, {"fp8.format", "hybrid"}}},
               {"e4m3", {{"fp8.recipe", "current"}, {"fp8.format", "e4m3"}}},
               {"e4m3_mxfp8", {{"fp8.recipe", "mxfp8"}, {"fp8.format", "e4m3"}}}}};
-    p.focus = "weight_grad|0.weight";
+    p.focus = "activation_grad|fp8:2.dy";
     p.focusVariant = "e4m3";
     p.focusChart = "fp8-heat";
     v.push_back(std::move(p));

@@ -183,6 +183,10 @@ ChartPanel* Dashboard::currentTab() const {
 
 void Dashboard::applyLayout(Layout layout) {
   if (layout == m_layout) return;
+  // The chart on screen stays on screen: a lesson's conclusion shows its chart, then the result
+  // panel's height can switch the grid to tabs, which reopened on the loss.
+  QWidget* shown = m_layout == Layout::Tabs ? m_tabs->currentWidget() : m_gridTabs->currentWidget();
+  auto* shownPanel = qobject_cast<ChartPanel*>(shown);
   m_layout = layout;
   const QList<ChartPanel*> all = panels();
   if (layout == Layout::Grid) {
@@ -205,6 +209,7 @@ void Dashboard::applyLayout(Layout layout) {
     m_tabs->setCornerWidget(m_header);
   }
   m_header->show();
+  if (shownPanel) showChart(shownPanel->name());
 }
 
 void Dashboard::setRuns(const QVector<const RunData*>& runs) {

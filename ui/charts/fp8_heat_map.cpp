@@ -449,7 +449,7 @@ void Fp8HeatMapPanel::paintMap(QPainter* p, const QRectF& target, bool header) c
   p->drawText(QRectF(bar.right() + 3, bar.bottom() - fm.height(), target.right() - bar.right() - 3, fm.height()),
               Qt::AlignLeft | Qt::AlignBottom, label(m_colourMin));
   if (m_anyAllZero) {  // grey cells: the tensor was all zero (a gradient nothing reached)
-    const QRectF swatch(bar.left(), cells.bottom() + 6, 10, fm.height() - 2);
+    const QRectF swatch(bar.left(), cells.bottom() + fm.height() + 6, 10, fm.height() - 2);
     p->fillRect(swatch, kAllZeroColour);
     p->drawText(QRectF(swatch.right() + 3, swatch.top() - 1, target.right() - swatch.right() - 3, fm.height()),
                 Qt::AlignLeft | Qt::AlignVCenter, tr("all 0"));
