@@ -46,6 +46,10 @@ constexpr ChartButtonText kChartButtons[] = {
      QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Lost updates ▸")},
     {"data", QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Show the decision regions"),
      QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Data ▸")},
+    {"fp8-heat", QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Show the fp8 heat map"),
+     QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "fp8 heat map ▸")},
+    {"fp8-scale", QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Show the fp8 scale timeline"),
+     QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "fp8 scales ▸")},
     {"loss", QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Show the loss"),
      QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Loss ▸")},
 };
