@@ -136,15 +136,44 @@ QColor LessonResultView::verdictColor() const {
   return dark ? QColor(0xf0, 0xb4, 0x4c) : QColor(0xa1, 0x5c, 0x00);
 }
 
-void LessonResultView::render() {
+void LessonResultView::applyCompact() {
+  // The verdict, then the lesson's title; compact: the verdict alone, the title and the claim in
+  // the headline's tooltip (the lesson panel shows both too).
   const QColor c = verdictColor();
   const QString mark = m_result.verdict == LessonResult::Verdict::Confirmed      ? QStringLiteral("✔")
                        : m_result.verdict == LessonResult::Verdict::NotConfirmed ? QStringLiteral("✘")
                                                                                  : QStringLiteral("?");
-  m_headline->setText(QStringLiteral("<span style='color:%1'>%2 %3</span> — %4")
-                          .arg(c.name(), mark, verdictText(m_result).toHtmlEscaped(),
-                               m_result.title.toHtmlEscaped()));
+  QString verdict = QStringLiteral("<span style='color:%1'>%2 %3</span>")
+                        .arg(c.name(), mark, verdictText(m_result).toHtmlEscaped());
+  if (m_compact && m_result.notMeasurable) {
+    // "not measurable here" in the criterion's size beside "Inconclusive": one line at 1024x640
+    // x1.5, where in the headline's size it wrapped.
+    const QFont small = scaledFont(font(), kClaimScale);
+    verdict = QStringLiteral("<span style='color:%1'>%2 %3</span><span style='color:%1; font-weight:normal; "
+                             "font-size:%4pt'> — %5</span>")
+                  .arg(c.name(), mark, verdictName(m_result.verdict).toHtmlEscaped())
+                  .arg(small.pointSizeF() > 0 ? small.pointSizeF() : 12.0)
+                  .arg(tr("not measurable here"));
+  }
+  m_headline->setText(m_compact ? verdict : QStringLiteral("%1 — %2").arg(verdict, m_result.title.toHtmlEscaped()));
+  m_headline->setToolTip(m_compact ? QStringLiteral("<b>%1</b><br>%2").arg(m_result.title.toHtmlEscaped(),
+                                                                            m_result.claim.toHtmlEscaped())
+                                   : QString());
+  m_claim->setVisible(!m_compact && !m_result.claim.isEmpty());
+  // Compact, the runs' lines in the application's font (still the presentation scale's).
+  m_applyingFonts = true;
+  m_findings->setFont(scaledFont(font(), m_compact ? 1.0 : kFindingScale));
+  // The criterion and the note a little smaller still: at x1.5 that is 1.35 times the normal
+  // text, and every line on screen reads better than half of them behind a scroll bar.
+  m_criterion->setFont(scaledFont(font(), m_compact ? kCompactDetailScale : 1.0));
+  m_note->setFont(scaledFont(font(), m_compact ? kCompactDetailScale : 1.0));
+  m_applyingFonts = false;
+}
+
+void LessonResultView::render() {
+  const QColor c = verdictColor();
   m_claim->setText(m_result.claim);
+  applyCompact();
   QStringList rows;
   for (const LessonResult::Finding& f : m_result.findings)
     rows << QStringLiteral("<span style='color:%1'>■</span>&nbsp;<b>%2</b>: %3")
@@ -176,9 +205,9 @@ void LessonResultView::applyFonts() {
   };
   m_headline->setFont(scaled(kHeadlineScale, true));
   m_claim->setFont(scaled(kClaimScale, false));
-  m_findings->setFont(scaled(kFindingScale, false));
-  m_criterion->setFont(scaled(1.0, false));
-  m_note->setFont(scaled(1.0, false));
+  m_findings->setFont(scaled(m_compact ? 1.0 : kFindingScale, false));
+  m_criterion->setFont(scaled(m_compact ? kCompactDetailScale : 1.0, false));
+  m_note->setFont(scaled(m_compact ? kCompactDetailScale : 1.0, false));
   m_showChart->setFont(scaled(1.0, false));
   m_close->setFont(scaled(kClaimScale, false));
   m_applyingFonts = false;
@@ -193,8 +222,9 @@ void LessonResultView::resizeEvent(QResizeEvent* event) {
   }
 }
 
-void LessonResultView::setHeightCap(int pixels) {
+void LessonResultView::setHeightCap(int pixels, int room) {
   m_heightCap = pixels;
+  m_room = room;
   fitHeight();
 }
 
@@ -207,21 +237,41 @@ void LessonResultView::updateShowChartText() {
   m_showChart->setToolTip(full);
 }
 
+int LessonResultView::cardHeight(int width) const {
+  const int h = m_card->heightForWidth(width);
+  return h > 0 ? h : m_card->sizeHint().height();
+}
+
 void LessonResultView::fitHeight() {
   // A minimum, not a hint: beside the charts' expanding panels a hint alone left the card a
   // third of the height it asked for. The cap keeps that minimum within the window's room.
   if (m_result.isEmpty()) return;
+  const int width = std::max(200, this->width() - 2);
+  // Compact where the whole card is taller than the share of the centre: measured in full.
+  bool compact = false;
+  if (m_heightCap > 0) {
+    if (m_compact) {
+      m_compact = false;
+      applyCompact();
+    }
+    compact = cardHeight(width) > std::max(m_heightCap, minimumSizeHint().height());
+  }
+  if (compact != m_compact) {
+    m_compact = compact;
+    applyCompact();
+  }
   const int h = sizeHint().height();
   if (minimumHeight() != h) setMinimumHeight(h);
 }
 
 QSize LessonResultView::sizeHint() const {
-  // All of the card's text at the width it has now, up to the cap.
+  // All of the card's text at the width it has now, up to the cap; compact, up to the room.
   // The view's own width (the scroll area's viewport lags behind it while a resize is laid out):
   // a height for a narrower width left gaps between the lines.
   const int width = std::max(200, this->width() - 2);
-  const int wanted = m_card->heightForWidth(width);
-  return {width, std::min(wanted > 0 ? wanted : m_card->sizeHint().height(), std::max(m_heightCap, minimumSizeHint().height()))};
+  const int floor = minimumSizeHint().height();
+  const int limit = m_compact ? std::max({m_heightCap, m_room, floor}) : std::max(m_heightCap, floor);
+  return {width, std::min(cardHeight(width), limit)};
 }
 
 QSize LessonResultView::minimumSizeHint() const {

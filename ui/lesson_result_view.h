@@ -26,14 +26,21 @@ class LessonResultView : public QWidget {
   void clearResult();                           // hides it
   const LessonResult& result() const { return m_result; }
   void themeChanged();  // the verdict's colours are the palette's
-  // The most height it asks for (the window sets a share of the centre): beyond it the text
-  // scrolls, so a small window keeps a chart on screen under it. It can shrink to its headline.
-  void setHeightCap(int pixels);
+  // The height it asks for at most (the window sets a share of the centre), and `room`, the most
+  // it may take so that every line of the result is on screen (the centre less the charts'
+  // minimum). Where the whole card is taller than the share, the lesson's title and claim (its
+  // own text) give way to the headline's tooltip and the card takes what the rest needs, up to
+  // the room:
+  // at 1024x640 x1.5 the runs' lines, criterion and note had to be scrolled to (issue 42).
+  // Beyond the room the text scrolls. It can shrink to its headline.
+  void setHeightCap(int pixels, int room = -1);
+  bool isCompact() const { return m_compact; }  // the claim given way
   QSize sizeHint() const override;
   QSize minimumSizeHint() const override;
 
   // Sizes against the application font: the headline is what the back row must read.
   static constexpr double kHeadlineScale = 1.5, kClaimScale = 1.2, kFindingScale = 1.1;
+  static constexpr double kCompactDetailScale = 0.9;  // the criterion and note, compact
   QLabel* headlineLabel() const { return m_headline; }
   QLabel* claimLabel() const { return m_claim; }
   QLabel* findingsLabel() const { return m_findings; }
@@ -58,6 +65,10 @@ class LessonResultView : public QWidget {
   LessonResult m_result;
   QFrame* m_card;
   int m_heightCap = 0;  // set by the window before the first result shows
+  int m_room = -1;      // -1: no more than the cap
+  bool m_compact = false;
+  int cardHeight(int width) const;  // all of its text at `width`, as it is now
+  void applyCompact();              // the headline, the claim and the tooltip for m_compact
   QLabel* m_headline;
   QLabel* m_claim;
   QLabel* m_findings;

@@ -67,6 +67,9 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent)
   centreLayout->addWidget(m_dashboard, 1);
   setCentralWidget(centre);
   centre->installEventFilter(this);  // its resizes refit the result panel
+  // So do the charts' minimum sizes (another chart in front, a caption that wraps): the panel's
+  // room is what they leave, and a room computed against the old minimum grew the window.
+  m_dashboard->installEventFilter(this);
   connect(m_result, &LessonResultView::chartRequested, m_dashboard, &Dashboard::showChart);
 
   buildDocks();
@@ -492,9 +495,11 @@ void MainWindow::showRunStarted(const RunData* run) {
 
 void MainWindow::showLessonResult(const LessonResult& result) {
   if (result.isEmpty()) return;
-  fitResultPanel();  // its cap first: a panel sized without one would grow the window
-  m_result->showResult(result);
+  // The chart first (its minimum size is part of the panel's room), then the panel's cap: a
+  // panel sized without one would grow the window.
   if (!result.chart.isEmpty()) m_dashboard->showChart(result.chart);
+  fitResultPanel();
+  m_result->showResult(result);
 }
 
 void MainWindow::showRunError(const RunData* run, const QString& message) {
@@ -545,7 +550,10 @@ void MainWindow::updateProgress() {
     }
     const qint64 done = last->series.size();
     m_progress->setValue(last->totalSteps > 0 ? int(1000 * std::min<qint64>(done, last->totalSteps) / last->totalSteps) : 0);
-    m_progressLabel->setText(tr("%1 %2 · %3/%4").arg(last->name, runStatusName(last->status)).arg(done).arg(last->totalSteps));
+    // The counts first: where the tool bar is short of room (1024 wide at x1.5) the run's name is
+    // what gets cut, not "600/600" (it read "600/6"); the tooltip has it all.
+    m_progressLabel->setText(tr("%1/%2 · %3 %4").arg(done).arg(last->totalSteps).arg(last->name, runStatusName(last->status)));
+    m_progressLabel->setToolTip(m_progressLabel->text());
     return;
   }
   const qint64 done = r->series.size();
@@ -557,12 +565,14 @@ void MainWindow::updateProgress() {
   double mean = 0;
   for (int i = ms.size() - n; i < ms.size(); ++i) mean += ms[i];
   mean = n ? mean / n : 0;
-  QString text = tr("%1 · %2/%3").arg(r->name).arg(done).arg(total);
+  QString text = tr("%1/%2").arg(done).arg(total);
   if (n) text += tr(" · ETA %1").arg(etaText((total - done) * mean / 1000.0));
   if (r->status == RunStatus::Paused) text += tr(" · paused");
+  text += QStringLiteral(" · ") + r->name;
   if (m_state.active > 1) text += tr(" · %1 active").arg(m_state.active);
   if (m_state.queued) text += tr(" · %1 queued").arg(m_state.queued);
   m_progressLabel->setText(text);
+  m_progressLabel->setToolTip(text);
 }
 
 void MainWindow::setTheme(bool dark) {

@@ -142,7 +142,9 @@ void MainWindow::resizeEvent(QResizeEvent* event) {
 }
 
 bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
-  if (watched == centralWidget() && event->type() == QEvent::Resize) fitResultPanel();
+  if ((watched == centralWidget() && event->type() == QEvent::Resize) ||
+      (watched == m_dashboard && event->type() == QEvent::LayoutRequest && m_result->isVisible()))
+    fitResultPanel();
   return QMainWindow::eventFilter(watched, event);
 }
 
@@ -153,7 +155,9 @@ void MainWindow::fitResultPanel() {
   const int room = centre - m_dashboard->minimumSizeHint().height() - 8;
   // A short centre (1024x640 at x1.5) gives the chart that proves the point more of it.
   const double share = centre < 480 * m_presentationScale ? kShortResultShare : kResultShare;
-  m_result->setHeightCap(std::max(0, std::min(int(centre * share), room)));
+  // Where all of it does not fit the share, the panel may take the room down to the charts'
+  // minimum so that every run's line, the criterion and the note are on screen.
+  m_result->setHeightCap(std::max(0, std::min(int(centre * share), room)), std::max(0, room));
 }
 
 MainWindow::CloseChoice MainWindow::confirmClose() {

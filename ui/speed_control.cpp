@@ -14,6 +14,19 @@ namespace {
 constexpr std::array<double, 12> kPaces = {1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 500, 0};
 constexpr int kFull = int(kPaces.size()) - 1;
 
+// The pace beside the slider, as wide as its longest text in the font it has now: a width fixed
+// when it was made cut "full speed" to "full spee" once presentation scale enlarged the font.
+class PaceLabel : public QLabel {
+ public:
+  using QLabel::QLabel;
+  QSize sizeHint() const override {
+    const QFontMetrics fm = fontMetrics();
+    const int w = std::max(fm.horizontalAdvance(SpeedControl::paceText(500)), fm.horizontalAdvance(SpeedControl::paceText(0)));
+    return {w + 6 + contentsMargins().left() + contentsMargins().right(), QLabel::sizeHint().height()};
+  }
+  QSize minimumSizeHint() const override { return sizeHint(); }
+};
+
 int positionOf(double stepsPerSecond) {
   if (stepsPerSecond <= 0) return kFull;
   int best = 0;
@@ -33,10 +46,9 @@ SpeedControl::SpeedControl(QWidget* parent) : QWidget(parent) {
   m_slider->setFixedWidth(110);
   m_slider->setToolTip(tr("Steps per second of every active run: slow a lesson down to talk "
                           "over it, or let it run at full speed"));
-  m_label = new QLabel(paceText(0), this);
   // Wide enough for the longest text, so the tool bar does not shift while dragging.
-  m_label->setMinimumWidth(std::max(m_label->fontMetrics().horizontalAdvance(paceText(500)),
-                                    m_label->fontMetrics().horizontalAdvance(paceText(0))) + 6);
+  m_label = new PaceLabel(paceText(0), this);
+  m_label->setObjectName(QStringLiteral("paceLabel"));
   auto* layout = new QHBoxLayout(this);
   layout->setContentsMargins(4, 0, 4, 0);
   layout->addWidget(new QLabel(tr("Speed"), this));
