@@ -5,6 +5,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QInputDialog>
+#include <QSet>
 #include <QMessageBox>
 #include <QStatusBar>
 #include <QTemporaryDir>
@@ -121,9 +122,37 @@ void GuiFiles::saveExperimentFile(const QString& path) const {
   saveExperiment(path, out);
 }
 
+// `name`, or where the session already has a run of that name, the name with the folder (or
+// file) it came from, its precision, or both; a number as the last resort.
+static QString uniqueRunName(const QString& name, const QString& source, const RunConfig& config,
+                             const QSet<QString>& taken) {
+  if (!taken.contains(name)) return name;
+  const QString mode = QString::fromStdString(std::string(precisionModeName(config.mode)));
+  QStringList candidates;
+  if (!source.isEmpty() && !name.contains(source)) candidates << QStringLiteral("%1 · %2").arg(name, source);
+  if (!name.endsWith(mode)) candidates << QStringLiteral("%1 · %2").arg(name, mode);
+  if (candidates.size() == 2) candidates << QStringLiteral("%1 · %2 · %3").arg(name, source, mode);
+  for (const QString& c : std::as_const(candidates))
+    if (!taken.contains(c)) return c;
+  const QString base = candidates.isEmpty() ? name : candidates.first();
+  for (int i = 2;; ++i)
+    if (const QString c = QStringLiteral("%1 #%2").arg(base).arg(i); !taken.contains(c)) return c;
+}
+
 int GuiFiles::openRuns(const QString& path) {
   // openAnything reads and checks everything before returning: on error nothing is added.
-  const std::vector<ExperimentRun> runs = openAnything(path);
+  std::vector<ExperimentRun> runs = openAnything(path);
+  // Two CLI folders of one preset both held a run called "overflow" (or "recipe/fp16"): in the
+  // runs table, the charts' legends ("#1", "#2") and the compare dialog nobody could tell which
+  // was which. A name already in the session gets its folder's name, or its precision.
+  QSet<QString> taken;
+  for (const ui::RunData* r : m_controller->runs()) taken.insert(r->name);
+  const QFileInfo fi(path);
+  const QString source = fi.isDir() ? QDir(fi.absoluteFilePath()).dirName() : fi.completeBaseName();
+  for (ExperimentRun& r : runs) {
+    r.record.name = uniqueRunName(r.record.name, source, r.record.config, taken);
+    taken.insert(r.record.name);
+  }
   for (const ExperimentRun& r : runs) m_controller->addLoadedRun(r);
   return int(runs.size());
 }

@@ -21,6 +21,7 @@
 #include "engine/io/checkpoint.h"
 #include "engine/io/experiment_file.h"
 #include "engine/io/metrics_export.h"
+#include "engine/io/run_record.h"
 #include "gui_test_util.h"
 #include "ui/last_folder.h"
 #include "ui/main_window.h"
@@ -219,6 +220,37 @@ class TestFiles : public QObject {
     QVERIFY2(why.contains(junk) && !why.contains(u'\n'), qPrintable(why));
     QCOMPARE(session.controller()->runs().size(), 0);
     m_session = std::make_unique<gui::GuiSession>(/*persistSettings=*/false);  // for cleanup()
+  }
+
+  // Issue 42 item 5: two CLI folders of one preset both held a run called "overflow": the runs
+  // table, the legends ("#1", "#2") and the compare dialog could not tell them apart. A name
+  // the session already has takes its folder's name (then its precision).
+  void runsOfOnePresetFromTwoFoldersAreNamedByFolder() {
+    auto folder = [this](const QString& name, PrecisionMode mode) {
+      RunRecord r;
+      r.name = QStringLiteral("overflow");
+      r.config.name = "overflow";
+      r.config.mode = mode;
+      r.status = QStringLiteral("finished");
+      for (int i = 1; i <= 3; ++i) {
+        StepMetrics m;
+        m.step = i;
+        m.loss = 1.0 / i;
+        r.steps.push_back(m);
+      }
+      const QString dir = m_tmp.filePath(name);
+      writeRunFolder(r, dir);
+      return dir;
+    };
+    const QString fp16 = folder(QStringLiteral("overflow_fp16"), PrecisionMode::AmpFp16);
+    const QString bf16 = folder(QStringLiteral("overflow_bf16"), PrecisionMode::AmpBf16);
+    QCOMPARE(m_session->files()->openRuns(fp16), 1);
+    QCOMPARE(m_session->files()->openRuns(bf16), 1);
+    QCOMPARE(m_session->files()->openRuns(fp16), 1);  // the same folder again
+    QStringList names;
+    for (const ui::RunData* r : controller()->runs()) names << r->name;
+    QCOMPARE(names, (QStringList{QStringLiteral("overflow"), QStringLiteral("overflow · overflow_bf16"),
+                                 QStringLiteral("overflow · overflow_fp16")}));
   }
 
   void badFileChangesNothing() {
