@@ -225,10 +225,10 @@ void delayedLag(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) 
     QStringList clipped;
     for (qint64 s : l.clippedSteps) clipped << QString::number(s);
     addFinding(out, *r,
-               tr("%1 clipped at step %2; then %3 steps at scale %4 (was %5), flushing %6 of its values "
+               tr("%1 clipped at step %2; then %3 at scale %4 (was %5), flushing %6 of its values "
                   "(%7 before the spike)")
-                   .arg(spike.tensor, clipped.isEmpty() ? tr("nothing") : clipped.join(QStringLiteral(", ")))
-                   .arg(l.lagSteps)
+                   .arg(spike.tensor, clipped.isEmpty() ? tr("nothing") : clipped.join(QStringLiteral(", ")),
+                        l.lagSteps == 1 ? tr("1 step") : tr("%1 steps").arg(l.lagSteps))
                    .arg(number(l.scaleLow), number(l.scaleBefore), percent(l.underflowLag), percent(l.underflowBefore)));
   }
   if (!maxRun || !recent) return missingRuns(out, {QStringLiteral("history_max"), QStringLiteral("most_recent")});

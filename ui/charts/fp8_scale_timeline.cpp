@@ -125,6 +125,14 @@ void Fp8ScaleTimeline::rebuildSeries() {
     m_view->addSeries(set.amax);
     set.amax->setPen(pen(color, 1.4, style));
 
+    // The spike under the clipped-step triangle: the spike's own step clips, both must show.
+    set.spike = new QScatterSeries;
+    set.spike->setName(run->name + tr(" (injected spike)"));
+    tagSeries(set.spike, run, tr("injected spike; amax"));
+    m_view->addSeries(set.spike);
+    set.spike->setMarkerSize(17);
+    set.spike->setLightMarker(markerImage(QColor(0xff, 0xd7, 0x00), QColor(0x20, 0x20, 0x20), 17));
+    m_view->setLegendEntryVisible(set.spike, false);
     set.clipped = new QScatterSeries;
     set.clipped->setName(run->name + tr(" (clipped)"));
     tagSeries(set.clipped, run, tr("clipped step; amax"));
@@ -133,13 +141,6 @@ void Fp8ScaleTimeline::rebuildSeries() {
     set.clipped->setLightMarker(markerImage(color, QColor(0xb0, 0x10, 0x10), 9, Marker::Triangle));
     m_view->setLegendEntryVisible(set.clipped, false);
 
-    set.spike = new QScatterSeries;
-    set.spike->setName(run->name + tr(" (injected spike)"));
-    tagSeries(set.spike, run, tr("injected spike; amax"));
-    m_view->addSeries(set.spike);
-    set.spike->setMarkerSize(13);
-    set.spike->setLightMarker(markerImage(QColor(0xff, 0xd7, 0x00), QColor(0x20, 0x20, 0x20), 13));
-    m_view->setLegendEntryVisible(set.spike, false);
     m_sets.push_back(set);
   }
 }
