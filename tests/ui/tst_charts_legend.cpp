@@ -16,6 +16,7 @@
 #include "ui/charts/histogram_view.h"
 #include "ui/charts/loss_chart.h"
 #include "ui/charts/memory_chart.h"
+#include "ui/charts/scale_chart.h"
 #include "ui/charts/synthetic_runs.h"
 #include "ui/run_data.h"
 #include "ui/theme.h"
@@ -135,6 +136,36 @@ class TestChartsLegend : public QObject {
     d.refresh();
     QCOMPARE(seriesOf(view, 1, QStringLiteral("lesson/fp32"))->pen().widthF(), dynamic);
     QVERIFY(view->runLegend()->drawnTexts().contains(QStringLiteral("fp16_dynamic")));
+  }
+
+  // Issue 42 item 4: two-workers' 2-rank scale curve lies exactly on the 1-rank one, which it
+  // hid, with no "=" in the legend as the loss chart has.
+  void coincidingScalesStayVisibleAndAreNamed() {
+    QVector<const RunData*> runs = makeRuns({"two-workers/1_rank", "two-workers/2_ranks"});
+    for (auto& r : m_runs) {
+      r->config.mode = PrecisionMode::AmpFp16;
+      r->config.scaler.kind = ScalerKind::Dynamic;
+    }
+    m_runs[1]->series.scale = m_runs[0]->series.scale;  // the same decisions, step for step
+    Dashboard d;
+    d.resize(1280, 800);
+    d.setRuns(runs);
+    d.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&d));
+    d.refresh();
+    ChartView* view = d.scaleChart()->chartView();
+    const QStringList drawn = view->runLegend()->drawnTexts();
+    QVERIFY2(std::any_of(drawn.begin(), drawn.end(), [](const QString& t) { return t.startsWith(QStringLiteral("2_ranks")) && t.contains(QStringLiteral("= 1_rank (identical)")); }),
+             qPrintable(drawn.join(" | ")));
+    auto scaleLine = [view](int runId) -> QLineSeries* {
+      for (QAbstractSeries* s : view->chart()->series())
+        if (s->property("ampRunId").toInt() == runId && !s->name().contains(QLatin1Char('(')))
+          if (auto* line = qobject_cast<QLineSeries*>(s)) return line;
+      return nullptr;
+    };
+    QVERIFY(scaleLine(1) && scaleLine(2));
+    const qreal one = scaleLine(1)->pen().widthF(), two = scaleLine(2)->pen().widthF();
+    QVERIFY2(one >= 2.5 * two, qPrintable(QStringLiteral("%1 vs %2").arg(one).arg(two)));
   }
 
   void twinsWithOneNameStayApart() {

@@ -191,9 +191,19 @@ void ScaleChart::updateSeries() {
   QList<LegendEntry> keys;
   if (anySkipped)
     keys << LegendEntry{tr("skipped step"), QColor(0x90, 0x90, 0x90), Qt::SolidLine, LegendEntry::Glyph::Triangle};
-  updateRunLegend(m_view, legendRuns, keys, [this](const RunData* r) {
+  // Runs whose scale is the same at every step (two-workers: the 2-rank run moves its scale
+  // exactly as the single process does): the covered line shows as a halo beneath the one on
+  // top, and the legend says "= 1_rank (identical)", as the loss chart does (issue 42 item 4).
+  QList<QLineSeries*> lines;
+  std::vector<std::span<const double>> scales;
+  for (const RunSeriesSet& set : m_sets) {
+    lines << set.scale;
+    scales.push_back(spanOf(set.run->series.scale));
+  }
+  const QHash<int, QString> same = markCoincidingRuns(shown, lines, scales, 1e-6, 2, 2.0, 6.0);
+  updateRunLegend(m_view, legendRuns, keys, [this, &same](const RunData* r) {
     const qsizetype skipped = r->series.skippedStep.size();
-    return skipped ? tr(" · %n skipped", nullptr, int(skipped)) : QString();
+    return (skipped ? tr(" · %n skipped", nullptr, int(skipped)) : QString()) + same.value(r->id);
   });
   m_view->setPlaceholder(m_sets.empty() && !visibleRuns().isEmpty()
                              ? tr("no loss scaling in these runs\n(fp32 and bf16 need none)")
