@@ -496,10 +496,12 @@ void MainWindow::showRunStarted(const RunData* run) {
 void MainWindow::showLessonResult(const LessonResult& result) {
   if (result.isEmpty()) return;
   // The chart first (its minimum size is part of the panel's room), then the panel's cap: a
-  // panel sized without one would grow the window.
+  // panel sized without one would grow the window. And the chart again once the panel is up:
+  // its height can switch the grid to tabs, which would open on the first (the loss).
   if (!result.chart.isEmpty()) m_dashboard->showChart(result.chart);
   fitResultPanel();
   m_result->showResult(result);
+  if (!result.chart.isEmpty()) m_dashboard->showChart(result.chart);
 }
 
 void MainWindow::showRunError(const RunData* run, const QString& message) {
