@@ -27,7 +27,7 @@ TEST(Config, BadValuesNameTheKeyAndWhatWasExpected) {
   EXPECT_EQ(errorOf([&] { setConfigValue(c, "amp.mode", "fp4"); }),
             "amp.mode: expected one of fp32 | fp16 | bf16 | pure_fp16 | fp8, got 'fp4'");
   EXPECT_EQ(errorOf([&] { setConfigValue(c, "fp8.recipe", "fp7"); }),
-            "fp8.recipe: expected one of delayed | current | mxfp8 | blockwise | nvfp4, got 'fp7'");
+            "fp8.recipe: expected one of delayed | current | unscaled | mxfp8 | blockwise | nvfp4, got 'fp7'");
   EXPECT_NE(errorOf([&] { setConfigValue(c, "nope.key", "1"); }).find("unknown config key 'nope.key'"),
             std::string::npos);
   EXPECT_NE(errorOf([&] { applyOverride(c, "noequals"); }).find("key=value"), std::string::npos);
