@@ -2,6 +2,7 @@
 // tick label elided to "…" at 1024x640 or 1280x800, no meaningless ticks on empty charts, the
 // scale chart's tracker labels clear of its title, and x by step, epoch or training time.
 #include <QAbstractSeries>
+#include <QCategoryAxis>
 #include <QGraphicsScene>
 #include <cmath>
 #include <QGraphicsSimpleTextItem>
@@ -181,6 +182,38 @@ class TestChartsReadability : public QObject {
       }
     }
     QVERIFY(points > 0);
+  }
+
+  // Issue 42 item 5: the CLI's dashboard export had two of its six panels look empty: a loss
+  // scale flat at 2^16 with "2^16" the axis' only label, and "no test set evaluated yet" over
+  // runs that had long finished.
+  void exportedPanelsOfFinishedRunsSayWhatTheyShow() {
+    Dashboard d;
+    d.resize(1800, 1050);
+    const QVector<const RunData*> runs = makeRuns(2, 20);
+    for (auto& r : m_runs) {
+      for (double& scale : r->series.scale) scale = 65536.0;
+      r->series.testStep.clear();
+      r->series.testLoss.clear();
+      r->series.testAcc.clear();
+      r->hasTestSet.reset();  // as loaded from a CLI folder
+      r->status = RunStatus::Finished;
+      r->config.data.name = "spirals";
+    }
+    d.setRuns(runs);
+    ChartView* v = showScaleChart(d);
+    QVERIFY(v);
+    QStringList labels;
+    for (QAbstractAxis* a : v->chart()->axes(Qt::Vertical))
+      if (auto* c = qobject_cast<QCategoryAxis*>(a); c && c->isVisible()) labels << c->categoriesLabels();
+    QVERIFY2(labels.size() >= 3, qPrintable(labels.join(QStringLiteral(", "))));
+    d.showChart(QStringLiteral("accuracy"));
+    d.refresh();
+    const QString said = d.panel(QStringLiteral("accuracy"))->chartView()->placeholder();
+    QVERIFY2(!said.contains(QStringLiteral("yet")) && said.contains(QStringLiteral("was evaluated")), qPrintable(said));
+    for (auto& r : m_runs) r->config.data.name = "synthetic";  // the recipe's: it has none at all
+    d.refresh();
+    QVERIFY(d.panel(QStringLiteral("accuracy"))->chartView()->placeholder().contains(QStringLiteral("no test set in")));
   }
 
   // Issue 25 item 15: the accuracy chart's first and last evaluation dots sat on the frame, cut

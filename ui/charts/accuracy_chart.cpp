@@ -86,13 +86,19 @@ void AccuracyChart::updateSeries() {
   const QHash<int, QString> same = markCoincidingRuns(runs, lines, accuracies, 0.001, 2, 2.0, 6.0);
   updateRunLegend(m_view, this->runs(), {}, [&same](const RunData* r) { return same.value(r->id); });
   // Runs whose data holds no test set will never be evaluated: say so, not "yet" (issue 25).
+  // A run opened from a file has no hasTestSet: its data's name says it (synthetic data has
+  // none), and a run that has ended without an evaluation never will have one: "yet" promised
+  // one to a CLI run exported long after it finished (issue 42 item 5).
   const bool noneHasATestSet = std::all_of(runs.begin(), runs.end(), [](const RunData* r) {
-    return r->hasTestSet.has_value() && !*r->hasTestSet;
+    return r->hasTestSet.has_value() ? !*r->hasTestSet : r->config.data.name == "synthetic";
   });
+  const bool allEnded = std::none_of(runs.begin(), runs.end(), [](const RunData* r) { return isActive(r->status); });
   m_view->setPlaceholder(runs.isEmpty()       ? tr("no runs to show")
                          : any                ? QString()
                          : noneHasATestSet    ? tr("no test set in these runs' data\n(synthetic data "
                                                    "has none; elsewhere data.test_fraction is 0)")
+                         : allEnded           ? tr("no test set was evaluated in these runs\n(train.eval_every "
+                                                   "is 0, or larger than the run)")
                                               : tr("no test set evaluated yet"));
   // A little room past the first and last evaluation: their dots sat on the frame, half cut.
   const double lo = any ? xMin : stepMin, hi = any ? xMax : stepMax;

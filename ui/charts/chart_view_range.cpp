@@ -194,9 +194,11 @@ void ChartView::fitYAxis(QValueAxis* axis, bool log) {
     // Beyond the data by a twentieth of the span (at least a quarter of a power): a loss scale
     // that sits at 2^16 or 2^0 for a whole run is a line clear of the frame, not on it (issue 25),
     // and markers at the extremes stay whole.
+    // At least a power either side of a flat line, so the axis names its neighbours (a lone
+    // "2^16" beside a flat line read as an empty chart in exports, issue 42 item 5).
     const double mid = (lo + hi) / 2;
-    lo = std::min(lo, mid - 0.5);
-    hi = std::max(hi, mid + 0.5);
+    lo = std::min(lo, mid - 1.0);
+    hi = std::max(hi, mid + 1.0);
     const double pad = std::max(0.25, 0.05 * (hi - lo));
     lo -= pad;
     hi += pad;
