@@ -2,6 +2,9 @@
 // tick label elided to "…" at 1024x640 or 1280x800, no meaningless ticks on empty charts, the
 // scale chart's tracker labels clear of its title, and x by step, epoch or training time.
 #include <QAbstractSeries>
+#include <QFile>
+#include <QRegularExpression>
+#include <QTemporaryDir>
 #include <QCategoryAxis>
 #include <QGraphicsScene>
 #include <cmath>
@@ -214,6 +217,40 @@ class TestChartsReadability : public QObject {
     for (auto& r : m_runs) r->config.data.name = "synthetic";  // the recipe's: it has none at all
     d.refresh();
     QVERIFY(d.panel(QStringLiteral("accuracy"))->chartView()->placeholder().contains(QStringLiteral("no test set in")));
+  }
+
+  // Issue 42 item 5: the app's dashboard export at presentation scale 1.5 dropped the accuracy
+  // chart's test-loss axis (its dashed lines then read against the accuracy's): the chart in an
+  // export's cell at x1.5 carries the same labels as at x1. (The histogram's cut labels in the
+  // same export are the histogram view's.)
+  void anExportAtPresentationScaleKeepsTheTestLossAxis() {
+    const QVector<const RunData*> runs = makeRuns(2, 400);
+    auto texts = [&runs](double scale) {
+      Dashboard d;
+      d.resize(1800, 1050);
+      d.setRuns(runs);
+      d.setPresentationScale(scale);
+      d.refresh();
+      QTemporaryDir dir;
+      const QString path = dir.filePath(QStringLiteral("dash.svg"));
+      // A dashboard export's cell: a third of 1800 by half of 1050.
+      if (!d.exportChart(QStringLiteral("accuracy"), path, QStringLiteral("svg"), QSize(596, 505))) return QStringList();
+      QFile f(path);
+      f.open(QIODevice::ReadOnly);
+      const QString svg = QString::fromUtf8(f.readAll());
+      QStringList out;
+      static const QRegularExpression text(QStringLiteral("<text[^>]*>([^<]*)</text>"));
+      for (auto it = text.globalMatch(svg); it.hasNext();) out << it.next().captured(1).trimmed();
+      return out;
+    };
+    const QStringList x1 = texts(1.0), x15 = texts(1.5);
+    QVERIFY(!x1.isEmpty());
+    // The test-loss axis' ticks: the labels of the x1 export that sit on it, found again.
+    QStringList missing;
+    for (const QString& t : x1)
+      if (!t.isEmpty() && x1.count(t) > x15.count(t)) missing << t;
+    missing.removeDuplicates();
+    QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QStringLiteral(" | "))));
   }
 
   // Issue 25 item 15: the accuracy chart's first and last evaluation dots sat on the frame, cut

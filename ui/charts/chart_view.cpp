@@ -196,7 +196,10 @@ void ChartView::setRunLegend(const QString& heading, const QList<LegendEntry>& e
 void ChartView::updateCompactAxes() {
   int vertical = 0;
   for (QAbstractAxis* axis : m_chart->axes(Qt::Vertical)) vertical += axis->isVisible() ? 1 : 0;
-  m_compactAxes = vertical >= 2 && m_chart->size().width() < 420 * m_presentationScale;
+  // An export keeps the right axis down to a narrower chart: a dashboard exported at x1.5 (cells
+  // of 600 px) dropped the test-loss axis, and its dashed lines read against the accuracy's.
+  const double narrow = (m_inRender ? 300 : 420) * m_presentationScale;
+  m_compactAxes = vertical >= 2 && m_chart->size().width() < narrow;
   // Narrow: only the secondary axis' tick labels go (the hover readout gives those values). Its
   // title and the primary's stay, so the dashed lines still say what they are: hiding the titles
   // too left the accuracy chart without a y label and its test-loss lines without an axis.
