@@ -42,13 +42,15 @@ void appendFp8Presets(std::vector<Preset>& v) {
   }
   {
     Preset p{"fp8-outlier", "One outlier ruins a per-tensor scale",
-             "At step 20 one value of the hidden layer's input (2.x) becomes 100,000 times the "
+             "At step 40 one value of the hidden layer's input (2.x) becomes 100,000 times the "
              "tensor's largest (fp8.inject_spike), as outlier features in large models do. A "
              "per-tensor E4M3 scale must fit that one value, so every other value of the tensor "
              "lands below E4M3's normal range: a quarter flush to zero, the rest keep a bit or two. "
              "MXFP8 gives each block of 32 values its own power-of-two scale: only the outlier's "
-             "block loses its small values. Compare the two runs' heat maps at step 20.",
-             spiralsFp8({{"train.steps", "60"}, {"fp8.format", "e4m3"}, {"fp8.inject_spike", "20:2.x:100000"}}),
+             "block loses its small values. Compare the two runs' heat maps at step 40, and the exponent "
+             "histogram of 2.x after its scale (in the mxfp8 run, 2.x's block scales: one block apart).",
+             // The spike at the last step, a histogram step: the histogram ends on the spiked tensor.
+             spiralsFp8({{"train.steps", "40"}, {"fp8.format", "e4m3"}, {"fp8.inject_spike", "40:2.x:100000"}}),
              {{"per_tensor", {{"fp8.recipe", "current"}}}, {"mxfp8", {{"fp8.recipe", "mxfp8"}}}}};
     p.focus = "activation|fp8:2.x";  // the spiked tensor after its scale (step 20 is recorded)
     p.focusVariant = "per_tensor";

@@ -234,6 +234,7 @@ class TestFp8Views : public QObject {
       // 100 values: 10 zeros, 60 at 2^2, 25 at 2^-7 (subnormal in E4M3), 5 at 2^-12 (below it)
       r.count = 100;
       r.scaledExponents = {{2, 60}, {-7, 25}, {-12, 5}};
+      if (t == 3) r.blockExponents = {{-3, 40}, {10, 1}};  // an outlier's block, 2^13 above the rest
       m.fp8.push_back(r);
     }
     run.append(m);
@@ -257,7 +258,14 @@ class TestFp8Views : public QObject {
     QCOMPARE(view.fp8FormatShown(), QStringLiteral("e5m2"));
     QCOMPARE(view.fp8BandExtent(QStringLiteral("e5m2"), false), (std::pair<double, double>{-14, 16}));
     QCOMPARE(view.fp8BandExtent(QStringLiteral("e5m2"), true), (std::pair<double, double>{-16, -14}));
-    // An ordinary tensor: fp16's bands again, no fp8 band.
+    // The block scales of a block recipe's tensor: their exponents as bars, no value format's band.
+    view.setSelectedTensor(QStringLiteral("activation|fp8blocks:fc2.x"));
+    view.refreshNow();
+    QCOMPARE(view.selectedTensor(), QStringLiteral("activation|fp8blocks:fc2.x"));
+    QCOMPARE(view.fp8FormatShown(), QString());
+    QVERIFY2(view.captionText().contains(QStringLiteral("41 blocks, log2 of their scales from -3 to 10")),
+             qPrintable(view.captionText()));
+        // An ordinary tensor: fp16's bands again, no fp8 band.
     view.setSelectedTensor(QStringLiteral("weight_grad|0.weight"));
     view.refreshNow();
     QCOMPARE(view.fp8FormatShown(), QString());

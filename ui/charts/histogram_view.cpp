@@ -232,8 +232,10 @@ void HistogramView::updateTensorList(const RunData* run) {
     const std::vector<HistogramFrame> fp8 = fp8Frames(*run, &formats);
     if (!fp8.empty())
       for (const HistogramRecord& r : fp8.back().records)
-        m_tensorBox->addItem(tr("%1 · fp8 %2, after its scale")
-                                 .arg(QString::fromStdString(r.tensor.substr(4)), formats.value(tensorKey(r)).toUpper()),
+        m_tensorBox->addItem(r.tensor.rfind("fp8blocks:", 0) == 0
+                                 ? tr("%1 · fp8 block scales").arg(QString::fromStdString(r.tensor.substr(10)))
+                                 : tr("%1 · fp8 %2, after its scale")
+                                       .arg(QString::fromStdString(r.tensor.substr(4)), formats.value(tensorKey(r)).toUpper()),
                              tensorKey(r));
   }
   int index = m_tensorBox->findData(m_tensorKey);

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/amp/fp8_context.h"
 #include "ui/charts/fp8_series.h"
 #include "ui/charts/histogram_bins.h"
 #include "ui/charts/histogram_view.h"
@@ -43,7 +44,18 @@ const FormatStyle kFormats[] = {{"e4m3", QColor(148, 103, 189)}, {"e5m2", QColor
 
 }  // namespace
 
-bool HistogramView::isFp8Key(const QString& key) { return key.contains(QLatin1String("|fp8:")); }
+bool HistogramView::isFp8Key(const QString& key) {
+  return key.contains(QLatin1String("|fp8:")) || key.contains(QLatin1String("|fp8blocks:"));
+}
+
+namespace {
+// "fp8:2.x" -> "2.x", "fp8blocks:2.x" -> "2.x".
+std::string fp8TensorName(const std::string& recordTensor) {
+  const auto colon = recordTensor.find(':');
+  return colon == std::string::npos ? recordTensor : recordTensor.substr(colon + 1);
+}
+bool isBlocksRecord(const std::string& recordTensor) { return recordTensor.rfind("fp8blocks:", 0) == 0; }
+}  // namespace
 
 std::vector<HistogramFrame> HistogramView::fp8Frames(const RunData& run, QHash<QString, QString>* formats) {
   std::vector<HistogramFrame> frames;
@@ -72,6 +84,26 @@ std::vector<HistogramFrame> HistogramView::fp8Frames(const RunData& run, QHash<Q
                             QString::fromStdString(r.tensor),
                         QString::fromStdString(x.format));
       f.records.push_back(std::move(r));
+      // Block recipes: the histogram of the block scales' exponents (log2 of each block's scale),
+      // as a tensor of its own: an outlier's block stands apart from the others.
+      if (!x.blockExponents.empty()) {
+        HistogramRecord b;
+        b.tensor = std::string("fp8blocks:") + x.tensor;
+        b.kind = kindOfRole(x.tensor);
+        b.dtype = DType::F32;
+        ExponentHistogram bh;
+        for (const auto& [e, n] : x.blockExponents) {
+          bh.counts[std::size_t(std::clamp(e - kHistMinExp, 0, kHistExpBins - 1))] += n;
+          bh.total += n;
+        }
+        b.scaled = bh;
+        b.unscaled = bh;
+        if (formats)
+          formats->insert(QString::fromLatin1(histogramKindName(b.kind).data()) + QLatin1Char('|') +
+                              QString::fromStdString(b.tensor),
+                          QString::fromStdString(x.format));
+        f.records.push_back(std::move(b));
+      }
     }
     if (!f.records.empty()) frames.push_back(std::move(f));
   }
@@ -167,7 +199,22 @@ std::pair<double, double> HistogramView::fp8BandExtent(const QString& format, bo
 }
 
 QString HistogramView::fp8Caption(const RunData* run, const HistogramRecord& rec, const HistogramFrame& frame) const {
-  const std::string name = rec.tensor.substr(4);  // after "fp8:"
+  const std::string name = fp8TensorName(rec.tensor);
+  if (isBlocksRecord(rec.tensor)) {
+    int lo = 0, hi = 0;
+    bool any = false;
+    for (int b = 0; b < kHistExpBins; ++b)
+      if (rec.scaled.counts[std::size_t(b)] > 0) {
+        if (!any) lo = kHistMinExp + b;
+        hi = kHistMinExp + b;
+        any = true;
+      }
+    return tr("%1 · %2's block scales (%3): %4 blocks, log2 of their scales from %5 to %6")
+        .arg(run->name, QString::fromStdString(name), QString::fromStdString(describeFp8Recipe(run->config.fp8)))
+        .arg(rec.scaled.total)
+        .arg(lo)
+        .arg(hi);
+  }
   const Fp8TensorRecord* x = nullptr;
   for (auto it = run->steps.rbegin(); it != run->steps.rend() && !x; ++it)
     if (it->step == frame.step)

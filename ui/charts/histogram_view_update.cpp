@@ -214,11 +214,12 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
     caption << (bf16Run ? bf16Line(label, *h) : fractionsLine(tr("%1, as fp16").arg(label), *h));
   }
   if (fp8) {
-    m_scaled->setName(tr("× its scale"));
     m_view->setCaption(fp8Caption(run, *rec, frame));
-    m_view->setTitle(tr("%1 (fp8 %2) after its scale, step %3")
-                         .arg(QString::fromStdString(rec->tensor.substr(4)), histogramKindLabel(rec->kind))
-                         .arg(frame.step));
+    const bool blocks = rec->tensor.rfind("fp8blocks:", 0) == 0;
+    const QString name = QString::fromStdString(rec->tensor.substr(rec->tensor.find(':') + 1));
+    m_scaled->setName(blocks ? tr("blocks") : tr("× its scale"));
+    m_view->setTitle(blocks ? tr("%1 (fp8 %2): block scales, step %3").arg(name, histogramKindLabel(rec->kind)).arg(frame.step)
+                            : tr("%1 (fp8 %2) after its scale, step %3").arg(name, histogramKindLabel(rec->kind)).arg(frame.step));
   } else {
     m_view->setCaption(caption.join(QLatin1Char('\n')));
     m_view->setTitle(tr("%1 %2, step %3")
@@ -239,7 +240,8 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
     }
     const QString key = QString::fromLatin1(histogramKindName(rec->kind).data()) + QLatin1Char('|') +
                         QString::fromStdString(rec->tensor);
-    placeFp8Bands(m_fp8Formats.value(key));
+    // Block scales: their own exponents, against no value format's range.
+    placeFp8Bands(rec->tensor.rfind("fp8blocks:", 0) == 0 ? QString() : m_fp8Formats.value(key));
     return;
   }
   for (QAreaSeries* band : {m_fp16Normal, m_fp16Subnormal, m_bf16Normal}) m_view->setLegendEntryVisible(band, true);
@@ -291,16 +293,20 @@ void HistogramView::updateHeatMap(const RunData* run) {
                    QRectF(QPointF(m_heatX0, kHistAxisMax), QPointF(x1, kHistMinExp)));
   // The colour bar: what a cell's colour counts, from 1 to the map's largest (issue 25).
   QList<LegendEntry> keys;
+  // fp16's limit lines say nothing of an fp8 tensor after its scale: hidden for those.
+  const bool fp8 = isFp8Key(m_tensorKey);
+  for (QLineSeries* line : m_rangeLines) line->setVisible(!fp8);
   for (const QLineSeries* line : m_rangeLines)
-    keys << LegendEntry{line->name(), line->pen().color(), line->pen().style()};
+    if (!fp8) keys << LegendEntry{line->name(), line->pen().color(), line->pen().style()};
   keys << LegendEntry{heatScaleLabel(maxCount), QColor(), Qt::SolidLine, LegendEntry::Glyph::Gradient};
   m_heatView->setRunLegend({}, keys);
   for (QLineSeries* line : m_rangeLines) {
     const double y = line->property("ampExponent").toDouble();
     line->replace({QPointF(m_heatX0, y), QPointF(x1, y)});
   }
-  QString title = shown == Domain::Unscaled ? tr("Over time, unscaled (colour: log count)")
-                                            : tr("Over time, scaled (colour: log count)");
+  QString title = fp8 ? tr("Over time, after the fp8 scale (colour: log count)")
+                 : shown == Domain::Unscaled ? tr("Over time, unscaled (colour: log count)")
+                                             : tr("Over time, scaled (colour: log count)");
   // The lines are fp16's limits; bf16's range is the whole axis, so none of them bounds a bf16 run.
   if (run->config.mode == PrecisionMode::AmpBf16) title += tr(" · lines: fp16's limits; bf16's range is all of it");
   m_heatView->setTitle(title);
