@@ -69,9 +69,11 @@ void RunData::append(const StepMetrics& m) {
     series.skippedStep.append(s);
     series.skippedScale.append(m.scale);
   }
-  if (m.testLoss) {
+  // An evaluation with a loss, an accuracy or both (a TensorBoard log may have the accuracy
+  // alone: the table showed it, the accuracy chart did not).
+  if (m.testLoss || m.testAcc) {
     series.testStep.append(s);
-    series.testLoss.append(*m.testLoss);
+    series.testLoss.append(m.testLoss ? *m.testLoss : qQNaN());
     series.testAcc.append(m.testAcc ? *m.testAcc : qQNaN());
   }
   for (int i = 0; i < kMemCategoryCount; ++i) {

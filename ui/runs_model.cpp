@@ -95,6 +95,13 @@ void RunsModel::refreshRun(const RunData* run) {
 int RunsModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : m_runs.size(); }
 int RunsModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
+bool RunsModel::precisionGuessed(const RunData& r) {
+  // tensorboard_import.cpp's externalConfig: model "external" where the log had no config.
+  return r.config.model.name == "external" &&
+         r.external.value(QStringLiteral("source")).toObject().value(QStringLiteral("kind")).toString() ==
+             QLatin1String("tensorboard");
+}
+
 QString RunsModel::modeText(const RunConfig& c) {
   switch (c.mode) {
     case PrecisionMode::Fp32: return QStringLiteral("fp32");
@@ -203,6 +210,9 @@ QVariant RunsModel::display(const RunData& r, const RunSummary& s, int column) c
       if (r.config.dist.ranks > 1) text = tr("%1 ×%2 ranks").arg(text).arg(r.config.dist.ranks);
       if (r.backendName.startsWith(QLatin1String("cuda"))) text += QStringLiteral(" · %1").arg(r.backendName);
       if (r.computePath.contains(QLatin1String("emulated"))) text = tr("%1 (emulated)").arg(text);
+      // A log that did not say its precision (a TensorBoard import without our config): the
+      // mode was guessed from the loss scale, and the row says so as the CLI's warning does.
+      if (precisionGuessed(r)) text = tr("%1? (guessed)").arg(text);
       return text;
     }
     case Settings: return settingsText(r.config);

@@ -58,6 +58,8 @@ class RunsModel : public QAbstractTableModel {
   Qt::ItemFlags flags(const QModelIndex& index) const override;
 
   static QString settingsText(const RunConfig& c);
+  // An imported run whose log did not record its precision (guessed from the loss scale).
+  static bool precisionGuessed(const RunData& r);
   static QString modeText(const RunConfig& c);
   static QString formatBytes(double bytes);
 

@@ -253,6 +253,24 @@ class TestFiles : public QObject {
                                  QStringLiteral("overflow · overflow_fp16")}));
   }
 
+  // Issue 42 item 6: a TensorBoard log without our config said "AMP fp16" where the CLI warns
+  // the precision was guessed, and "×2 after 2000 more clean steps" (the default interval)
+  // beside a scale the log moved on its own; its accuracy alone (no test loss) was in the table
+  // but not in the chart.
+  void anImportedTensorBoardRunSaysWhatItGuessed() {
+    const QString dir = m_tmp.filePath(QStringLiteral("tb/run1"));
+    QVERIFY(QDir().mkpath(dir));
+    QFile::remove(dir + QStringLiteral("/events.out.tfevents.1.host"));
+    QVERIFY(QFile::copy(QStringLiteral(AMP_TEST_SOURCE_DIR "/tests/unit/data/tensorboard_writer.tfevents"),
+                        dir + QStringLiteral("/events.out.tfevents.1.host")));
+    QCOMPARE(m_session->files()->openRuns(dir), 1);
+    const ui::RunData* run = controller()->runs().last();
+    ui::RunsModel* model = m_session->window()->runsModel();
+    const QString mode = model->data(model->index(model->rowOf(run->id), ui::RunsModel::Mode), Qt::DisplayRole).toString();
+    QVERIFY2(mode.contains(QStringLiteral("guessed")), qPrintable(mode));
+    QVERIFY(!run->series.testAcc.isEmpty());  // the chart has the accuracy the table shows
+  }
+
   void badFileChangesNothing() {
     const QString junk = m_tmp.filePath(QStringLiteral("junk.ampx"));
     QFile f(junk);

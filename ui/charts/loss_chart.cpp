@@ -1,5 +1,6 @@
 #include "ui/charts/loss_chart.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <QCheckBox>
@@ -121,12 +122,22 @@ void LossChart::updateSeries() {
     const QVector<double>& smooth = set.ema.update(s.loss);
     setDecimated(set.smoothed, spanOf(xColumn(s)), spanOf(smooth), range, domain);
     setDecimated(set.test, xAtSteps(s, s.testStep), spanOf(s.testLoss), range, domain);
-    anyTest = anyTest || !s.testStep.isEmpty();
+    // Evaluations with an accuracy alone (a TensorBoard log) draw no dot: no legend entry either.
+    anyTest = anyTest || std::any_of(s.testLoss.begin(), s.testLoss.end(), [](double v) { return std::isfinite(v); });
   }
   m_view->setCaption(nonFiniteCaption(), Qt::AlignTop | Qt::AlignRight);
   if (m_testKey) m_view->setLegendEntryVisible(m_testKey, anyTest);
   QList<LegendEntry> keys;
-  if (anyTest) keys << LegendEntry{tr("test loss"), QColor(0x80, 0x80, 0x80), Qt::SolidLine, LegendEntry::Glyph::Dot};
+  // The dots are in their runs' colours: with one run the key is that colour (a grey dot read as
+  // a different series beside orange dots, issue 42 item 7); with several, a neutral dot that
+  // says they are each run's.
+  if (anyTest) {
+    QColor dot(0x80, 0x80, 0x80);
+    QString label = tr("test loss");
+    if (runs.size() == 1) dot = runColor(runs.first(), 0).darker(115);
+    else if (runs.size() > 1) label = tr("test loss (dots, each run's colour)");
+    keys << LegendEntry{label, dot, Qt::SolidLine, LegendEntry::Glyph::Dot};
+  }
   // Within 0.5% at every step (of at least 10) the lines are a pixel or two apart: the one drawn
   // last covered the other (fp32 and fp16 with loss scaling in the underflow lesson).
   QList<QLineSeries*> lines;

@@ -63,6 +63,10 @@ QString ScaleChart::trackerText(const RunData* run) const {
   const bool grows =
       kind == ScalerKind::Dynamic || kind == ScalerKind::ApexDynamic || kind == ScalerKind::Hysteresis;
   if (!grows || s.growthTracker.isEmpty()) return {};
+  // A log without its config (a TensorBoard import: model "external") has neither the tracker
+  // nor the growth interval: "×2 after 2000 more clean steps" was the default's, under a scale
+  // that doubled every 50 (issue 42 item 6).
+  if (run->config.model.name == "external") return {};
   // Said as what it means for the class: the growth tracker counts clean steps since the last
   // change, and the scale doubles when it reaches the interval ("tracker 30/40" explained nothing).
   const qint64 left = std::max<qint64>(1, run->config.scaler.growthInterval - qint64(s.growthTracker.last()));
