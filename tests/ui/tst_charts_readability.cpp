@@ -253,6 +253,34 @@ class TestChartsReadability : public QObject {
     QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QStringLiteral(" | "))));
   }
 
+  // Issue 42 item 7: accuracies of 82.7% and 82.9% filled an 82.7-82.9 axis, so 0.2 points looked
+  // like the chart's whole height; and one run's orange test-loss dots had a grey legend key.
+  void smallDifferencesLookSmall() {
+    Dashboard d;
+    d.resize(1280, 800);
+    const QVector<const RunData*> runs = makeRuns(1, 400);
+    RunData& r = *m_runs[0];
+    for (int i = 0; i < r.series.testAcc.size(); ++i) r.series.testAcc[i] = 0.827 + 0.002 * (i % 2);
+    d.setRuns(runs);
+    d.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&d));
+    d.showChart(QStringLiteral("accuracy"));
+    d.refresh();
+    QValueAxis* y = d.panel(QStringLiteral("accuracy"))->chartView()->yAxis();
+    QVERIFY2(y->max() - y->min() >= 10 && y->min() <= 82.7 && y->max() >= 82.9 && y->max() <= 100,
+             qPrintable(QStringLiteral("%1..%2").arg(y->min()).arg(y->max())));
+    d.showChart(QStringLiteral("loss"));
+    d.refresh();
+    const QList<LegendEntry> keys = d.lossChart()->chartView()->runLegend()->entries();
+    bool found = false;
+    for (const LegendEntry& e : keys)
+      if (e.label.startsWith(QStringLiteral("test loss"))) {
+        found = true;
+        QCOMPARE(e.color, r.color.darker(115));
+      }
+    QVERIFY(found);
+  }
+
   // Issue 25 item 15: the accuracy chart's first and last evaluation dots sat on the frame, cut
   // in half. Every dot is whole inside the plot.
   void accuracyDotsAreWhole() {

@@ -13,6 +13,9 @@ namespace amp::ui {
 AccuracyChart::AccuracyChart(QWidget* parent) : ChartPanel(QStringLiteral("accuracy"), parent) {
   m_view->setTitle(tr("Test accuracy and loss"));
   m_view->setAxisTitles(tr("step"), tr("test accuracy, % (solid)"));
+  // At least 10 points of accuracy on the axis (within 0-100%): a 0.2-point difference looks
+  // like one, not like the whole height of the chart.
+  m_view->setMinimumSpan(m_view->yAxis(), 10.0, 0.0, 100.0);
   QValueAxis* lossAxis = m_view->addSecondaryYAxis(tr("test loss (dashed)"));
   m_view->setIncludeZero(lossAxis, true);
   auto* layout = new QVBoxLayout(this);

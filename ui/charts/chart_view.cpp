@@ -326,6 +326,13 @@ void ChartView::setIncludeZero(QAbstractAxis* yAxis, bool include) {
   m_axisState[yAxis].includeZero = include;
 }
 
+void ChartView::setMinimumSpan(QAbstractAxis* yAxis, double span, double floor, double ceiling) {
+  AxisState& state = m_axisState[yAxis];
+  state.minSpan = span;
+  state.spanFloor = floor;
+  state.spanCeiling = ceiling;
+}
+
 void ChartView::setHoverTextProvider(std::function<QString(const QPointF&)> provider) {
   m_hoverProvider = std::move(provider);
 }

@@ -205,9 +205,26 @@ void ChartView::fitYAxis(QValueAxis* axis, bool log) {
     setAxisRange(axis, lo, hi);
     return;
   }
-  if (m_axisState.value(axis).includeZero) {
+  const AxisState state = m_axisState.value(axis);
+  if (state.includeZero) {
     lo = std::min(lo, 0.0);
     hi = std::max(hi, 0.0);
+  }
+  if (state.minSpan > 0 && hi - lo < state.minSpan) {
+    // Widened about the data's middle, then shifted back inside the floor and ceiling.
+    const double mid = (lo + hi) / 2;
+    lo = mid - state.minSpan / 2;
+    hi = mid + state.minSpan / 2;
+    if (lo < state.spanFloor) {
+      hi += state.spanFloor - lo;
+      lo = state.spanFloor;
+    }
+    if (hi > state.spanCeiling) {
+      lo -= hi - state.spanCeiling;
+      hi = state.spanCeiling;
+    }
+    setNiceRange(axis, lo, hi);
+    return;
   }
   if (hi - lo <= 1e-12 * std::max(1.0, std::abs(hi))) {
     const double pad = std::abs(hi) > 0 ? std::abs(hi) * 0.1 : 1.0;
