@@ -156,6 +156,11 @@ class HistogramView : public ChartPanel {
   };
   std::vector<Fp8Band> m_fp8Bands;
   QString m_fp8FormatShown;
+  // While render() paints an export: the bar chart's size there, which the caption fits (its
+  // brief form below kBriefCaptionBelowPx, its lines wrapped at " · " to the width); empty on
+  // screen, where the view's own size counts.
+  QSizeF m_renderSize;
+  QString fitCaption(const QString& text) const;
 };
 
 }  // namespace amp::ui

@@ -2,6 +2,7 @@
 // the empty states, hover texts and the two-chart export.
 #include <QAreaSeries>
 #include <QCoreApplication>
+#include <QFontMetricsF>
 #include <QLineSeries>
 #include <QValueAxis>
 #include <cmath>
@@ -204,7 +205,8 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
   // In the run's own format: a bf16 run's caption read "as fp16: underflow 100%" beside "flushed
   // to 0: 0%". bf16 has fp32's exponent range, so what fp16 would lose is said as a what-if.
   const bool bf16Run = run->config.mode == PrecisionMode::AmpBf16;
-  const bool brief = m_view->height() < kBriefCaptionBelowPx * m_view->presentationScale();
+  const double barsHeight = m_renderSize.isEmpty() ? m_view->height() : m_renderSize.height();
+  const bool brief = barsHeight < kBriefCaptionBelowPx * m_view->presentationScale();
   for (const auto& [domain, name, h] : {std::tuple{Domain::Scaled, tr("scaled"), &rec->scaled},
                                         std::tuple{Domain::Unscaled, tr("unscaled"), &rec->unscaled}}) {
     if (m_domain != Domain::Both && m_domain != domain) continue;
@@ -214,14 +216,14 @@ void HistogramView::updateBars(const RunData* run, const HistogramRecord* rec, c
     caption << (bf16Run ? bf16Line(label, *h) : fractionsLine(tr("%1, as fp16").arg(label), *h));
   }
   if (fp8) {
-    m_view->setCaption(fp8Caption(run, *rec, frame));
+    m_view->setCaption(fitCaption(fp8Caption(run, *rec, frame)));
     const bool blocks = rec->tensor.rfind("fp8blocks:", 0) == 0;
     const QString name = QString::fromStdString(rec->tensor.substr(rec->tensor.find(':') + 1));
     m_scaled->setName(blocks ? tr("blocks") : tr("× its scale"));
     m_view->setTitle(blocks ? tr("%1 (fp8 %2): block scales, step %3").arg(name, histogramKindLabel(rec->kind)).arg(frame.step)
                             : tr("%1 (fp8 %2) after its scale, step %3").arg(name, histogramKindLabel(rec->kind)).arg(frame.step));
   } else {
-    m_view->setCaption(caption.join(QLatin1Char('\n')));
+    m_view->setCaption(fitCaption(caption.join(QLatin1Char('\n'))));
     m_view->setTitle(tr("%1 %2, step %3")
                          .arg(QString::fromStdString(rec->tensor), histogramKindLabel(rec->kind))
                          .arg(frame.step));
@@ -308,7 +310,7 @@ void HistogramView::updateHeatMap(const RunData* run) {
                  : shown == Domain::Unscaled ? tr("Over time, unscaled (colour: log count)")
                                              : tr("Over time, scaled (colour: log count)");
   // The lines are fp16's limits; bf16's range is the whole axis, so none of them bounds a bf16 run.
-  if (run->config.mode == PrecisionMode::AmpBf16) title += tr(" · lines: fp16's limits; bf16's range is all of it");
+  if (run->config.mode == PrecisionMode::AmpBf16) title += tr(" · lines: fp16's limits");
   m_heatView->setTitle(title);
   m_heatView->applyAutoRange(m_heatX0, x1);
 }
@@ -347,12 +349,48 @@ QString HistogramView::heatHoverText(const QPointF& value) const {
       .arg(percent(h.fraction(n)));
 }
 
+// A caption line wider than the chart was cut at its right edge (the dashboard export, x1.5):
+// such lines break between their " · " parts, the continuation indented.
+QString HistogramView::fitCaption(const QString& text) const {
+  QFont font = m_view->font();
+  font.setPointSizeF(8 * m_view->presentationScale());  // ChartView's caption font
+  const QFontMetricsF fm(font);
+  const double width = (m_renderSize.isEmpty() ? m_view->width() : m_renderSize.width()) - 16;
+  if (width <= 50) return text;
+  QStringList out;
+  const QString sep = QStringLiteral(" · ");
+  for (const QString& line : text.split(QLatin1Char('\n'))) {
+    if (fm.horizontalAdvance(line) <= width) {
+      out << line;
+      continue;
+    }
+    QString current;
+    for (const QString& part : line.split(sep)) {
+      const QString next = current.isEmpty() ? part : current + sep + part;
+      if (!current.isEmpty() && fm.horizontalAdvance(next) > width) {
+        out << current;
+        current = QStringLiteral("   ") + part;
+      } else {
+        current = next;
+      }
+    }
+    if (!current.isEmpty()) out << current;
+  }
+  return out.join(QLatin1Char('\n'));
+}
+
 void HistogramView::render(QPainter* painter, const QRectF& target) {
-  refreshNow();
   const double split = target.height() * 0.58;
+  // The caption fitted to the export's bar chart, then to the screen again.
+  m_renderSize = QSizeF(target.width(), split);
+  refreshNow();
+  m_shown.reset();
+  updateSeries();
   m_view->renderChart(painter, QRectF(target.topLeft(), QSizeF(target.width(), split)));
   m_heatView->renderChart(
       painter, QRectF(target.left(), target.top() + split, target.width(), target.height() - split));
+  m_renderSize = {};
+  updateSeries();
 }
 
 }  // namespace amp::ui
