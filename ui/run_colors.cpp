@@ -17,10 +17,11 @@ const QColor kPrecision[] = {
     QColor(0x9b5d9c),  // pure fp16
 };
 
-// Distinct from the five above and from each other (teal, brown, magenta, olive, slate blue,
+// Distinct from the five above and from each other (teal, violet, magenta, olive, slate blue,
 // dark gold, cyan, grey-violet), then three that come nearer to the precisions' hues (steel
-// blue, sage, vermilion), needed only when eleven runs already share precisions.
-const QColor kExtra[] = {QColor(0x2a9d8f), QColor(0x9c6b4e), QColor(0xc2439f), QColor(0x7f8c1d),
+// blue, sage, vermilion), needed only when eleven runs already share precisions. Violet was a
+// brown (#9c6b4e) that the dark theme made hard to tell from fp16's orange (issue 42 item 7).
+const QColor kExtra[] = {QColor(0x2a9d8f), QColor(0x9d4edd), QColor(0xc2439f), QColor(0x7f8c1d),
                          QColor(0x6b6ecf), QColor(0xb08d1f), QColor(0x1b9ec2), QColor(0x8a7f99),
                          QColor(0x2e86ab), QColor(0x5e8c6a), QColor(0xd4593a)};
 

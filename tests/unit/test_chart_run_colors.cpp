@@ -4,6 +4,8 @@
 // in the next, and pale pink and yellow (contrast 1.6-2.0 on white) vanished.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cmath>
 #include <set>
 
 #include "engine/config/config_schema.h"
@@ -85,4 +87,29 @@ TEST(RunColors, EveryColourStandsOutOnBothThemes) {
   // The formula, checked at its ends and at a textbook value (#767676 on white: 4.54).
   EXPECT_NEAR(contrastRatio(Qt::black, Qt::white), 21.0, 1e-9);
   EXPECT_NEAR(contrastRatio(QColor(0x76, 0x76, 0x76), Qt::white), 4.54, 0.01);
+}
+
+namespace {
+// CIE76 colour difference (CIELAB, D65): about 2.3 is just noticeable; under 50 two line colours
+// of similar lightness are easily confused on a dark chart.
+double deltaE(const QColor& a, const QColor& b) {
+  auto lab = [](const QColor& c) {
+    auto lin = [](double v) { return v <= 0.04045 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); };
+    const double r = lin(c.redF()), g = lin(c.greenF()), bl = lin(c.blueF());
+    const double x = (0.4124 * r + 0.3576 * g + 0.1805 * bl) / 0.95047, y = 0.2126 * r + 0.7152 * g + 0.0722 * bl,
+                 z = (0.0193 * r + 0.1192 * g + 0.9505 * bl) / 1.08883;
+    auto f = [](double t) { return t > 0.008856 ? std::cbrt(t) : 7.787 * t + 16.0 / 116; };
+    return std::array<double, 3>{116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))};
+  };
+  const auto p = lab(a), q = lab(b);
+  return std::sqrt((p[0] - q[0]) * (p[0] - q[0]) + (p[1] - q[1]) * (p[1] - q[1]) + (p[2] - q[2]) * (p[2] - q[2]));
+}
+}  // namespace
+
+// Issue 42 item 7: a lesson's extra runs took brown after teal, hard to tell from fp16's orange
+// in the dark theme (ΔE 48). The colours a handful of extra runs take stay far from it.
+TEST(RunColors, TheFirstExtraColoursAreFarFromFp16Orange) {
+  const QColor orange = precisionColor(PrecisionFamily::Fp16);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_GE(deltaE(extraRunColor(i), orange), 50.0) << extraRunColor(i).name().toStdString();
 }
