@@ -5,7 +5,8 @@
 //   --size WxH           window size (screenshots at 1024x640, 1280x800, 1920x1080)
 //   --dark               dark palette (screenshots)
 //   --scale F            presentation scale, 1 = normal (as Ctrl+= / Ctrl+- set it)
-//   CONFIG.json          open an experiment file
+//   FILE                 open an experiment (.ampx), a run bundle, a folder of CLI runs or of
+//                        TensorBoard logs, or a JSON config
 // Works under X11/Wayland, Xvfb and QT_QPA_PLATFORM=offscreen.
 #include <csignal>
 #include <QApplication>
@@ -45,6 +46,16 @@ bool wantsScreenshot(int argc, char** argv) {
     if (std::string_view(argv[i]).rfind("--screenshot", 0) == 0) return true;
   return false;
 }
+
+// --help and --version print and exit: they need no display (they said "no display" on a
+// server, where a user reads them first; issue 42 item 7).
+bool wantsTextOnly(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a(argv[i]);
+    if (a == "--help" || a == "-h" || a == "-?" || a == "--help-all" || a == "--version" || a == "-v") return true;
+  }
+  return false;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,7 +71,7 @@ int main(int argc, char** argv) {
   }
   // Without any display Qt aborts; a screenshot needs none, so draw offscreen.
   if (!haveDisplay()) {
-    if (!wantsScreenshot(argc, argv)) {
+    if (!wantsScreenshot(argc, argv) && !wantsTextOnly(argc, argv)) {
       std::fprintf(stderr, "ampstudio: no display (DISPLAY/WAYLAND_DISPLAY unset). Run it under a "
                            "desktop or xvfb-run, set QT_QPA_PLATFORM=offscreen, or use ampstudio-cli.\n");
       return 2;
@@ -103,7 +114,8 @@ int main(int argc, char** argv) {
   parser.addOptions({lesson, screenshot, steps, timeout, size, dark, scale});
   parser.addPositionalArgument(QStringLiteral("file"),
                                QStringLiteral("What to open: an experiment (.ampx), a run bundle (.amprun.zip), a "
-                                              "folder of ampstudio-cli runs, or a JSON config."),
+                                              "folder of ampstudio-cli runs, a TensorBoard log folder (event files "
+                                              "of PyTorch's SummaryWriter, imported), or a JSON config."),
                                QStringLiteral("[FILE]"));
   parser.process(app);
 

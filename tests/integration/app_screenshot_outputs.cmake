@@ -41,3 +41,18 @@ file(READ ${WORK}/target.png head LIMIT 8 HEX)
 if(NOT head STREQUAL "89504e470d0a1a0a")
   message(FATAL_ERROR "the link's target is not a PNG (starts ${head})")
 endif()
+
+# Issue 42 item 7: --help and --version need no display (they said "no display" on a server,
+# where a user reads them first), and the help names every kind of FILE, TensorBoard folders too.
+unset(ENV{QT_QPA_PLATFORM})
+unset(ENV{DISPLAY})
+unset(ENV{WAYLAND_DISPLAY})
+foreach(option --help --version)
+  execute_process(COMMAND ${APP} ${option} TIMEOUT 60 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR err MATCHES "no display")
+    message(FATAL_ERROR "${option} without a display: expected exit 0, got ${rc}: ${err}")
+  endif()
+  if(option STREQUAL "--help" AND NOT out MATCHES "TensorBoard")
+    message(FATAL_ERROR "--help does not say a TensorBoard folder can be opened: ${out}")
+  endif()
+endforeach()
