@@ -197,6 +197,7 @@ void delayedLag(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) 
     int lagSteps = 0;  // steps after the spike whose scale was under a tenth of the one before it
     double scaleBefore = std::nan(""), scaleLow = std::nan("");
     double underflowBefore = std::nan(""), underflowLag = std::nan("");
+    double whatIfLag = std::nan("");  // fp8.what_if's share flushed over the same steps
   };
   auto lag = [&](const ui::RunData& r) {
     Lag l;
@@ -212,11 +213,14 @@ void delayedLag(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) 
     for (int i = std::max(0, i0 - 10); i < i0; ++i) ub += s.underflow[i], ++nb;
     l.underflowBefore = nb ? ub / nb : 0;
     l.scaleLow = l.scaleBefore;
+    double w = 0;
     for (int i = i0 + 1; i < s.size() && s.scale[i] < 0.1 * l.scaleBefore; ++i) {
       ++l.lagSteps;
       u += s.underflow[i];
+      w += s.whatIfUnderflow[i];
       l.scaleLow = std::min(l.scaleLow, s.scale[i]);
     }
+    if (s.hasWhatIf && l.lagSteps > 0) l.whatIfLag = w / l.lagSteps;
     l.underflowLag = l.lagSteps ? u / l.lagSteps : 0;
     return l;
   };
@@ -229,7 +233,11 @@ void delayedLag(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) 
                   "(%7 before the spike)")
                    .arg(spike.tensor, clipped.isEmpty() ? tr("nothing") : clipped.join(QStringLiteral(", ")),
                         l.lagSteps == 1 ? tr("1 step") : tr("%1 steps").arg(l.lagSteps))
-                   .arg(number(l.scaleLow), number(l.scaleBefore), percent(l.underflowLag), percent(l.underflowBefore)));
+                   .arg(number(l.scaleLow), number(l.scaleBefore), percent(l.underflowLag), percent(l.underflowBefore)) +
+                   (std::isfinite(l.whatIfLag)
+                        ? tr("; what if %1: %2 flushed over those steps")
+                              .arg(QString::fromStdString(r->config.fp8.whatIf), percent(l.whatIfLag))
+                        : QString()));
   }
   if (!maxRun || !recent) return missingRuns(out, {QStringLiteral("history_max"), QStringLiteral("most_recent")});
   const Lag a = lag(*maxRun), b = lag(*recent);

@@ -65,9 +65,12 @@ void appendFp8Presets(std::vector<Preset>& v) {
              "Then the spike enters the 16-step amax history: with amax_compute=max the scale stays "
              "10,000 times too small for 16 steps and the tensor's small values flush to zero, long "
              "after the spike is gone; with most_recent only the one step after it. The scale "
-             "timeline shows amax, the history's max and the scale used.",
+             "timeline shows amax, the history's max and the scale used; the heat map's what-if box what "
+             "MXFP8, scaled per block from each step's own values, would have lost instead.",
              spiralsFp8({{"train.steps", "60"}, {"fp8.recipe", "delayed"}, {"fp8.format", "e4m3"},
-                         {"fp8.history_len", "16"}, {"fp8.inject_spike", "20:2.x:10000"}}),
+                         {"fp8.history_len", "16"}, {"fp8.inject_spike", "20:2.x:10000"},
+                         // What MXFP8 would have lost on the same tensors: the heat map's what-if box.
+                         {"fp8.what_if", "mxfp8"}}),
              {{"history_max", {{"fp8.amax_compute", "max"}}},
               {"most_recent", {{"fp8.amax_compute", "most_recent"}}}}};
     p.focus = "activation|fp8:2.x";
