@@ -85,6 +85,8 @@ class TestLessons : public test::SessionFixture {
   void spiralsLessonShowsItsSampleCount() {
     QVERIFY(window()->loadLesson(QStringLiteral("spirals")));
     QVERIFY(panel()->config().data.samples > 0);
+    // Issue 42 item 7: at the default noise (0.1) the arms blurred into two blobs on the Data chart.
+    QVERIFY(panel()->config().data.noise <= 0.05);
   }
 
   // The histogram opened on "0 · activation" of the first run; the lesson is about fp16_noscale's
