@@ -1,4 +1,5 @@
 #include "engine/amp/fp8_quantize.h"
+#include "kernels/cpu/parallel_grain.h"
 
 #include <algorithm>
 #include <cmath>
@@ -325,23 +326,28 @@ void merge(QuantStats& into, const QuantStats& part) {
   for (const auto& [e, n] : part.scaledExponents) into.scaledExponents[e] += n;
 }
 
-// body(first, last, stats) over [0, units) split evenly among the threads when the work is
-// large enough to pay for them (an op under ~64k values runs on one: no fan-out for small ops);
-// each thread's statistics are merged in thread order, so a given thread count gives the same
-// figures every time (the quantised values never depend on it).
+// body(first, last, stats) over [0, units) in parts, which the threads share when the work is
+// large enough to pay for them (an op under ~64k values runs on one: no fan-out for small ops).
+// The parts depend on the work alone, not on the threads, and their statistics are merged in
+// part order: the figures are the same bits on any number of threads (the trainer's thread tuner
+// changes the count between steps; the quantised values never depend on it).
+constexpr int kStatParts = 8;
 template <class Body>
 void parallelUnits(std::int64_t units, std::int64_t work, QuantStats* stats, Body body) {
-  const int threads = work >= (1 << 16) ? std::max(1, std::min<int>(omp_get_max_threads(), int(units))) : 1;
-  if (threads == 1) {
+  const int parts = work >= (1 << 16) ? int(std::min<std::int64_t>(kStatParts, std::max<std::int64_t>(1, units))) : 1;
+  if (parts == 1) {
     body(0, units, stats);
     return;
   }
-  std::vector<QuantStats> parts(static_cast<std::size_t>(threads));
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int t = 0; t < threads; ++t)
-    body(units * t / threads, units * (t + 1) / threads, stats ? &parts[std::size_t(t)] : nullptr);
+  const int threads = std::max(1, std::min(cpu::maxLoopThreads(), parts));
+  std::vector<QuantStats> partStats(static_cast<std::size_t>(parts));
   if (stats)
-    for (const QuantStats& p : parts) merge(*stats, p);
+    for (QuantStats& p : partStats) p.wantScaledExponents = stats->wantScaledExponents;
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+  for (int t = 0; t < parts; ++t)
+    body(units * t / parts, units * (t + 1) / parts, stats ? &partStats[std::size_t(t)] : nullptr);
+  if (stats)
+    for (const QuantStats& p : partStats) merge(*stats, p);
 }
 
 }  // namespace
@@ -435,7 +441,7 @@ void decodeCodes(const std::uint8_t* codes, const std::uint8_t* scaleCodes, cons
   for (std::uint32_t c = 0; c < (spec.format == MiniFormat::E2M1 ? 16u : 256u); ++c) table[c] = miniToFloat(c, spec.format);
   const std::vector<float> nv = spec.scaling == QuantScaling::Nvfp4 ? nvfp4ValueTable(tensorScale) : std::vector<float>{};
   const std::int64_t perLine = L.blocksPerLine(), tile = L.tileLines();
-  const int threads = rows * cols >= (1 << 16) ? std::max(1, std::min<int>(omp_get_max_threads(), int(rows))) : 1;
+  const int threads = rows * cols >= (1 << 16) ? std::max(1, std::min<int>(cpu::maxLoopThreads(), int(rows))) : 1;
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     float* o = out + r * cols;

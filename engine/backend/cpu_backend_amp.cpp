@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "engine/backend/cpu_backend.h"
 #include "kernels/common/scale_update.h"
@@ -22,10 +23,12 @@ UnscaleResult CpuBackend::unscaleAndCheck(std::span<Tensor* const> grads, float 
     const std::int64_t n = g.numel();
     const std::int64_t chunks = (n + cpu::kChunk - 1) / cpu::kChunk;
     int nonFinite = 0;
-    double sumSq = 0;
+    // Each chunk's sum of squares in its own slot, added in chunk order after the loop: the same
+    // bits on any number of threads (a reduction clause's order follows the threads).
+    std::vector<double> partial(static_cast<std::size_t>(chunks));
     // As PyTorch's kernel: check each value before scaling; x*1 is skipped (keeps NaN bits).
     const int threads = cpu::loopThreads(chunks, cpu::kChunk);
-#pragma omp parallel for reduction(| : nonFinite) reduction(+ : sumSq) num_threads(threads) if (threads > 1)
+#pragma omp parallel for reduction(| : nonFinite) num_threads(threads) if (threads > 1)
     for (std::int64_t c = 0; c < chunks; ++c) {
       const std::int64_t b = c * cpu::kChunk, len = std::min(cpu::kChunk, n - b);
       float buf[cpu::kChunk];
@@ -38,8 +41,10 @@ UnscaleResult CpuBackend::unscaleAndCheck(std::span<Tensor* const> grads, float 
         cpu::narrowChunk(code, g.rawData(), b, len, v);
         if (code != 0) cpu::widenChunk(code, g.rawData(), b, len, v);  // the stored values
       }
-      sumSq += cpu::sumOfSquaresF64(v, len);
+      partial[static_cast<std::size_t>(c)] = cpu::sumOfSquaresF64(v, len);
     }
+    double sumSq = 0;
+    for (double p : partial) sumSq += p;
     result.sumOfSquares += sumSq;
     if (nonFinite && !result.foundInf) {
       result.foundInf = true;
@@ -67,16 +72,11 @@ std::int64_t CpuBackend::countNonFinite(const Tensor& t) {
 double CpuBackend::sumOfSquares(const Tensor& t) {
   const int code = floatCode(t);
   const std::int64_t n = t.numel(), chunks = (n + cpu::kChunk - 1) / cpu::kChunk;
-  double sum = 0;
-  const int threads = cpu::loopThreads(chunks, cpu::kChunk);
-#pragma omp parallel for reduction(+ : sum) num_threads(threads) if (threads > 1)
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    const std::int64_t b = c * cpu::kChunk, len = std::min(cpu::kChunk, n - b);
+  (void)chunks;
+  return cpu::sumOverChunks(n, [&](std::int64_t, std::int64_t b, std::int64_t len) {
     float buf[cpu::kChunk];
-    const float* v = cpu::widenChunk(code, t.rawData(), b, len, buf);
-    sum += cpu::sumOfSquaresF64(v, len);
-  }
-  return sum;
+    return cpu::sumOfSquaresF64(cpu::widenChunk(code, t.rawData(), b, len, buf), len);
+  });
 }
 
 namespace {

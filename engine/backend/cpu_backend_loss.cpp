@@ -70,14 +70,15 @@ double CpuBackend::mseForward(const Tensor& pred, const Tensor& target) {
   cpu::dispatchFloatCode(cpu::floatCode(pred), [&](auto tag) {
     using T = decltype(tag);
     const auto* a = pred.data<typename T::Storage>();
-    double s = 0;
-    const int threads = cpu::loopThreads(n);
-#pragma omp parallel for reduction(+ : s) num_threads(threads) if (threads > 1)
-    for (std::int64_t i = 0; i < n; ++i) {
-      const double d = double(T::load(a[i])) - double(b[i]);
-      s += d * d;
-    }
-    sum = s;
+    // Chunk by chunk, in chunk order: the same bits on any number of threads (chunked.h).
+    sum = cpu::sumOverChunks(n, [&](std::int64_t, std::int64_t begin, std::int64_t len) {
+      double s = 0;
+      for (std::int64_t i = begin; i < begin + len; ++i) {
+        const double d = double(T::load(a[i])) - double(b[i]);
+        s += d * d;
+      }
+      return s;
+    });
   });
   return sum / double(n);
 }

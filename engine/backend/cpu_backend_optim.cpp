@@ -35,10 +35,12 @@ UpdateResult updateInChunks(Tensor& param, const Tensor& grad, Update update) {
   const int pc = cpu::floatCode(param), gc = cpu::floatCode(grad);
   const std::int64_t n = param.numel(), chunks = (n + cpu::kChunk - 1) / cpu::kChunk;
   std::int64_t lost = 0;
-  double sumSq = 0;
+  // Each chunk's sum of squares in its own slot, added in chunk order after the loop: the same
+  // bits on any number of threads (a reduction clause's order follows the threads).
+  std::vector<double> partial(static_cast<std::size_t>(chunks));
   // An optimizer touches about four arrays an element: four times an elementwise op's work.
   const int threads = cpu::loopThreads(chunks, 4 * cpu::kChunk);
-#pragma omp parallel for reduction(+ : lost, sumSq) num_threads(threads) if (threads > 1)
+#pragma omp parallel for reduction(+ : lost) num_threads(threads) if (threads > 1)
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t b = c * cpu::kChunk, len = std::min(cpu::kChunk, n - b);
     // A private copy of the functor: its captured scalars then live in registers, where the
@@ -46,7 +48,7 @@ UpdateResult updateInChunks(Tensor& param, const Tensor& grad, Update update) {
     const Update fn = update;
     float gb[cpu::kChunk];
     const float* g = cpu::widenChunk(gc, grad.rawData(), b, len, gb);
-    sumSq += cpu::sumOfSquaresF64(g, len);
+    partial[static_cast<std::size_t>(c)] = cpu::sumOfSquaresF64(g, len);
     std::int64_t l = 0;
     if (pc == 0) {
       // fp32 weights (masters): one in-place pass; what is stored is exactly the fp32 result.
@@ -69,6 +71,8 @@ UpdateResult updateInChunks(Tensor& param, const Tensor& grad, Update update) {
     }
     lost += l;
   }
+  double sumSq = 0;
+  for (double p : partial) sumSq += p;
   return {lost, sumSq};
 }
 

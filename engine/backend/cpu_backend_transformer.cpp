@@ -2,8 +2,10 @@
 // widened to fp32 once, computed in fp32 and rounded once into its destination, so 16-bit inputs
 // get fp32 statistics and sums, as PyTorch's kernels give them. Sums that become gradients run
 // in a fixed order (rows in increasing index), so results never depend on the thread count.
+#include <omp.h>
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -293,9 +295,31 @@ void CpuBackend::gemmBatched(const Tensor& a, bool transA, const Tensor& b, bool
   const cpu::ScratchAccount scratch(
       m_memory, (af.size() + bf.size() + cf.size()) * sizeof(float) +
                     cpu::matmulScratchBytes(cpu::ElemType::F32, cpu::ElemType::F32, s, false));
-  for (std::int64_t i = 0; i < d.batch; ++i)
-    cpu::matmul(cpu::ElemType::F32, cpu::ElemType::F32, s, av + i * d.m * d.k, bv + i * d.k * d.n,
-                nullptr, cv + i * d.m * d.n);
+  // The matrices are shared between the threads, each multiplied whole by one thread (oneDNN on
+  // a single thread: its limit is 1 here and it never fans out inside a parallel region): one
+  // fork and join for all of them instead of one per matrix (a GPT step has some 800 of these
+  // small GEMMs, and on a busy machine every join can wait a scheduler slice for a descheduled
+  // thread), and the same bits for any number of threads (no K split).
+  {
+    const int threads = cpu::loopThreads(d.batch, s.m * s.n * s.k);
+    struct RestoreLimit {
+      int n;
+      ~RestoreLimit() { omp_set_num_threads(n); }
+    } restore{omp_get_max_threads()};
+    omp_set_num_threads(1);
+    std::exception_ptr failure;  // an exception must not leave an OpenMP loop: kept, rethrown after
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+    for (std::int64_t i = 0; i < d.batch; ++i) {
+      try {
+        cpu::matmul(cpu::ElemType::F32, cpu::ElemType::F32, s, av + i * d.m * d.k, bv + i * d.k * d.n,
+                    nullptr, cv + i * d.m * d.n);
+      } catch (...) {
+#pragma omp critical(amp_gemm_batched_failure)
+        if (!failure) failure = std::current_exception();
+      }
+    }
+    if (failure) std::rethrow_exception(failure);
+  }
   if (!outF32) cpu::narrowChunk(floatCode(c), c.rawData(), 0, c.numel(), cf.data());
   m_gemm.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   m_gemm.flops += 2.0 * double(d.batch) * double(s.m) * double(s.n) * double(s.k);

@@ -267,7 +267,7 @@ std::vector<ConfigKey> buildKeys() {
   k.push_back(listKey("train.inject_nonfinite", "1-based steps whose gradient is forced to inf, e.g. 2,7", [](RunConfig& c) { return &c.train.injectNonFinite; }));
   k.push_back(strKey("train.inject_param", "parameter to corrupt (default: the last weight)", [](RunConfig& c) { return &c.train.injectParam; }));
   k.push_back(choiceKey("train.post_unscale_check", "warn | skip on gradients non-finite only after unscaling", {"warn", "skip"}, [](RunConfig& c) { return &c.train.postUnscaleCheck; }));
-  k.push_back(intKey("train.threads", "CPU threads (0 = all cores; at most 1024)", [](RunConfig& c) { return &c.train.threads; }));
+  k.push_back(intKey("train.threads", "CPU threads (0 = this run's share of the cores, its own loops on fewer while that is faster on a busy machine; at most 1024)", [](RunConfig& c) { return &c.train.threads; }));
   k.push_back(intKey("checkpoint.every", "write a checkpoint every N steps (0 = off)", [](RunConfig& c) { return &c.checkpoint.every; }));
   k.push_back(boolKey("checkpoint.at_end", "write a checkpoint when the run ends", [](RunConfig& c) { return &c.checkpoint.atEnd; }));
   k.push_back(intKey("dist.ranks", "data-parallel ranks: more than 1 starts them through Open MPI's mpirun (the app and a preset's variant; the CLI also takes --ranks N, or runs as mpirun -np N ampstudio-cli run)", [](RunConfig& c) { return &c.dist.ranks; }));

@@ -57,6 +57,7 @@ QJsonObject stepMetricsToJson(const StepMetrics& m) {
   o["lr"] = num(m.lr);
   if (m.schedulerStepOnSkip) o["scheduler_stepped_on_skip"] = true;
   o["step_ms"] = m.stepMs;
+  if (m.threads > 0) o["threads"] = m.threads;  // CPU steps: the OpenMP threads it ran on
   o["samples_per_s"] = m.samplesPerS;
   o["gemm_gflops"] = m.gemmGflops;
   o["memory"] = memoryToJson(m.memory, false);
@@ -130,6 +131,7 @@ StepMetrics stepMetricsFromJson(const QJsonObject& o) {
   m.divergence = o["divergence"].toString().toStdString();
   m.ranks = std::max(1, o["ranks"].toInt(1));
   m.allreduceMs = o["allreduce_ms"].toDouble();
+  m.threads = o["threads"].toInt(0);
   for (const QJsonValue& v : o["rank_samples_per_s"].toArray()) m.rankSamplesPerS.push_back(v.toDouble());
   m.fp8 = fp8RecordsFromJson(o["fp8"].toArray());
   return m;

@@ -46,6 +46,7 @@ struct StepMetrics {
   bool schedulerStepOnSkip = false;  // the schedule advanced although the step was skipped
   double stepMs = 0;
   double samplesPerS = 0;
+  int threads = 0;        // OpenMP threads the CPU step ran on (engine/train/step_thread_tuner.h); 0 on a GPU
   double gemmGflops = 0;  // GEMM throughput inside the step
   MemorySnapshot memory;
   std::string firstNonFinite;       // parameter whose gradient was non-finite first (backward order)

@@ -1,4 +1,5 @@
 #include "engine/train/trainer.h"
+#include "kernels/cpu/parallel_grain.h"
 
 #include <omp.h>
 
@@ -308,7 +309,6 @@ int Trainer::stepThreads() const {
 
 StepMetrics Trainer::runStepAs(GraphPlan plan, std::chrono::steady_clock::time_point started) {
   const int ranks = this->ranks(), rank = this->rank();
-  omp_set_num_threads(stepThreads());
   auto t0 = started;
   m_be->resetGemmCounters();
   m_be->memory().resetPeaks();
@@ -318,6 +318,15 @@ StepMetrics Trainer::runStepAs(GraphPlan plan, std::chrono::steady_clock::time_p
   const auto& tc = m_config.train;
   // Histograms are rank 0's record (after the all-reduce, every rank's gradients are the same).
   const bool recordHist = rank == 0 && recordsHistogramsAt(mt.step);
+  // The step's OpenMP threads: the user's train.threads, else the tuner's pick up to this run's
+  // share. Plain CPU steps are the ones it times (not the first, which allocates and JITs, nor
+  // histogram or trace steps, which do more work).
+  const bool tuned = m_config.train.threads <= 0 && m_be->name() == "cpu";
+  const bool timedForTuner = tuned && plan == GraphPlan::Eager && m_step >= 1 && !recordHist && !m_traceNext;
+  const int share = stepThreads();
+  const int threads = tuned ? m_threadTuner.next(share, timedForTuner) : share;
+  omp_set_num_threads(share);        // oneDNN's GEMMs: the same count all run (their bits depend on it)
+  cpu::t_loopThreadCap = threads;    // our own loops: the tuner's pick (their bits do not)
   mt.scale = m_scaler->scale();
   HistogramRecorder recorder(*m_be, mt.scale, /*measureRounding=*/!replaysInFp32());
   LayerContext ctx{*m_be, m_autocast, true, recordHist ? &recorder : nullptr,
@@ -507,6 +516,8 @@ StepMetrics Trainer::runStepAs(GraphPlan plan, std::chrono::steady_clock::time_p
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double secs = m_be->deviceStepSeconds().value_or(wall);
   mt.stepMs = secs * 1e3;
+  if (tuned) m_threadTuner.record(threads, wall, timedForTuner);
+  if (!m_be->deviceStepSeconds()) mt.threads = threads;
   mt.samplesPerS = secs > 0 ? double(ranks > 1 ? globalSamples : samples) / secs : 0.0;
   if (ranks > 1) {
     const double own = secs > 0 ? double(samples) / secs : 0.0;

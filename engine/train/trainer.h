@@ -24,6 +24,7 @@
 #include "engine/train/decision_map.h"
 #include "engine/train/scaled_optimizer.h"
 #include "engine/train/step_metrics.h"
+#include "engine/train/step_thread_tuner.h"
 
 namespace amp {
 
@@ -100,10 +101,13 @@ class Trainer {
   // How many runs (this one included) train at once in this process, sharing its CPUs (the
   // app's "Max concurrent", a lesson's side-by-side variants). May change between steps.
   void setConcurrentRuns(int runs) { m_concurrentRuns = runs < 1 ? 1 : runs; }
-  // The OpenMP threads a step uses: train.threads when set, else this run's share of the CPUs
-  // the process can use (kernels/cpu/cpu_budget.h), split between the ranks on this machine
-  // and the runs training at once.
+  // The most OpenMP threads a step uses: train.threads when set, else this run's share of the
+  // CPUs the process can use (kernels/cpu/cpu_budget.h), split between the ranks on this
+  // machine and the runs training at once. Without train.threads a CPU step may use fewer: the
+  // thread tuner times the steps on each count and keeps the fastest (step_thread_tuner.h).
   int stepThreads() const;
+  const StepThreadTuner& threadTuner() const { return m_threadTuner; }
+  StepThreadTuner& threadTuner() { return m_threadTuner; }
 
   TrainerProgress progress() const;
   // Why a saved loader state does not fit this run, or nothing (asked before anything changes).
@@ -182,6 +186,7 @@ class Trainer {
   double m_lastEvalSeconds = 0;
   Communicator* m_comm = nullptr;  // a data-parallel run's ranks; nullptr: one process
   int m_concurrentRuns = 1;         // runs sharing the CPUs with this one (setConcurrentRuns)
+  StepThreadTuner m_threadTuner;
   // The training set on the device (data.device_cache); undefined tensors when batches are
   // uploaded from the host instead.
   struct DeviceData {

@@ -34,9 +34,22 @@ constexpr int loopThreadsFor(std::int64_t units, std::int64_t workPerUnit, int m
   return int(std::min<std::int64_t>({grains, units, maxThreads}));
 }
 
-// The threads this loop gets on the calling thread's OpenMP limit.
+// A further limit on our own loops, set by the training thread for its step (0: none): the
+// trainer's thread tuner (engine/train/step_thread_tuner.h) lowers it on a busy machine. Our loops
+// give the same bits on any thread count, so the tuner may change it between steps; oneDNN's
+// GEMMs and convolutions may not (a K split over 2 threads adds in another order), so they keep
+// the OpenMP limit, which stays the run's share for the whole run.
+inline thread_local int t_loopThreadCap = 0;
+
+// The most threads one of our loops may take on the calling thread.
+inline int maxLoopThreads() {
+  const int omp = omp_get_max_threads();
+  return t_loopThreadCap > 0 ? std::min(omp, t_loopThreadCap) : omp;
+}
+
+// The threads this loop gets on the calling thread's limits.
 inline int loopThreads(std::int64_t units, std::int64_t workPerUnit = 1) {
-  return loopThreadsFor(units, workPerUnit, omp_get_max_threads());
+  return loopThreadsFor(units, workPerUnit, maxLoopThreads());
 }
 
 }  // namespace amp::cpu

@@ -14,12 +14,13 @@ function(run_cli expected_rc)
   set(last_stderr "${err}" PARENT_SCOPE)
 endfunction()
 
-# The step metrics of a metrics.jsonl without the fields that measure time.
+# The step metrics of a metrics.jsonl without the fields that measure time (and the thread count,
+# which the step thread tuner picks by timing the steps; it changes no other number).
 function(metrics_without_timings path out_var)
   file(STRINGS "${path}" lines)
   set(result "")
   foreach(line IN LISTS lines)
-    foreach(key step_ms samples_per_s gemm_gflops)
+    foreach(key step_ms samples_per_s gemm_gflops threads)  # threads: the tuner follows the timings
       string(JSON line REMOVE "${line}" ${key})
     endforeach()
     string(APPEND result "${line}\n")
