@@ -145,6 +145,15 @@ class TestLessonVerdicts : public QObject {
              qPrintable(r.note));
   }
 
+  // ResNet evaluates once an epoch: its accuracy chart had two points per run. Its result opens
+  // on the loss, step by step, with the evaluations as dots.
+  void resnetShowsItsResultOnTheLossCurves() {
+    Runs runs;
+    runs.add({"resnet/fp32", PrecisionMode::Fp32, 2.3, 0.4, 10, 1000, {}, 0.4, 0.9});
+    runs.add({"resnet/fp16", PrecisionMode::AmpFp16, 2.3, 0.4, 10, 600, kEmulated, 0.4, 0.9});
+    QCOMPARE(conclude("resnet", runs).chart, QStringLiteral("loss"));
+  }
+
   // A comparison of results where fp32 learned nothing is no comparison.
   void agreeingLossesOnAFlatCurveAreInconclusive() {
     Runs runs;
