@@ -35,6 +35,9 @@ class LessonResultView : public QWidget {
   // Beyond the room the text scrolls. It can shrink to its headline.
   void setHeightCap(int pixels, int room = -1);
   bool isCompact() const { return m_compact; }  // the claim given way
+  // The height all of its lines take at its present width (and compactness): more than it was
+  // given means the window has to find room, or the text scrolls.
+  int wholeHeight() const { return cardHeight(std::max(200, width() - 2)); }
   QSize sizeHint() const override;
   QSize minimumSizeHint() const override;
 

@@ -502,6 +502,7 @@ void MainWindow::showLessonResult(const LessonResult& result) {
   fitResultPanel();
   m_result->showResult(result);
   if (!result.chart.isEmpty()) m_dashboard->showChart(result.chart);
+  fitResultPanel();  // with its text: the bottom row may give it room
 }
 
 void MainWindow::showRunError(const RunData* run, const QString& message) {

@@ -181,6 +181,7 @@ class MainWindow : public QMainWindow {
   static constexpr double kResultShare = 0.4, kShortResultShare = 0.3;   // the bottom row grows with the window (more trace rows)
   static constexpr int kNarrowWindowPx = 1150;  // narrower (x the scale): arrangeBottomDocks tabs the log
   static constexpr int kShortWindowPx = 700;    // shorter (x the scale): the bottom row joins the side
+  static constexpr int kMinBottomRowPx = 120;   // the least the bottom row gives a lesson's result
   CloseChoice confirmClose();
   void chartsChanged();  // runs added/removed/ticked
   // What inject and trace act on: the selected run if it is training, else the current run.

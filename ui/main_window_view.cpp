@@ -157,7 +157,17 @@ void MainWindow::fitResultPanel() {
   const double share = centre < 480 * m_presentationScale ? kShortResultShare : kResultShare;
   // Where all of it does not fit the share, the panel may take the room down to the charts'
   // minimum so that every run's line, the criterion and the note are on screen.
-  m_result->setHeightCap(std::max(0, std::min(int(centre * share), room)), std::max(0, room));
+  const int cap = std::max(0, std::min(int(centre * share), room));
+  m_result->setHeightCap(cap, std::max(0, room));
+  // Still short of room (1280x800 at x1, the runs table below): the bottom row gives up what the
+  // result needs, down to a few table rows; the centre's resize then refits the panel.
+  if (!m_result->isVisible() || m_bottomInSide || m_focusView || m_runsDock->isFloating() ||
+      dockWidgetArea(m_runsDock) != Qt::BottomDockWidgetArea || m_runsDock->isHidden())
+    return;
+  const int deficit = m_result->wholeHeight() - std::max(cap, room);
+  const int bottom = m_runsDock->height();
+  const int minimum = int(kMinBottomRowPx * m_presentationScale);
+  if (deficit > 0 && bottom > minimum) resizeDocks({m_runsDock}, {std::max(minimum, bottom - deficit - 4)}, Qt::Vertical);
 }
 
 MainWindow::CloseChoice MainWindow::confirmClose() {

@@ -141,8 +141,18 @@ class TestLessonVerdicts : public QObject {
     runs.add({"fmnist-mlp/fp32", PrecisionMode::Fp32, 2.3, 0.5, 10, 1000, {}, 0.5, 0.8});
     runs.add({"fmnist-mlp/fp16", PrecisionMode::AmpFp16, 2.3, 0.5, 14, 900, kEmulated, 0.5, 0.8});
     const ui::LessonResult r = conclude("fmnist-mlp", runs);
-    QVERIFY2(r.note.contains(QStringLiteral("slower than fp32")) && !r.note.contains(QStringLiteral("heavier")),
+    QVERIFY2(r.note.contains(QStringLiteral("fp16 ran slower than fp32")) && !r.note.contains(QStringLiteral("more memory")),
              qPrintable(r.note));
+    // bf16 kept fp32's pace: the note does not call it slower.
+    Runs mixed;
+    mixed.add({"fmnist-cnn/fp32", PrecisionMode::Fp32, 2.3, 0.5, 10, 1000, {}, 0.5, 0.8});
+    mixed.add({"fmnist-cnn/fp16", PrecisionMode::AmpFp16, 2.3, 0.5, 12, 1100, kEmulated, 0.5, 0.8});
+    mixed.add({"fmnist-cnn/bf16", PrecisionMode::AmpBf16, 2.3, 0.5, 9.8, 1100,
+               QStringLiteral("bf16 emulated (fp32 math on bf16 values; no bf16 kernels for AVX2 in oneDNN)"), 0.5, 0.8});
+    const QString note = conclude("fmnist-cnn", mixed).note;
+    QVERIFY2(note.contains(QStringLiteral("fp16 ran slower than fp32")) && !note.contains(QStringLiteral("bf16 ran slower")) &&
+                 note.contains(QStringLiteral("fp16 and bf16 took more memory")),
+             qPrintable(note));
   }
 
   // ResNet evaluates once an epoch: its accuracy chart had two points per run. Its result opens
