@@ -502,6 +502,7 @@ void MainWindow::showLessonResult(const LessonResult& result) {
   fitResultPanel();
   m_result->showResult(result);
   if (!result.chart.isEmpty()) m_dashboard->showChart(result.chart);
+  m_resultMayTakeBottomRow = true;
   fitResultPanel();  // with its text: the bottom row may give it room
 }
 

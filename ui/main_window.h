@@ -238,6 +238,9 @@ class MainWindow : public QMainWindow {
   QAction* m_leaveFocus = nullptr;      // Esc, only while in the focus view
   int m_fittedHeight = 0;  // window height the docks were last sized for
   bool m_logTabbed = false;  // the event log is a tab of the runs dock (arrangeBottomDocks)
+  // A lesson's result just shown: the bottom row may give it room once (fitResultPanel), not
+  // again when the user drags the row taller while it is on screen.
+  bool m_resultMayTakeBottomRow = false;
   bool m_bottomInSide = false;  // runs, inspector and log are side-panel tabs (moveBottomDocksToSide)
 };
 

@@ -161,9 +161,10 @@ void MainWindow::fitResultPanel() {
   m_result->setHeightCap(cap, std::max(0, room));
   // Still short of room (1280x800 at x1, the runs table below): the bottom row gives up what the
   // result needs, down to a few table rows; the centre's resize then refits the panel.
-  if (!m_result->isVisible() || m_bottomInSide || m_focusView || m_runsDock->isFloating() ||
-      dockWidgetArea(m_runsDock) != Qt::BottomDockWidgetArea || m_runsDock->isHidden())
+  if (!m_resultMayTakeBottomRow || !m_result->isVisible() || m_bottomInSide || m_focusView ||
+      m_runsDock->isFloating() || dockWidgetArea(m_runsDock) != Qt::BottomDockWidgetArea || m_runsDock->isHidden())
     return;
+  m_resultMayTakeBottomRow = false;  // once per result: a row the user then drags taller stays
   const int deficit = m_result->wholeHeight() - std::max(cap, room);
   const int bottom = m_runsDock->height();
   const int minimum = int(kMinBottomRowPx * m_presentationScale);
