@@ -521,9 +521,11 @@ void fp32OpsResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& ou
     const double v = finalTestLoss(*r);
     QString text = tr("validation loss %1 (%2 bits per byte), training loss %3")
                        .arg(number(v), number(v / std::log(2.0)), lossText(*r));
-    if (base && r != base && std::isfinite(v) && std::isfinite(finalTestLoss(*base)))
-      text += tr(", %1% from PyTorch's lists")
-                  .arg(100 * (v - finalTestLoss(*base)) / finalTestLoss(*base), 0, 'f', 2);
+    if (base && r != base && std::isfinite(v) && std::isfinite(finalTestLoss(*base))) {
+      const double change = 100 * (v - finalTestLoss(*base)) / finalTestLoss(*base);
+      // "0.00%", not "-0.00%", for a change under half a hundredth of a percent.
+      text += tr(", %1% from PyTorch's lists").arg(std::abs(change) < 0.005 ? 0.0 : change, 0, 'f', 2);
+    }
     // What 16-bit outputs buy: the probabilities are the largest activations at this context.
     const int act = int(MemCategory::Activations);
     text += tr(", activations peak %1")

@@ -185,6 +185,7 @@ class TestLessonVerdicts : public QObject {
     const ui::LessonResult r = conclude("gpt-fp32-ops", same);
     QCOMPARE(r.verdict, Verdict::Inconclusive);
     QVERIFY(r.notMeasurable);
+    QVERIFY2(r.findings[1].text.contains(QStringLiteral(", 0.00% from PyTorch's lists")), qPrintable(r.findings[1].text));
     Runs moved;
     moved.add({"gpt-fp32-ops/fp32_lists", PrecisionMode::AmpFp16, 5.5, 3.0, 10, 1000, kEmulated, 3.1, -1});
     moved.add({"gpt-fp32-ops/softmax_fp16", PrecisionMode::AmpFp16, 5.5, 3.03, 10, 1000, kEmulated, 3.13, -1});
