@@ -8,6 +8,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPainter>
 #include <QProgressBar>
 #include <QScrollArea>
 #include <QStatusBar>
@@ -36,6 +37,21 @@ namespace amp::ui {
 
 namespace {
 constexpr int kTableRefreshMs = 250;  // the table's figures need not change 30 times a second
+
+// The progress text, ending in "…" where the tool bar has less room than it needs (the run's
+// name at 1280x800 was cut mid-letter at the window's edge); the tooltip has all of it.
+class ElidingLabel : public QLabel {
+ public:
+  using QLabel::QLabel;
+
+ protected:
+  void paintEvent(QPaintEvent*) override {
+    QPainter p(this);
+    const QRect r = contentsRect();
+    p.setPen(palette().color(foregroundRole()));
+    p.drawText(r, Qt::AlignVCenter | Qt::AlignLeft, fontMetrics().elidedText(text(), Qt::ElideRight, r.width()));
+  }
+};
 
 QString etaText(double seconds) {
   if (!(seconds >= 0) || seconds > 99 * 3600) return QStringLiteral("–");
@@ -151,7 +167,7 @@ void MainWindow::buildToolBar() {
   m_progress->setValue(0);
   m_progress->setTextVisible(false);
   m_progress->setFixedWidth(160);
-  m_progressLabel = new QLabel(tr("idle"), this);
+  m_progressLabel = new ElidingLabel(tr("idle"), this);
   m_progressLabel->setMinimumWidth(200);
   m_progressLabel->setContentsMargins(8, 0, 8, 0);
   bar->addWidget(m_progress);
