@@ -177,6 +177,18 @@ class TestChartsHistogram : public QObject {
     QVERIFY2(bar->label.contains(QLocale().toString(1000)), qPrintable(bar->label));
   }
 
+  // Issue 42 item 7: a short run's heat map had its x axis from -10 (one frame at step 1, a
+  // column as wide as histogram_every); the axis starts at step 0, and the frame stays on it.
+  void theHeatMapAxisStartsAtStepZeroOnAShortRun() {
+    RunData run = zeroGradientRun(1000);
+    run.config.train.histogramEvery = 20;
+    HistogramView view;
+    QVERIFY(showOn(view, run));
+    const QValueAxis* x = view.heatMapView()->xAxis();
+    QVERIFY2(x->min() >= 0.0, qPrintable(QString::number(x->min())));
+    QVERIFY(x->max() > 1.0);
+  }
+
   // Beyond the anchors of issue 25: fp16 and bf16 histograms of one tensor together. The bf16
   // run's bars (values near 2^-30) with the fp16 run's histogram of the same tensor (all zero)
   // as an outline, the y range making room for both.

@@ -23,6 +23,8 @@
 #include <QXmlStreamReader>
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include "ui/charts/accuracy_chart.h"
 #include "ui/charts/chart_export.h"
 #include "ui/charts/dashboard.h"
@@ -159,6 +161,13 @@ TEST_F(ChartExport, EveryChartToSvgWithTitleAndAxisTitlesAsText) {
     const ChartView* view = panel->chartView();
     EXPECT_TRUE(text.contains(view->title()))
         << name.toStdString() << " lacks title " << view->title().toStdString();
+    // The fp8 views (issue 39) draw quantised tensors, which these 16-bit runs have none of:
+    // they say so, and how to get them.
+    if (name.startsWith(QLatin1String("fp8"))) {
+      EXPECT_TRUE(text.contains(QStringLiteral("amp.mode=fp8")) || text.contains(QStringLiteral("no fp8 runs")))
+          << name.toStdString() << ": no word on why it is empty";
+      continue;
+    }
     if (view->xAxis() && !view->xAxis()->titleText().isEmpty()) {
       EXPECT_TRUE(text.contains(view->xAxis()->titleText())) << name.toStdString();
     }
@@ -258,11 +267,17 @@ TEST_F(ChartExport, HistogramBandsStayInsideTheAxesForSvg) {
   ChartPanel* panel = m_dashboard.panel(QStringLiteral("histogram"));
   ASSERT_NE(panel, nullptr);
   ChartView* view = panel->chartView();
+  // The fp8 formats' bands (E4M3, E5M2, E2M1) wait, empty and out of the legend, for an fp8
+  // tensor (issue 39): a 16-bit run's histogram shows the three 16-bit ones.
+  auto shownInLegend = [&](QAbstractSeries* s) {
+    const QList<QLegendMarker*> markers = view->chart()->legend()->markers(s);
+    return std::any_of(markers.begin(), markers.end(), [](QLegendMarker* m) { return m->isVisible(); });
+  };
   auto checkBands = [&](const char* when) {
     int bands = 0;
     for (QAbstractSeries* s : view->chart()->series()) {
       auto* area = qobject_cast<QAreaSeries*>(s);
-      if (!area || !area->property("ampNoAutoRange").toBool()) continue;
+      if (!area || !area->property("ampNoAutoRange").toBool() || !shownInLegend(area)) continue;
       ++bands;
       for (QLineSeries* edge : {area->upperSeries(), area->lowerSeries()})
         for (const QPointF& p : edge->points()) {
@@ -279,7 +294,7 @@ TEST_F(ChartExport, HistogramBandsStayInsideTheAxesForSvg) {
   // the dark theme).
   int swatches = 0;
   for (QAbstractSeries* s : view->chart()->series()) {
-    if (!s->property("ampNoAutoRange").toBool()) continue;
+    if (!s->property("ampNoAutoRange").toBool() || !shownInLegend(s)) continue;
     for (QLegendMarker* marker : view->chart()->legend()->markers(s)) {
       ++swatches;
       EXPECT_GE(marker->brush().color().alpha(), 160) << marker->label().toStdString();
@@ -302,13 +317,18 @@ TEST_F(ChartExport, EmptyStatesSayWhy) {
                            .histogramEvery = 50,
                            .evalEvery = 0,
                            .color = QColor(0x80, 0x80, 0x80)});
+  // A run still training, on data with a test set: its evaluation is to come.
+  empty.hasTestSet = true;
+  empty.status = RunStatus::Running;
   m_dashboard.setRuns({&empty});
   m_dashboard.refresh();
   bool ok = false;
   ASSERT_TRUE(m_dashboard.exportChart(QStringLiteral("histogram"), path("h.svg")));
   EXPECT_TRUE(svgText(path("h.svg"), &ok).contains(QStringLiteral("no histograms yet")));
   ASSERT_TRUE(m_dashboard.exportChart(QStringLiteral("accuracy"), path("a.svg")));
-  EXPECT_TRUE(svgText(path("a.svg"), &ok).contains(QStringLiteral("no test set evaluated yet")));
+  // (the export wraps it: "yet" on a line of its own; "was evaluated" is the ended run's)
+  EXPECT_TRUE(svgText(path("a.svg"), &ok).contains(QStringLiteral("no test set evaluated")))
+      << m_dashboard.panel(QStringLiteral("accuracy"))->chartView()->placeholder().toStdString();
   // Issue 25: a run whose data has no test set (the recipe's synthetic data) will never be
   // evaluated: the chart says so instead of "yet".
   const QString waiting = m_dashboard.panel(QStringLiteral("accuracy"))->chartView()->placeholder();

@@ -312,7 +312,9 @@ void HistogramView::updateHeatMap(const RunData* run) {
   // The lines are fp16's limits; bf16's range is the whole axis, so none of them bounds a bf16 run.
   if (run->config.mode == PrecisionMode::AmpBf16) title += tr(" · lines: fp16's limits");
   m_heatView->setTitle(title);
-  m_heatView->applyAutoRange(m_heatX0, x1);
+  // Steps start at 1: a first column centred on an early step would open the axis at -10 (one
+  // frame of a histogram_every of 20); the axis starts at step 0 and cuts that half column.
+  m_heatView->applyAutoRange(std::max(0.0, m_heatX0), x1);
 }
 
 QString HistogramView::barsHoverText(const QPointF& value) const {
