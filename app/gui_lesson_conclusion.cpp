@@ -1,4 +1,5 @@
 #include "app/gui_lesson_conclusion.h"
+#include "app/gui_lesson_conclusion_parts.h"
 
 #include <QCoreApplication>
 #include <algorithm>
@@ -14,9 +15,7 @@ namespace amp::gui {
 
 namespace {
 
-using Verdict = ui::LessonResult::Verdict;
-
-QString tr(const char* text) { return QCoreApplication::translate("LessonConclusion", text); }
+using namespace conclusion;
 
 QString percent(double f) {
   // Two digits where they matter: 99.5% and 0.3% both make the point, 100% and 0% too.
@@ -29,8 +28,6 @@ double finalLoss(const ui::RunData& r) {
   // As the runs table shows it (the mean of the last ten losses); NaN before the first step.
   return r.series.loss.isEmpty() ? std::nan("") : r.summary.summary().finalLoss;
 }
-
-QString number(double v) { return std::isfinite(v) ? QString::number(v, 'g', 4) : tr("non-finite"); }
 
 QString lossText(const ui::RunData& r) { return r.series.loss.isEmpty() ? tr("no steps") : number(finalLoss(r)); }
 
@@ -49,12 +46,6 @@ QString tensorName(const QString& key) {
   return name.size() <= 16 ? name : name.section(QLatin1Char('.'), -2);
 }
 
-const ui::RunData* variant(const QVector<const ui::RunData*>& runs, const QString& label) {
-  for (const ui::RunData* r : runs)
-    if (variantLabel(*r) == label) return r;
-  return nullptr;
-}
-
 const ui::RunData* fp32Run(const QVector<const ui::RunData*>& runs) {
   for (const ui::RunData* r : runs)
     if (r->config.mode == PrecisionMode::Fp32) return r;
@@ -64,19 +55,6 @@ const ui::RunData* fp32Run(const QVector<const ui::RunData*>& runs) {
 bool closeTo(double value, double reference, double relative) {
   return std::isfinite(value) && std::isfinite(reference) &&
          std::abs(value - reference) <= relative * std::abs(reference) + 1e-3;
-}
-
-void addFinding(ui::LessonResult& out, const ui::RunData& r, const QString& text) {
-  out.findings.append({r.id, variantLabel(r), r.color, text});
-}
-
-Verdict verdictOf(bool confirmed) { return confirmed ? Verdict::Confirmed : Verdict::NotConfirmed; }
-
-// A lesson whose runs are not all there (one deleted, an experiment saved half-way) can state
-// what it measured but not decide its claim.
-void missingRuns(ui::LessonResult& out, const QStringList& labels) {
-  out.verdict = Verdict::Inconclusive;
-  out.criterion = tr("the lesson needs its %1 runs to decide").arg(labels.join(QStringLiteral(", ")));
 }
 
 void underflowResult(const Preset& p, const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
@@ -476,11 +454,6 @@ void resnetResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out
 }
 
 }  // namespace
-
-// The last validation loss of a run (NaN without one).
-double finalTestLoss(const ui::RunData& r) {
-  return r.series.testLoss.isEmpty() ? std::nan("") : r.series.testLoss.back();
-}
 
 // "A transformer language model": the validation loss against a uniform guess over the bytes.
 void languageModelResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {

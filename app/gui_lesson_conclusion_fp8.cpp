@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "app/gui_lesson_conclusion.h"
+#include "app/gui_lesson_conclusion_parts.h"
 #include "engine/config/presets.h"
 #include "ui/charts/fp8_series.h"
 #include "ui/run_data.h"
@@ -15,9 +16,7 @@ namespace amp::gui {
 
 namespace {
 
-using Verdict = ui::LessonResult::Verdict;
-
-QString tr(const char* text) { return QCoreApplication::translate("LessonConclusion", text); }
+using namespace conclusion;
 
 QString percent(double f) {
   if (!std::isfinite(f)) return tr("n/a");
@@ -25,8 +24,6 @@ QString percent(double f) {
   if (p == 0 || p == 100) return QStringLiteral("%1%").arg(p, 0, 'f', 0);
   return QStringLiteral("%1%").arg(p, 0, 'f', p < 1 || p > 99 ? 2 : 1);
 }
-
-QString number(double v) { return std::isfinite(v) ? QString::number(v, 'g', 4) : tr("non-finite"); }
 
 double finalLoss(const ui::RunData& r) {
   return r.series.loss.isEmpty() ? std::nan("") : r.summary.summary().finalLoss;
@@ -36,23 +33,6 @@ QString lossText(const ui::RunData& r) {
   QString t = r.series.loss.isEmpty() ? tr("no steps") : tr("loss %1").arg(number(finalLoss(r)));
   if (!r.series.testAcc.isEmpty()) t += tr(", accuracy %1").arg(percent(r.series.testAcc.last()));
   return t;
-}
-
-const ui::RunData* variant(const QVector<const ui::RunData*>& runs, const QString& label) {
-  for (const ui::RunData* r : runs)
-    if (variantLabel(*r) == label) return r;
-  return nullptr;
-}
-
-void addFinding(ui::LessonResult& out, const ui::RunData& r, const QString& text) {
-  out.findings.append({r.id, variantLabel(r), r.color, text});
-}
-
-Verdict verdictOf(bool confirmed) { return confirmed ? Verdict::Confirmed : Verdict::NotConfirmed; }
-
-void missingRuns(ui::LessonResult& out, const QStringList& labels) {
-  out.verdict = Verdict::Inconclusive;
-  out.criterion = tr("the lesson needs its %1 runs to decide").arg(labels.join(QStringLiteral(", ")));
 }
 
 const Fp8TensorRecord* recordAt(const ui::RunData& r, std::int64_t step, const std::string& tensor) {
@@ -278,10 +258,6 @@ void gradientsNeedE5m2(const QVector<const ui::RunData*>& runs, ui::LessonResult
                      "expected); MXFP8 E4M3 %3 (no more than hybrid) at %4 dB against hybrid's %5 dB (higher)")
                       .arg(percent(e.underflow), percent(h.underflow), percent(m.underflow), number(m.sqnrDb),
                            number(h.sqnrDb));
-}
-
-double finalTestLoss(const ui::RunData& r) {
-  return r.series.testLoss.isEmpty() ? std::nan("") : r.series.testLoss.back();
 }
 
 // 5. Four bits.
