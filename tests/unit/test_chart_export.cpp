@@ -5,6 +5,8 @@
 
 #include <QApplication>
 #include <QAreaSeries>
+#include <QCategoryAxis>
+#include <QFontMetricsF>
 #include <QLegend>
 #include <QLegendMarker>
 #include <QDir>
@@ -28,6 +30,7 @@
 #include "ui/charts/accuracy_chart.h"
 #include "ui/charts/chart_export.h"
 #include "ui/charts/dashboard.h"
+#include "ui/charts/histogram_bins.h"
 #include "ui/charts/histogram_view.h"
 #include "ui/charts/loss_chart.h"
 #include "ui/charts/memory_chart.h"
@@ -537,4 +540,23 @@ TEST_F(ChartExport, ShortHistogramPanelShowsOneChartAtATime) {
   EXPECT_TRUE(h->chartView()->isVisible());
   EXPECT_TRUE(h->heatMapView()->isVisible());
   delete h;
+}
+
+// Issue 42 item 5: the app's export at x1.5 showed the histogram's heat map with every exponent
+// label as "…" (six labels on a 70 px axis). It keeps as many as fit, whole.
+TEST_F(ChartExport, TheHeatMapKeepsWholeExponentLabelsAtOnePointFive) {
+  m_dashboard.setPresentationScale(1.5);
+  m_dashboard.refresh();
+  ASSERT_TRUE(m_dashboard.exportDashboard(path("dash15.png"), {}, QSize(1800, 1050)));
+  auto* histogram = qobject_cast<HistogramView*>(m_dashboard.panel(QStringLiteral("histogram")));
+  ASSERT_NE(histogram, nullptr);
+  auto* axis = qobject_cast<QCategoryAxis*>(histogram->heatMapView()->yAxis());
+  ASSERT_NE(axis, nullptr);
+  const QStringList labels = axis->categoriesLabels();
+  EXPECT_GE(labels.size(), 2);
+  EXPECT_LT(labels.size(), 6) << "six labels do not fit the dashboard's heat map at x1.5";
+  EXPECT_TRUE(labels.contains(powerOfTwo(kFp16SubnormalExp))) << "fp16's smallest subnormal goes last";
+  // Each label's band on the plot is at least about two label heights.
+  const double perLabel = histogram->heatMapView()->chart()->plotArea().height() / std::max<qsizetype>(1, labels.size() - 1);
+  EXPECT_GE(perLabel, 1.5 * QFontMetricsF(axis->labelsFont()).height());
 }

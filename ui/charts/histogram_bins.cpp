@@ -1,5 +1,8 @@
 #include "ui/charts/histogram_bins.h"
 
+#include <algorithm>
+#include <vector>
+
 #include <QCategoryAxis>
 #include <cstdlib>
 
@@ -55,17 +58,30 @@ QCategoryAxis* makeExponentAxis(QObject* parent, bool compact) {
   axis->setRange(kHistAxisMin, kHistAxisMax);
   axis->setStartValue(kHistAxisMin);
   // The fp16 thresholds get their own labels; 2^-40 and 2^16 mark the ends of the bins.
-  for (int e : {-40, -30, kFp16SubnormalExp, kFp16NormalExp, 0, kFp16OverflowExp})
-    if (!compact || e != -30) axis->append(powerOfTwo(e), e);
+  if (!compact)
+    for (int e : {-40, -30, kFp16SubnormalExp, kFp16NormalExp, 0, kFp16OverflowExp}) axis->append(powerOfTwo(e), e);
   if (compact) {
-    // At the top edge: nearer to 2^16 a short axis would drop it as overlapping.
-    axis->append(QStringLiteral("0 inf nan"), kHistAxisMax - 0.5);
+    fitCompactExponentAxis(axis, 6);
     return axis;
   }
   axis->append(QStringLiteral("0"), binCenter(kHistBinZero));
   axis->append(QStringLiteral("inf"), binCenter(kHistBinInf));
   axis->append(QStringLiteral("nan"), binCenter(kHistBinNan));
   return axis;
+}
+
+void fitCompactExponentAxis(QCategoryAxis* axis, int maxLabels) {
+  // By importance; the edge label last. Categories must be appended in increasing order.
+  const std::vector<double> byImportance{kFp16SubnormalExp, kFp16OverflowExp, 0, kFp16NormalExp, -40,
+                                         kHistAxisMax - 0.5};
+  const int keep = std::clamp(maxLabels, 2, int(byImportance.size()));
+  std::vector<double> kept(byImportance.begin(), byImportance.begin() + keep);
+  std::sort(kept.begin(), kept.end());
+  const QStringList old = axis->categoriesLabels();
+  for (const QString& label : old) axis->remove(label);
+  for (double v : kept)
+    // "0 inf nan" at the top edge: nearer to 2^16 a short axis would drop it as overlapping.
+    axis->append(v == kHistAxisMax - 0.5 ? QStringLiteral("0 inf nan") : powerOfTwo(int(v)), v);
 }
 
 }  // namespace amp::ui

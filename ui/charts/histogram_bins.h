@@ -34,5 +34,9 @@ QString histogramKindLabel(HistogramKind kind);
 // An axis labelled 2⁻⁴⁰ ... 2¹⁶, zero, inf, nan at the bins' positions. Compact: fewer labels,
 // for a short vertical axis.
 QCategoryAxis* makeExponentAxis(QObject* parent, bool compact = false);
+// The compact axis's labels cut to `maxLabels` (at least 2) by importance: 2^-24 and 2^16 (fp16's
+// smallest subnormal and its overflow), 2^0, 2^-14, 2^-40, then "0 inf nan". A short heat map
+// (70 px at x1.5) drew all six as "…"; fewer whole labels say more.
+void fitCompactExponentAxis(QCategoryAxis* axis, int maxLabels);
 
 }  // namespace amp::ui

@@ -1,5 +1,6 @@
 #include "ui/charts/histogram_view.h"
 
+#include <QFontMetricsF>
 #include <QAreaSeries>
 #include <QCategoryAxis>
 #include <QComboBox>
@@ -92,6 +93,17 @@ HistogramView::HistogramView(QWidget* parent)
   m_heat = new HeatMapItem(m_heatView->chart(), nullptr);
   connectView(m_heatView);
   const auto moved = [this] { m_heat->geometryChanged(); };
+  // As many exponent labels as the heat map's height holds whole (about two label heights each).
+  connect(m_heatView->chart(), &QChart::plotAreaChanged, this, [this](const QRectF& area) {
+    auto* axis = qobject_cast<QCategoryAxis*>(m_heatView->yAxis());
+    if (!axis) return;
+    const double label = QFontMetricsF(axis->labelsFont()).height();
+    const int fits = label > 0 ? int(area.height() / (1.8 * label)) + 1 : 6;
+    if (fits != m_heatAxisLabels) {
+      m_heatAxisLabels = fits;
+      fitCompactExponentAxis(axis, fits);
+    }
+  });
   connect(m_heatView->chart(), &QChart::plotAreaChanged, this, moved);
   connect(m_heatView->xAxis(), &QValueAxis::rangeChanged, this, moved);
   connect(m_heatView->yAxis(), &QValueAxis::rangeChanged, this, moved);

@@ -57,6 +57,7 @@ class HistogramView : public ChartPanel {
   QString fp8FormatShown() const { return m_fp8FormatShown; }
   std::pair<double, double> fp8BandExtent(const QString& format, bool subnormal) const;
   ChartView* heatMapView() const { return m_heatView; }
+  int heatAxisLabels() const { return m_heatAxisLabels; }
   // The bar chart's caption as shown: run, dtype, zero / underflow / subnormal / overflow
   // fractions, and what rounding flushed to zero or to inf ("" when nothing is shown).
   QString captionText() const { return m_view->caption(); }
@@ -112,6 +113,7 @@ class HistogramView : public ChartPanel {
   double m_compareHighest = 0;  // its tallest bar (the y range makes room)
   void updateComparison(const RunData* shown);
   ChartView* m_heatView;
+  int m_heatAxisLabels = 6;  // exponent labels the heat map shows (its height)
   QTabBar* m_chartTabs;  // compact mode: bars or over time
   bool m_compact = false;
   HeatMapItem* m_heat = nullptr;

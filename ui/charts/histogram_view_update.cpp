@@ -306,9 +306,9 @@ void HistogramView::updateHeatMap(const RunData* run) {
     const double y = line->property("ampExponent").toDouble();
     line->replace({QPointF(m_heatX0, y), QPointF(x1, y)});
   }
-  QString title = fp8 ? tr("Over time, after the fp8 scale (colour: log count)")
-                 : shown == Domain::Unscaled ? tr("Over time, unscaled (colour: log count)")
-                                             : tr("Over time, scaled (colour: log count)");
+  QString title = fp8 ? tr("Over time, after the fp8 scale (log count)")
+                 : shown == Domain::Unscaled ? tr("Over time, unscaled (log count)")
+                                             : tr("Over time, scaled (log count)");
   // The lines are fp16's limits; bf16's range is the whole axis, so none of them bounds a bf16 run.
   if (run->config.mode == PrecisionMode::AmpBf16) title += tr(" · lines: fp16's limits");
   m_heatView->setTitle(title);
