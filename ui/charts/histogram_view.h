@@ -108,7 +108,7 @@ class HistogramView : public ChartPanel {
   QComboBox* m_tensorBox;
   QComboBox* m_domainBox;
   QComboBox* m_compareBox;
-  QLineSeries* m_compare = nullptr;
+  QPointer<QLineSeries> m_compare;
   int m_compareId = -1;
   double m_compareHighest = 0;  // its tallest bar (the y range makes room)
   void updateComparison(const RunData* shown);
@@ -118,12 +118,12 @@ class HistogramView : public ChartPanel {
   bool m_compact = false;
   HeatMapItem* m_heat = nullptr;
 
-  QAreaSeries* m_scaled = nullptr;
-  QAreaSeries* m_unscaled = nullptr;
+  QPointer<QAreaSeries> m_scaled;
+  QPointer<QAreaSeries> m_unscaled;
   // The range bands: full height for the run's own format, a strip along the top for the other.
-  QAreaSeries* m_fp16Normal = nullptr;
-  QAreaSeries* m_fp16Subnormal = nullptr;
-  QAreaSeries* m_bf16Normal = nullptr;
+  QPointer<QAreaSeries> m_fp16Normal;
+  QPointer<QAreaSeries> m_fp16Subnormal;
+  QPointer<QAreaSeries> m_bf16Normal;
   void placeRangeBands(bool bf16Run);
   std::vector<QLineSeries*> m_rangeLines;  // heat map: fp16 thresholds
 
@@ -153,8 +153,8 @@ class HistogramView : public ChartPanel {
   mutable QHash<QString, QString> m_fp8Formats;  // key -> "e4m3"
   struct Fp8Band {
     QString format;
-    QAreaSeries* normal = nullptr;
-    QAreaSeries* subnormal = nullptr;
+    QPointer<QAreaSeries> normal;     // null once the view removed its series (a new set of
+    QPointer<QAreaSeries> subnormal;  // runs) until rebuildSeries makes them again
   };
   std::vector<Fp8Band> m_fp8Bands;
   QString m_fp8FormatShown;

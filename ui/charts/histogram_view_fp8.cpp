@@ -156,6 +156,7 @@ void HistogramView::placeFp8Bands(const QString& format) {
   const double top = m_view->yAxis()->max();
   int strip = 0;
   for (const Fp8Band& b : m_fp8Bands) {
+    if (!b.normal || !b.subnormal) continue;  // removed with the view's series (ChartPanel::setRuns)
     const auto range = fp8FormatRange(b.format);
     const bool own = b.format == format;
     if (format.isEmpty() || !range) {
