@@ -71,9 +71,7 @@ std::int64_t CpuBackend::countNonFinite(const Tensor& t) {
 
 double CpuBackend::sumOfSquares(const Tensor& t) {
   const int code = floatCode(t);
-  const std::int64_t n = t.numel(), chunks = (n + cpu::kChunk - 1) / cpu::kChunk;
-  (void)chunks;
-  return cpu::sumOverChunks(n, [&](std::int64_t, std::int64_t b, std::int64_t len) {
+  return cpu::sumOverChunks(t.numel(), [&](std::int64_t b, std::int64_t len) {
     float buf[cpu::kChunk];
     return cpu::sumOfSquaresF64(cpu::widenChunk(code, t.rawData(), b, len, buf), len);
   });

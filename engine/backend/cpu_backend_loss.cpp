@@ -71,7 +71,7 @@ double CpuBackend::mseForward(const Tensor& pred, const Tensor& target) {
     using T = decltype(tag);
     const auto* a = pred.data<typename T::Storage>();
     // Chunk by chunk, in chunk order: the same bits on any number of threads (chunked.h).
-    sum = cpu::sumOverChunks(n, [&](std::int64_t, std::int64_t begin, std::int64_t len) {
+    sum = cpu::sumOverChunks(n, [&](std::int64_t begin, std::int64_t len) {
       double s = 0;
       for (std::int64_t i = begin; i < begin + len; ++i) {
         const double d = double(T::load(a[i])) - double(b[i]);

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <utility>
 #include <vector>
 
 #include "kernels/common/float16.h"
@@ -65,31 +64,25 @@ inline double sumOfSquaresF64(const float* v, std::int64_t n) {
   return s;
 }
 
-// A sum over the chunks of n values that is the same bits for any thread count: fn(chunk,
-// begin, length) returns one chunk's partial sum (in double), each lands in its own slot of
-// `partials` (resized to the chunk count), and the slots are added one after another, in chunk
-// order. A reduction(+) clause would add each thread's own run of chunks first, so 1 and 2
-// threads would associate the sum differently and differ in the last bits; the trainer's thread
-// tuner changes the count between steps, and a reported loss or gradient norm must not move with
-// it. `workPerChunk` is for the grain rule (an elementwise pass: kChunk).
+// A sum over the chunks of n values that is the same bits for any thread count: fn(begin,
+// length) returns one chunk's partial sum (in double), each lands in its own slot, and the slots
+// are added one after another, in chunk order. A reduction(+) clause would add each thread's own
+// run of chunks first, so 1 and 2 threads would associate the sum differently and differ in the
+// last bits; the trainer's thread tuner changes the count between steps, and a reported loss or
+// gradient norm must not move with it.
 template <class Fn>
-double sumOverChunks(std::int64_t n, std::int64_t workPerChunk, std::vector<double>& partials, Fn&& fn) {
+double sumOverChunks(std::int64_t n, Fn&& fn) {
   const std::int64_t chunks = (n + kChunk - 1) / kChunk;
-  partials.assign(static_cast<std::size_t>(chunks), 0.0);
-  const int threads = loopThreads(chunks, workPerChunk);
+  std::vector<double> partials(static_cast<std::size_t>(chunks));
+  const int threads = loopThreads(chunks, kChunk);  // the grain rule (parallel_grain.h)
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t begin = c * kChunk;
-    partials[static_cast<std::size_t>(c)] = fn(c, begin, begin + kChunk <= n ? kChunk : n - begin);
+    partials[static_cast<std::size_t>(c)] = fn(begin, begin + kChunk <= n ? kChunk : n - begin);
   }
   double sum = 0;
   for (double p : partials) sum += p;
   return sum;
-}
-template <class Fn>
-double sumOverChunks(std::int64_t n, Fn&& fn) {
-  std::vector<double> partials;
-  return sumOverChunks(n, kChunk, partials, std::forward<Fn>(fn));
 }
 
 // Calls fn(begin, length) for every chunk, in parallel when there is enough work.
