@@ -4,9 +4,10 @@
   fsync, os.replace): a reader sees the old file or the new one, never half of one.
 * metrics.jsonl, histograms.jsonl and events.log are append-only. Each step's lines go out in
   one os.write on an O_APPEND descriptor (no Python buffer in between), so a killed script
-  leaves whole lines (the reader would drop an unparsable last line, as a run killed
-  mid-write, but there is none); fsync every `sync_every` steps and at close bounds what a
-  power cut takes.
+  leaves whole lines but perhaps the last: the kernel stops a buffered write between two pages
+  when SIGKILL arrives, so a line crossing a page can be cut (seen with histogram lines under
+  load); the reader drops such a last line, saying so, as it does for a run killed mid-write.
+  fsync every `sync_every` steps and at close bounds what a power cut takes.
 * The periodic fsync runs on a background thread: it took 2-3 ms on a cloud disk, a third of a
   small model's step, and the training loop need not wait for it (a kill loses nothing it
   would have kept: the lines are in the page cache once os.write returns). Serialising and
