@@ -172,13 +172,30 @@ class RunFolder:
         if fcntl is None:
             return
         path = os.path.join(self.folder, LOCK)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        # Lock, then check that the file locked is still the one at the path, as the CLI's
+        # FolderClaim does: a run that ends just then unlinks its lock file (while holding it),
+        # and a lock on the unlinked file would claim nothing (the next run would lock a new one).
+        for _ in range(20):
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise RuntimeError(f"{self.folder}: another process is writing a run there") from None
+            except OSError as err:
+                os.close(fd)
+                raise RuntimeError(f"{path}: cannot lock it: {err.strerror or err}") from None
+            held = os.fstat(fd)
+            try:
+                now = os.stat(path)
+                same = (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
+            except FileNotFoundError:
+                same = False
+            if same:
+                self._lock_fd = fd
+                return
             os.close(fd)
-            raise RuntimeError(f"{self.folder}: another process is writing a run there") from None
-        self._lock_fd = fd
+        raise RuntimeError(f"{path}: could not be claimed (it keeps changing)")
 
     def _release(self) -> None:
         if self._lock_fd >= 0:

@@ -2,8 +2,9 @@
 claim, and never lose the old run. An earlier run is replaced only once the new one records a
 step; a FIFO where a run file goes is refused instead of hanging; config values the app would
 refuse (seed=-1, a width that is no number) are refused at construction, not after the whole run;
-a run killed past its planned train.steps does not read as "150/100". Runs under Debian's
-PyTorch and a current one alike (no GradScaler needed).
+a run killed past its planned train.steps does not read as "150/100"; the folder is claimed by
+the lock file at its path, as the CLI claims it. Runs under Debian's PyTorch and a current one
+alike (no GradScaler needed).
 """
 import json
 import os
@@ -13,6 +14,12 @@ import sys
 import tempfile
 import textwrap
 import unittest
+from unittest import mock
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock
+    fcntl = None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = os.environ.get("AMPSTUDIO_PROBE_PATH") or os.path.dirname(HERE)
@@ -107,6 +114,46 @@ class FolderCase(unittest.TestCase):
         for k in cfg.SCHEMA_KEYS:
             self.assertTrue(any(k in group for group in (cfg.INT_KEYS, cfg.NUM_KEYS, cfg.BOOL_KEYS, cfg.STR_KEYS,
                                                          cfg.LIST_KEYS, cfg.CHOICES)), k)
+
+    @unittest.skipIf(fcntl is None, "no flock here")
+    def test_the_folder_is_claimed_by_the_lock_file_at_its_path(self):
+        # A second probe (or `ampstudio-cli run --out`) on a folder being recorded is refused.
+        out = os.path.join(self.tmp, "claimed")
+        first = ampstudio_probe.Probe(torch.nn.Linear(2, 2), None, out=out, histogram_every=0)
+        try:
+            with self.assertRaises(RuntimeError) as ctx:
+                ampstudio_probe.Probe(torch.nn.Linear(2, 2), None, out=out, histogram_every=0)
+            self.assertIn("another process is writing a run there", str(ctx.exception))
+        finally:
+            first.close()
+        # A run that ends just as the probe claims the folder unlinks its lock file between the
+        # probe's open() and flock(): a lock on that unlinked file claims nothing (the next run
+        # locks a new file at the path). The probe must hold the file that is at the path.
+        from ampstudio_probe import run_folder
+        out = os.path.join(self.tmp, "race")
+        os.makedirs(out)
+        lock = os.path.join(out, run_folder.LOCK)
+        real_flock, calls = fcntl.flock, []
+
+        def flock(fd, op):
+            if not calls and op & fcntl.LOCK_EX and os.path.exists(lock):
+                os.unlink(lock)  # the other run's release, at the worst moment
+            calls.append(op)
+            return real_flock(fd, op)
+
+        with mock.patch.object(run_folder.fcntl, "flock", flock):
+            probe = ampstudio_probe.Probe(torch.nn.Linear(2, 2), None, out=out, histogram_every=0)
+        try:
+            self.assertTrue(os.path.exists(lock), "the probe holds a lock on a file no longer in the folder")
+            fd = os.open(lock, os.O_RDWR)
+            try:
+                with self.assertRaises(BlockingIOError):  # what the CLI's claim gets: refused
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            finally:
+                os.close(fd)
+        finally:
+            probe.close()
+        self.assertFalse(os.path.exists(lock))  # released at close
 
     def test_a_fifo_where_a_run_file_goes_is_refused_not_waited_on(self):
         out = os.path.join(self.tmp, "fifo")
