@@ -441,8 +441,36 @@ class TestSkipDetection(TmpDirCase):
                 opt.step()
                 sched.step()
                 self.assertEqual(probe._hooks.signals.opt_calls, 0)
-                if order == "before":
-                    self.assertEqual(getattr(opt.step, "_with_counter", None), True)
+                if order == "before":  # the scheduler's mark is back (1.x: _with_counter, 2.x: _wrapped_by_lr_sched)
+                    self.assertTrue(getattr(opt.step, "_with_counter", False) or
+                                    getattr(opt.step, "_wrapped_by_lr_sched", False))
+
+    def test_config_lr_is_where_the_schedule_starts(self):
+        # config.json's optimizer.lr is the run's starting lr, as AMP Studio's is: not the lr a
+        # warm-up had already applied when the probe was made (param_groups' "lr"; the scheduler
+        # keeps the start as "initial_lr"), nor where a decay done by hand had taken it at close.
+        for how in ("warm-up", "by hand"):
+            with self.subTest(how=how):
+                model = tiny_model()
+                opt = torch.optim.SGD(model.parameters(), lr=1.0)
+                sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: (k + 1) / 4) if how == "warm-up" else None
+                used = []
+                with ampstudio_probe.Probe(model, None, out=self.folder(), optimizer=opt, overwrite=True) as probe:
+                    for step in range(1, 4):
+                        fake_backward(model, 1.0, (), step)
+                        used.append(opt.param_groups[0]["lr"])
+                        opt.step()
+                        probe.step(1.0)
+                        if sched is not None:
+                            sched.step()
+                        else:
+                            for g in opt.param_groups:
+                                g["lr"] *= 0.5
+                lines = read_lines(os.path.join(self.folder(), "metrics.jsonl"))
+                self.assertEqual([l["lr"] for l in lines], used)  # each step's own lr
+                self.assertEqual(used, [0.25, 0.5, 0.75] if sched is not None else [1.0, 0.5, 0.25])
+                cfg = read_json(os.path.join(self.folder(), "config.json"))
+                self.assertEqual(cfg["optimizer"]["lr"], 1.0)
 
 
 # ---- the files ---------------------------------------------------------------------------
