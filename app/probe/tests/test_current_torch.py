@@ -5,7 +5,8 @@ gradient norm accumulated in float64 at the moment the script's own code sees th
 (after unscaling, before clipping), and torch.frexp exponent histograms of the unscaled
 gradients. The set-ups are those that recorded wrong numbers: a fused optimizer with GradScaler
 and no unscale_, a disabled scaler with clipping, Lightning in bf16, fp16 and fp32, float64,
-complex and sparse parameters, an lr schedule.
+complex and sparse parameters, an lr schedule; and the old torch.cuda.amp.GradScaler() spelling
+on a CPU (disabled: said in events.log).
 
 Skipped under an older PyTorch (Debian's 1.13: tests/test_probe.py covers it); the Lightning
 tests are skipped where Lightning is not installed. ctest runs this file under the build
@@ -189,6 +190,35 @@ class TestLoops(Case):
         self.check(metrics, hists, refs, scaled=False)
         cfg = json.load(open(os.path.join(self.out("disabled"), "config.json")))
         self.assertEqual(cfg["amp"]["mode"], "bf16")
+
+
+class TestOldSpelling(Case):
+    def test_a_gradscaler_that_disabled_itself_is_said_in_events(self):
+        # torch.cuda.amp.GradScaler() (the old spelling, in many scripts) disables itself without
+        # CUDA: the run is fp16 without loss scaling, and the probe says so instead of recording
+        # an fp16 run at scale 1 as if it were scaled.
+        model = make_model(width=32)
+        opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "CUDA is not available. Disabling." / deprecated
+            scaler = torch.cuda.amp.GradScaler()
+        self.assertFalse(scaler.is_enabled())
+        with ampstudio_probe.Probe(model, scaler, out=self.out("old"), optimizer=opt, histogram_every=0) as probe:
+            for n in range(1, 4):
+                x, y = batch(n)
+                with torch.autocast("cpu", dtype=torch.float16):
+                    loss = F.mse_loss(model(x).float(), y)
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+                probe.step(loss)
+                opt.zero_grad()
+        cfg = json.load(open(os.path.join(self.out("old"), "config.json")))
+        self.assertEqual((cfg["amp"]["mode"], cfg["scaler"]["enabled"]), ("fp16", "false"))
+        self.assertEqual({m["scale"] for m in lines(os.path.join(self.out("old"), "metrics.jsonl"))}, {1.0})
+        events = open(os.path.join(self.out("old"), "events.log")).read()
+        self.assertIn("fp16 autocast without an enabled GradScaler", events)
+        self.assertIn("use torch.amp.GradScaler(device)", events)
 
 
 class TestParameters(Case):
