@@ -8,7 +8,8 @@ imported by `ampstudio-cli export`, and compared with what the loop knew (issue 
 * an evaluation logged at its own step counter: no training step with a loss of 0;
 * add_histogram of a gradient with exact zeros and of weights that are exactly 1.0: the zeros are
   zeros (not fp16 underflow) and the ones at exponent 0, against torch.frexp of the logged
-  values; the other values within a bound (SummaryWriter's 1.1x buckets cross binades);
+  values; at most 1% of the others in a neighbouring binade (SummaryWriter's 1.1x buckets cross
+  binades: split by log width where they do, not put whole at the centre's binade);
 * add_text kept as text, add_hparams' sub-folder not a reason to refuse the log;
 * our TensorBoard export of it read by TensorBoard's own EventAccumulator: `num` counts the zeros;
 * `export --output` into the log itself refused (exit 2) with the log unchanged.
@@ -167,8 +168,10 @@ def main():
             moved = sum(abs(a - b) for a, b in zip(got[:58], want)) / 2 / max(1, nz.numel())
             print(f"step {step}: {zeros} zeros of {ref.numel()}; {moved:.1%} of the non-zero values in a neighbouring binade "
                   "(SummaryWriter's buckets span powers of two)")
-            if moved > 0.15:
-                bad.append(f"every: step {step}: {moved:.1%} of the values re-binned away from their binade")
+            # Each bucket whole at its centre's binade moved 3.5% and 3.1% here (issue 40's "~3%");
+            # split by log width at the powers of two it spans, 0.2% and 0.5% (the README's figure).
+            if moved > 0.01:
+                bad.append(f"every: step {step}: {moved:.1%} of the values re-binned away from their binade (at most 1%)")
             ones = [json.loads(t.tensor_proto.string_val[0]) for t in runs["every"].Tensors("ampstudio/histogram/weight/1.weight")
                     if t.step == step]
             if not ones or ones[0]["unscaled"][40] != 64:
