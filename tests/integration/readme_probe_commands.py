@@ -1,7 +1,7 @@
 """The README's probe and TensorBoard commands, run as written (issue 40): every fenced block
 that follows a `<!-- readme-test: python -->` or `<!-- readme-test: sh -->` line in README.md
 and app/probe/README.md, in order, in a fresh folder that looks like a checkout with a release
-build (`app` is the repository's, `build/release/app/ampstudio-cli` the CLI under test), with
+build (the repository's sources linked in, `build/release/app/ampstudio-cli` the CLI under test), with
 `python3`/`pip` those of the current-PyTorch venv (PyTorch 2.x and Lightning 2.x from PyPI).
 A `tensorboard --logdir` line starts the server and must answer on its port within 60 s.
 Also: installing the probe leaves nothing in app/probe (setuptools' build/ and egg-info).
@@ -61,7 +61,10 @@ def serve_tensorboard(line, env, cwd):
 def checkout(cli):
     """A fresh folder that looks like a checkout with a release build."""
     work = tempfile.mkdtemp(prefix="readme-probe-")
-    os.symlink(os.path.join(ROOT, "app"), os.path.join(work, "app"))
+    # The sources as they are (the probe's tests read engine/ and kernels/ beside app/), no runs.
+    for name in os.listdir(ROOT):
+        if not name.startswith(".") and name not in ("build", "runs", "tb"):
+            os.symlink(os.path.join(ROOT, name), os.path.join(work, name))
     os.makedirs(os.path.join(work, "build", "release", "app"))
     os.symlink(os.path.abspath(cli), os.path.join(work, "build", "release", "app", "ampstudio-cli"))
     # python3/pip of the venv this script runs under (torch-python sets the library path).
