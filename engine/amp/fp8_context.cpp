@@ -5,6 +5,7 @@
 #include <optional>
 #include <sstream>
 
+#include "engine/amp/fp8_block_grid.h"
 #include "engine/backend/backend.h"
 #include "engine/config/config_schema.h"
 #include "engine/nn/layer.h"
@@ -313,6 +314,9 @@ void Fp8Context::record(const std::string& tensor, Fp8Role role, Fp8Gemm gemm, f
     std::vector<float> scratch(values.size());
     quantizeDequantize(values.data(), scratch.data(), rows, cols, spec, &h);
     r.scaledExponents = std::move(h.scaledExponents);
+    // Block recipes: the scales over the tensor's shape beside its magnitudes (the app's block
+    // scales view), from the same values and spec, so the same scales.
+    if (values.size() == static_cast<std::size_t>(rows * cols)) r.blockGrid = fp8BlockGrid(values.data(), rows, cols, spec);
   }
   if (m_hasWhatIf) {
     History* other = nullptr;
