@@ -1,6 +1,7 @@
 #include "ui/run_colors.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace amp::ui {
@@ -66,10 +67,36 @@ QColor extraRunColor(int index) {
 QColor colorForNewRun(const RunConfig& config, const std::vector<QColor>& inUse) {
   const QColor own = precisionColor(precisionFamily(config));
   if (!taken(own, inUse)) return own;
-  for (int i = 0; i < extraRunColorCount(); ++i)
-    if (!taken(extraRunColor(i), inUse)) return extraRunColor(i);
+  const auto nearest = [&](const QColor& c) {
+    double d = 1e9;
+    for (const QColor& u : inUse) d = std::min(d, colourDifference(c, u));
+    return d;
+  };
+  // The palette's order first (the same runs get the same colours in every lesson), skipping a
+  // colour close to one on screen; when every free one is close, the farthest of them.
+  int farthest = -1;
+  double best = -1;
+  for (int i = 0; i < extraRunColorCount(); ++i) {
+    if (taken(extraRunColor(i), inUse)) continue;
+    const double d = nearest(extraRunColor(i));
+    if (d >= kDistinctRunColours) return extraRunColor(i);
+    if (d > best) best = d, farthest = i;
+  }
+  if (farthest >= 0) return extraRunColor(farthest);
   // Every colour is on screen: cycle, so neighbours still differ.
   return extraRunColor(int(inUse.size()));
+}
+
+double colourDifference(const QColor& a, const QColor& b) {
+  const auto lab = [](const QColor& c) {
+    const double r = channel(c.redF()), g = channel(c.greenF()), bl = channel(c.blueF());
+    const double x = (0.4124 * r + 0.3576 * g + 0.1805 * bl) / 0.95047, y = 0.2126 * r + 0.7152 * g + 0.0722 * bl,
+                 z = (0.0193 * r + 0.1192 * g + 0.9505 * bl) / 1.08883;
+    const auto f = [](double t) { return t > 0.008856 ? std::cbrt(t) : 7.787 * t + 16.0 / 116; };
+    return std::array<double, 3>{116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))};
+  };
+  const auto p = lab(a), q = lab(b);
+  return std::sqrt((p[0] - q[0]) * (p[0] - q[0]) + (p[1] - q[1]) * (p[1] - q[1]) + (p[2] - q[2]) * (p[2] - q[2]));
 }
 
 double contrastRatio(const QColor& a, const QColor& b) {

@@ -24,8 +24,14 @@ QColor extraRunColor(int index);
 int extraRunColorCount();
 
 // The colour for a new run of `config`, given the colours of the runs still listed: its
-// precision's own if no listed run has it, else the first extra colour nobody has (cycling when
-// all are taken).
+// precision's own if no listed run has it, else the first extra colour nobody has that is also
+// far (colourDifference >= kDistinctRunColours) from every listed one, else the free one farthest
+// from them (cycling when all are taken). A second fp8 run beside the first (bf16's green) took
+// teal, ΔE 40 from it: the two lines read as one.
+// CIE76 colour difference (CIELAB, D65): about 2.3 is just noticeable; under 50 two line colours
+// of similar lightness are easily confused, on the dark chart most of all.
+double colourDifference(const QColor& a, const QColor& b);
+constexpr double kDistinctRunColours = 50.0;
 QColor colorForNewRun(const RunConfig& config, const std::vector<QColor>& inUse);
 
 // WCAG 2 contrast ratio of two colours (1 to 21), from their relative luminance.

@@ -113,3 +113,28 @@ TEST(RunColors, TheFirstExtraColoursAreFarFromFp16Orange) {
   for (int i = 0; i < 5; ++i)
     EXPECT_GE(deltaE(extraRunColor(i), orange), 50.0) << extraRunColor(i).name().toStdString();
 }
+
+// A second run of a precision already on screen (two fp8 recipes: both bf16's green underneath)
+// took teal, ΔE 40 from the green: two lines that read as one. The first four runs of any one
+// precision, and fp8 runs after an fp32 one, now differ from every colour before them by ΔE 50.
+TEST(RunColors, ConsecutiveRunsOfOnePrecisionAreFarApart) {
+  for (const char* mode : {"fp32", "fp16", "bf16", "fp8", "pure_fp16"}) {
+    std::vector<QColor> listed;
+    for (int k = 0; k < 4; ++k) {
+      const QColor c = colorForNewRun(configFor(mode), listed);
+      for (const QColor& before : listed)
+        EXPECT_GE(colourDifference(c, before), kDistinctRunColours)
+            << mode << " run " << k + 1 << ": " << c.name().toStdString() << " vs " << before.name().toStdString();
+      EXPECT_NEAR(colourDifference(c, c), 0.0, 1e-12);
+      listed.push_back(c);
+    }
+  }
+  // The test's own formula above and the library's agree.
+  EXPECT_NEAR(colourDifference(QColor(0x2a9d8f), QColor(0x3f8f3a)), deltaE(QColor(0x2a9d8f), QColor(0x3f8f3a)), 1e-9);
+  std::vector<QColor> listed{colorForNewRun(configFor("fp32"), {})};
+  for (int k = 0; k < 3; ++k) {
+    const QColor c = colorForNewRun(configFor("fp8"), listed);
+    for (const QColor& before : listed) EXPECT_GE(colourDifference(c, before), kDistinctRunColours) << c.name().toStdString();
+    listed.push_back(c);
+  }
+}
