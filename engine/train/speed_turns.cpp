@@ -1,0 +1,132 @@
+#include "engine/train/speed_turns.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "engine/train/run_summary.h"  // median
+
+namespace amp {
+
+StepTurns::StepTurns(int runs, int blockSteps)
+    : m_left(std::size_t(std::max(runs, 0)), false), m_ready(m_left.size(), false), m_blockSteps(std::max(blockSteps, 1)),
+      m_current(runs > 0 ? 0 : -1) {}
+
+int StepTurns::blockStepsFor(std::int64_t steps) {
+  return int(std::clamp<std::int64_t>(steps / 8, 1, 25));
+}
+
+int StepTurns::current() const {
+  std::lock_guard lock(m_mutex);
+  return m_current;
+}
+
+void StepTurns::ready(int run) {
+  std::lock_guard lock(m_mutex);
+  if (run < 0 || std::size_t(run) >= m_ready.size()) return;
+  m_ready[std::size_t(run)] = true;
+  m_changed.notify_all();
+}
+
+bool StepTurns::allReadyLocked() const {
+  for (std::size_t i = 0; i < m_left.size(); ++i)
+    if (!m_left[i] && !m_ready[i]) return false;
+  return true;
+}
+
+bool StepTurns::waitTurn(int run, const std::function<bool()>& stop, int pollMs) {
+  std::unique_lock lock(m_mutex);
+  for (;;) {
+    if (run < 0 || std::size_t(run) >= m_left.size() || m_left[std::size_t(run)]) return false;
+    if (m_current == run && allReadyLocked()) return true;
+    if (stop) {
+      // The caller's own stop condition (cancel, pause) is not ours to be notified of: poll it,
+      // outside the lock (it takes the caller's).
+      lock.unlock();
+      const bool giveUp = stop();
+      lock.lock();
+      if (giveUp) return false;
+      if (m_current == run && allReadyLocked()) continue;
+    }
+    m_changed.wait_for(lock, std::chrono::milliseconds(std::max(pollMs, 1)));
+  }
+}
+
+void StepTurns::passLocked() {
+  m_stepsInBlock = 0;
+  const int n = int(m_left.size());
+  for (int i = 1; i <= n; ++i) {
+    const int next = (m_current + i) % n;
+    if (!m_left[std::size_t(next)]) {
+      m_current = next;
+      m_changed.notify_all();
+      return;
+    }
+  }
+  m_current = -1;  // everyone has left
+  m_changed.notify_all();
+}
+
+void StepTurns::stepDone(int run) {
+  std::lock_guard lock(m_mutex);
+  if (run != m_current) return;
+  if (++m_stepsInBlock >= m_blockSteps) passLocked();
+}
+
+void StepTurns::pass(int run) {
+  std::lock_guard lock(m_mutex);
+  if (run == m_current) passLocked();
+}
+
+void StepTurns::leave(int run) {
+  std::lock_guard lock(m_mutex);
+  if (run < 0 || std::size_t(run) >= m_left.size() || m_left[std::size_t(run)]) return;
+  m_left[std::size_t(run)] = true;
+  if (run == m_current) passLocked();
+  m_changed.notify_all();  // the others may have waited for this one to be ready
+}
+
+namespace {
+
+// The median step time of each round's block, warm-up steps left out; NaN where a round has no
+// timed step (the run ended before it, or its block was all warm-up).
+std::vector<double> blockMedians(const std::vector<double>& stepMs, int blockSteps, int warmup) {
+  std::vector<double> out;
+  for (std::size_t begin = 0; begin < stepMs.size(); begin += std::size_t(blockSteps)) {
+    std::vector<double> block;
+    for (std::size_t i = begin; i < std::min(stepMs.size(), begin + std::size_t(blockSteps)); ++i)
+      if (int(i) >= warmup && stepMs[i] > 0 && std::isfinite(stepMs[i])) block.push_back(stepMs[i]);
+    out.push_back(block.empty() ? std::nan("") : median(block));
+  }
+  return out;
+}
+
+// The q-quantile of sorted values, linearly interpolated (numpy's default).
+double quantile(const std::vector<double>& sorted, double q) {
+  const double pos = q * double(sorted.size() - 1);
+  const std::size_t lo = std::size_t(std::floor(pos)), hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (pos - double(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+}  // namespace
+
+PairedSpeed pairedSpeed(const std::vector<double>& baselineMs, const std::vector<double>& runMs,
+                        int blockSteps, double threshold, int warmup) {
+  const int k = std::max(blockSteps, 1);
+  const std::vector<double> base = blockMedians(baselineMs, k, warmup), own = blockMedians(runMs, k, warmup);
+  std::vector<double> ratios;
+  for (std::size_t r = 0; r < std::min(base.size(), own.size()); ++r)
+    if (std::isfinite(base[r]) && std::isfinite(own[r])) ratios.push_back(base[r] / own[r]);
+  PairedSpeed out;
+  out.rounds = int(ratios.size());
+  if (ratios.empty()) return out;
+  std::sort(ratios.begin(), ratios.end());
+  out.ratio = quantile(ratios, 0.5);
+  out.low = quantile(ratios, 0.25);
+  out.high = quantile(ratios, 0.75);
+  out.noisy = out.rounds < kMinPairedRounds || out.high > kMaxPairedSpread * out.low ||
+              (out.low < threshold && out.high >= threshold);
+  return out;
+}
+
+}  // namespace amp

@@ -1,0 +1,88 @@
+// Fair timing for runs compared for speed (issue 38): they train in turn, a block of steps each,
+// and their speed is compared block by block.
+//
+// A lesson's variants used to train one after another, so a build, a browser tab or a video call
+// that started between two of them became a "speed-up" of one precision over another; run side
+// by side, they shared the cores and each one's step time measured the other's too. In turns
+// (A's block, B's block, C's block, A's block, ...) only one trains at a time, with the whole of
+// the run's CPU share, and a change of load falls on neighbouring blocks of every run alike.
+// The ratio of two runs' step times is then taken per round of blocks (A's block r against B's
+// block r, timed seconds apart) and the rounds must agree before the speed says anything.
+//
+// While a run holds the turn the machine is its own: runs that take turns count as one where the
+// CPUs are shared between runs training at once (the app's "Max concurrent").
+//
+// StepTurns is the token the runs share (thread-safe: one training thread per run in the app,
+// one per variant in the CLI); pairedSpeed() the comparison, fed step times, with the rule that
+// says "too noisy to conclude". No Qt and no clock here, so both are tested with fed values.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+namespace amp {
+
+class StepTurns {
+ public:
+  // `runs` runs take turns, `blockSteps` steps each (at least 1), run 0 first.
+  StepTurns(int runs, int blockSteps);
+
+  // `run` is ready to train (its trainer is built: data read, model made). No turn is taken
+  // before every run still in the rotation is ready, so that the first blocks are not timed
+  // beside another run's set-up.
+  void ready(int run);
+  // Blocks until it is `run`'s turn, or until stop() says to give up (polled every
+  // `pollMs` milliseconds: a paused or cancelled run must not wait for the others' blocks).
+  // True when the turn is `run`'s, false when stop() said to give up or `run` has left.
+  bool waitTurn(int run, const std::function<bool()>& stop = {}, int pollMs = 20);
+  // `run` trained one step of its turn; after blockSteps of them the turn passes on.
+  void stepDone(int run);
+  // `run` passes its turn before its block is over (it pauses); it takes turns again when it
+  // next waits. No effect when the turn is another run's.
+  void pass(int run);
+  // `run` ended (finished, stopped, failed): it leaves the rotation for good, passing its turn.
+  void leave(int run);
+
+  int blockSteps() const { return m_blockSteps; }
+  int current() const;  // whose turn it is; -1 once every run has left
+
+  // The block size for runs of `steps` steps: about 8 rounds of blocks, 1 to 25 steps each, so
+  // that the comparison has rounds to agree or disagree while a turn is long enough to warm up.
+  static int blockStepsFor(std::int64_t steps);
+
+ private:
+  void passLocked();  // the next run still in the rotation gets the turn
+  bool allReadyLocked() const;
+
+  mutable std::mutex m_mutex;
+  std::condition_variable m_changed;
+  std::vector<bool> m_left, m_ready;
+  int m_blockSteps;
+  int m_current = 0;
+  int m_stepsInBlock = 0;
+};
+
+// One run's speed against a baseline's, round by round of turns.
+struct PairedSpeed {
+  int rounds = 0;          // rounds both runs have a timed block in
+  double ratio = 0;        // median of the rounds' ratios: baseline ms / run ms (2 = twice as fast)
+  double low = 0, high = 0;  // the rounds' ratios: lower and upper quartile
+  bool noisy = true;       // the rounds disagree (see pairedSpeed): no speed verdict
+};
+
+// The rounds must agree: fewer than kMinRounds rounds, quartiles further apart than
+// kMaxSpread (the upper one more than 1.5 times the lower), or quartiles on both sides of
+// `threshold` (the speed-up the verdict asks for; 1 = "faster at all") are too noisy to conclude.
+constexpr int kMinPairedRounds = 3;
+constexpr double kMaxPairedSpread = 1.5;
+
+// stepMs: each run's step times, step 1 first, as trained in turns of `blockSteps` steps (round
+// r holds steps r*blockSteps+1 .. (r+1)*blockSteps). Steps up to `warmup` are left out (the
+// first steps set up caches and kernels), and each block counts by its median step time.
+PairedSpeed pairedSpeed(const std::vector<double>& baselineMs, const std::vector<double>& runMs,
+                        int blockSteps, double threshold = 1.0, int warmup = 3);
+
+}  // namespace amp

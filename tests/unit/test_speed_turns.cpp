@@ -1,0 +1,131 @@
+// Fair timing (engine/train/speed_turns.h): the order in which runs take their turns, what a
+// pause or an ended run does to it, and the rule that turns paired step times into a speed
+// ratio or into "too noisy to conclude", fed hand-made timings.
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/train/speed_turns.h"
+
+using namespace amp;
+
+namespace {
+
+// Trains runs of the given lengths on threads of their own, in turns of `block` steps; the runs
+// in the order their steps ran.
+std::vector<int> trainInTurns(const std::vector<int>& steps, int block) {
+  StepTurns turns(int(steps.size()), block);
+  std::mutex m;
+  std::vector<int> order;
+  std::vector<std::thread> threads;
+  for (int run = 0; run < int(steps.size()); ++run)
+    threads.emplace_back([&, run] {
+      turns.ready(run);
+      for (int s = 0; s < steps[std::size_t(run)]; ++s) {
+        if (!turns.waitTurn(run)) break;
+        {
+          std::lock_guard lock(m);
+          order.push_back(run);
+        }
+        turns.stepDone(run);
+      }
+      turns.leave(run);
+    });
+  for (auto& t : threads) t.join();
+  return order;
+}
+
+// Step times for rounds of `block` steps, each round's block at the given milliseconds.
+std::vector<double> blocks(const std::vector<double>& msPerRound, int block) {
+  std::vector<double> out;
+  for (double ms : msPerRound) out.insert(out.end(), std::size_t(block), ms);
+  return out;
+}
+
+}  // namespace
+
+TEST(StepTurns, RunsTakeBlocksInTurnAndEndedRunsLeaveTheRotation) {
+  // Run 1 ends after 3 steps, run 2 after 4: the others carry on without waiting for them.
+  EXPECT_EQ(trainInTurns({5, 3, 4}, 2), (std::vector<int>{0, 0, 1, 1, 2, 2, 0, 0, 1, 2, 2, 0}));
+  EXPECT_EQ(trainInTurns({3, 3}, 1), (std::vector<int>{0, 1, 0, 1, 0, 1}));
+  EXPECT_EQ(trainInTurns({4}, 3), (std::vector<int>{0, 0, 0, 0}));
+}
+
+TEST(StepTurns, NoTurnBeforeEveryRunIsReady) {
+  StepTurns turns(2, 1);
+  turns.ready(0);
+  // Run 1 is still reading its data: run 0's first block must not be timed beside that.
+  EXPECT_FALSE(turns.waitTurn(0, [] { return true; }, 1));
+  turns.ready(1);
+  EXPECT_TRUE(turns.waitTurn(0));
+  StepTurns failed(2, 1);
+  failed.ready(0);
+  failed.leave(1);  // run 1 failed before it was ready: run 0 trains on alone
+  EXPECT_TRUE(failed.waitTurn(0));
+}
+
+TEST(StepTurns, APausedRunPassesItsTurnAndAStopEndsTheWait) {
+  StepTurns turns(2, 5);
+  turns.ready(0);
+  turns.ready(1);
+  EXPECT_EQ(turns.current(), 0);
+  // Run 1 waits for run 0's block; its stop condition (a cancel) ends the wait.
+  EXPECT_FALSE(turns.waitTurn(1, [] { return true; }, 1));
+  turns.stepDone(0);
+  turns.pass(1);  // not its turn: nothing happens
+  EXPECT_EQ(turns.current(), 0);
+  turns.pass(0);  // run 0 pauses mid-block: run 1 trains meanwhile
+  EXPECT_EQ(turns.current(), 1);
+  EXPECT_TRUE(turns.waitTurn(1));
+  turns.leave(1);
+  EXPECT_EQ(turns.current(), 0);
+  EXPECT_FALSE(turns.waitTurn(1));  // a run that left never gets a turn again
+  turns.leave(0);
+  EXPECT_EQ(turns.current(), -1);
+}
+
+TEST(StepTurns, BlocksGiveAboutEightRounds) {
+  EXPECT_EQ(StepTurns::blockStepsFor(5), 1);
+  EXPECT_EQ(StepTurns::blockStepsFor(20), 2);
+  EXPECT_EQ(StepTurns::blockStepsFor(200), 25);
+  EXPECT_EQ(StepTurns::blockStepsFor(100000), 25);
+}
+
+TEST(PairedSpeed, ALoadThatChangesBetweenRoundsFallsOnBothRuns) {
+  // The machine got four times busier from round 3 on: block by block the run is still twice
+  // as fast as the baseline, which one-after-another timing (the baseline quiet, the run busy)
+  // would have called half as fast.
+  const PairedSpeed p = pairedSpeed(blocks({10, 10, 40, 40, 40}, 4), blocks({5, 5, 20, 20, 20}, 4), 4);
+  EXPECT_EQ(p.rounds, 5);
+  EXPECT_DOUBLE_EQ(p.ratio, 2.0);
+  EXPECT_FALSE(p.noisy);
+}
+
+TEST(PairedSpeed, RoundsThatDisagreeAreTooNoisyToConclude) {
+  // Quartiles on both sides of 1: which one is faster depends on the round.
+  EXPECT_TRUE(pairedSpeed(blocks({10, 10, 10, 10}, 4), blocks({9, 11, 9.5, 10.8}, 4), 4).noisy);
+  // On one side of 1, but the rounds' ratios 2x apart: the load swamped the difference.
+  const PairedSpeed spread = pairedSpeed(blocks({10, 10, 10, 10, 10}, 4), blocks({2, 3, 5, 7, 8}, 4), 4);
+  EXPECT_GT(spread.low, 1.0);
+  EXPECT_TRUE(spread.noisy);
+  // Two rounds are too few to agree.
+  EXPECT_TRUE(pairedSpeed(blocks({10, 10}, 4), blocks({5, 5}, 4), 4).noisy);
+  // The verdict's own threshold: 1.1x clearly, but not clearly the 1.2x a lesson might ask.
+  const std::vector<double> base = blocks({11, 11.5, 12, 12.5, 13}, 4);
+  const std::vector<double> run = blocks({10, 10, 10, 10, 10}, 4);
+  EXPECT_FALSE(pairedSpeed(base, run, 4, 1.05).noisy);
+  EXPECT_TRUE(pairedSpeed(base, run, 4, 1.2).noisy);
+}
+
+TEST(PairedSpeed, WarmupStepsAndUnpairedRoundsAreLeftOut) {
+  // Steps 1-3 are slow (warm-up) in both; the run ended a round early.
+  std::vector<double> base = blocks({10, 10, 10, 10}, 4), run = blocks({5, 5, 5}, 4);
+  for (int i = 0; i < 3; ++i) base[std::size_t(i)] = run[std::size_t(i)] = 1000;
+  const PairedSpeed p = pairedSpeed(base, run, 4);
+  EXPECT_EQ(p.rounds, 3);
+  EXPECT_DOUBLE_EQ(p.ratio, 2.0);
+  EXPECT_DOUBLE_EQ(p.low, 2.0);
+  EXPECT_FALSE(p.noisy);
+}
