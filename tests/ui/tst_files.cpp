@@ -23,6 +23,9 @@
 #include "engine/io/metrics_export.h"
 #include "engine/io/run_record.h"
 #include "gui_test_util.h"
+#include "ui/charts/chart_view.h"
+#include "ui/charts/memory_chart.h"
+#include "ui/charts/throughput_chart.h"
 #include "ui/last_folder.h"
 #include "ui/main_window.h"
 #include "ui/runs_model.h"
@@ -269,6 +272,28 @@ class TestFiles : public QObject {
     const QString mode = model->data(model->index(model->rowOf(run->id), ui::RunsModel::Mode), Qt::DisplayRole).toString();
     QVERIFY2(mode.contains(QStringLiteral("guessed")), qPrintable(mode));
     QVERIFY(!run->series.testAcc.isEmpty());  // the chart has the accuracy the table shows
+    // Issue 40 part 3: what the log did not have (throughput, memory) reads "not logged", not a
+    // 0 samples/s line, a zero memory band and "0 B" as if they were measured.
+    QCOMPARE(model->data(model->index(model->rowOf(run->id), ui::RunsModel::PeakMemory), Qt::DisplayRole).toString(),
+             QStringLiteral("not logged"));
+    ui::ThroughputChart throughput;
+    throughput.resize(800, 400);
+    throughput.setRuns({run});
+    throughput.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&throughput));
+    throughput.refreshNow();
+    QVERIFY2(throughput.chartView()->placeholder().contains(QStringLiteral("not logged")),
+             qPrintable(throughput.chartView()->placeholder()));
+    QCOMPARE(throughput.chartView()->chart()->series().size(), 0);
+    ui::MemoryChart memory;
+    memory.resize(800, 400);
+    memory.setRuns({run});
+    memory.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&memory));
+    memory.setSelectedRun(run->id);
+    memory.refreshNow();
+    QVERIFY2(memory.chartView()->placeholder().contains(QStringLiteral("memory not logged")),
+             qPrintable(memory.chartView()->placeholder()));
   }
 
   void badFileChangesNothing() {
