@@ -28,6 +28,7 @@
 #include "engine/io/run_record.h"
 #include "engine/io/metrics_json.h"
 #include "engine/io/run_output.h"
+#include "engine/train/speed_turns.h"
 #include "engine/train/event_text.h"
 #include "engine/train/text_sample.h"
 #include "engine/train/trainer.h"
@@ -274,7 +275,16 @@ void describeRanks(Trainer& trainer, Communicator& comm, RunResult& result, cons
 
 RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quiet, bool trace,
                    const std::string& label, const std::string& resumeFrom, bool measureFiles,
-                   bool replaceEarlier) {
+                   bool replaceEarlier, StepTurns* turns, int turnIndex) {
+  // However this run ends (its input refused, a write failed, trained to its end), the variants
+  // it takes turns with go on without it.
+  struct LeaveTurns {
+    StepTurns* turns;
+    int index;
+    ~LeaveTurns() {
+      if (turns) turns->leave(index);
+    }
+  } leaveTurns{turns, turnIndex};
   Trainer trainer(config, rankBackend(config));  // a rank of several: its own GPU where there is one
   const bool resumed = !resumeFrom.empty();
   const bool checkpoints = !outDir.empty() && (config.checkpoint.every > 0 || config.checkpoint.atEnd);
@@ -362,6 +372,10 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
                    e.what());
     }
   };
+  if (turns) {
+    turns->ready(turnIndex);  // no variant is timed while another is still being set up
+    result.turnBlockSteps = turns->blockSteps();
+  }
   const auto start = std::chrono::steady_clock::now();
   std::int64_t lastPrinted = -1;
   while (!trainer.finished()) {
@@ -373,8 +387,10 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
       std::fflush(stderr);
       std::_Exit(3);
     }
+    if (turns) turns->waitTurn(turnIndex);
     const StepMetrics m = trainer.step();
     builder.add(m);
+    result.stepMs.push_back(m.stepMs);
     const auto events = describeEvents(m, config.scaler.growthInterval);
     if (writer) {
       try {
@@ -406,7 +422,11 @@ RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quie
         lastPrinted = pct;
       }
     }
+    // The turn passes once this step is written and said: no other variant's timed step runs
+    // beside the writing, and the progress lines come in the order the steps ran.
+    if (turns) turns->stepDone(turnIndex);
   }
+  if (turns) turns->leave(turnIndex);  // what follows (checkpoint, sample, file sizes) is not timed
   if (!quiet && tty) std::fputc('\n', stderr);
   // A CUDA graph that could not be recorded or replayed leaves eager steps (the same numbers,
   // slower): say so once, with the reason.

@@ -14,6 +14,10 @@
 #include "engine/train/run_summary.h"
 #include "engine/train/trainer.h"
 
+namespace amp {
+class StepTurns;
+}
+
 namespace amp::cli {
 
 // Thrown for bad command-line input: printed as one line, exit code 2.
@@ -58,6 +62,8 @@ struct RunResult {
   RunSummary summary;
   QJsonObject extra;  // backend, model, parameter count, ...
   std::vector<OpTraceEntry> trace;
+  std::vector<double> stepMs;  // each step's time, as this process trained them
+  int turnBlockSteps = 0;      // trained in turns of this many steps with the other variants (0: not)
 };
 
 // Runs `config` to the end. outDir "" = no files (and no checkpoints). Progress on stderr unless
@@ -67,9 +73,12 @@ struct RunResult {
 // sizes of the run's checkpoint and of its weights in the compute dtype (model_files.h).
 // replaceEarlier (--overwrite): an earlier run's files in outDir are removed once this run has
 // started (its trainer built: data read, model fitted, backend made), never before.
+// turns: the variants compared for speed train in turns (engine/train/speed_turns.h), this one as
+// `turnIndex`; it leaves the rotation when it ends, however it ends.
 RunResult runToEnd(const RunConfig& config, const std::string& outDir, bool quiet, bool trace,
                    const std::string& label, const std::string& resumeFrom = "",
-                   bool measureFiles = false, bool replaceEarlier = false);
+                   bool measureFiles = false, bool replaceEarlier = false, StepTurns* turns = nullptr,
+                   int turnIndex = 0);
 
 QJsonObject traceToJson(const std::vector<OpTraceEntry>& trace);
 

@@ -5,6 +5,7 @@
 
 #include "engine/io/run_output.h"
 #include "engine/train/event_text.h"
+#include "engine/train/speed_turns.h"
 
 namespace amp::cli {
 
@@ -61,6 +62,31 @@ void printMemoryAndFiles(const std::vector<LabelledResult>& runs, const Labelled
                files ? "" : " (model files are measured by compare, or with checkpoint.at_end=true)");
 }
 
+// Variants that trained in turns (cli_run.cpp): their speed against fp32's round by round of
+// blocks, and whether the rounds agree enough to say anything (engine/train/speed_turns.h).
+PairedSpeed pairedAgainst(const LabelledResult& r, const LabelledResult& base) {
+  return pairedSpeed(base.result.stepMs, r.result.stepMs, r.result.turnBlockSteps);
+}
+
+bool trainedInTurns(const LabelledResult& r, const LabelledResult* base) {
+  return base && &r != base && r.result.turnBlockSteps > 0 &&
+         r.result.turnBlockSteps == base->result.turnBlockSteps;
+}
+
+void printPairedSpeed(const std::vector<LabelledResult>& runs, const LabelledResult* base, std::FILE* out) {
+  bool header = false;
+  for (const auto& r : runs) {
+    if (!trainedInTurns(r, base)) continue;
+    if (!header)
+      std::fprintf(out, "trained in turns, %d step(s) a turn; speed against fp32 round by round (median, quartiles):\n",
+                   r.result.turnBlockSteps);
+    header = true;
+    const PairedSpeed p = pairedAgainst(r, *base);
+    std::fprintf(out, "  %-14s %.2fx (%.2fx-%.2fx over %d rounds)%s\n", r.label.c_str(), p.ratio, p.low, p.high,
+                 p.rounds, p.noisy ? ": too noisy to conclude" : "");
+  }
+}
+
 }  // namespace
 
 void printComparison(const std::vector<LabelledResult>& runs, std::FILE* out) {
@@ -91,6 +117,7 @@ void printComparison(const std::vector<LabelledResult>& runs, std::FILE* out) {
                  formatBytes(s.peakMemory.totalPeak).c_str(), speed, mem);
   }
   if (base) std::fprintf(out, "speed = fp32 ms/step ÷ run ms/step; memory = run peak ÷ fp32 peak\n");
+  printPairedSpeed(runs, base, out);
   printMemoryAndFiles(runs, base, out);
 }
 
@@ -106,6 +133,17 @@ QJsonObject comparisonToJson(const std::vector<LabelledResult>& runs) {
     if (base) {
       const RunSummary& b = base->result.summary;
       if (r.result.summary.medianStepMs > 0) o["speedup_vs_fp32"] = b.medianStepMs / r.result.summary.medianStepMs;
+      if (trainedInTurns(r, base)) {
+        const PairedSpeed p = pairedAgainst(r, *base);
+        QJsonObject paired;
+        paired["turn_steps"] = r.result.turnBlockSteps;
+        paired["rounds"] = p.rounds;
+        paired["speedup"] = p.ratio;
+        paired["low"] = p.low;
+        paired["high"] = p.high;
+        paired["too_noisy"] = p.noisy;
+        o["paired_speed_vs_fp32"] = paired;
+      }
       if (b.peakMemory.totalPeak > 0)
         o["memory_ratio_vs_fp32"] = double(r.result.summary.peakMemory.totalPeak) / double(b.peakMemory.totalPeak);
       const auto act = int(MemCategory::Activations);

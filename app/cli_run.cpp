@@ -4,9 +4,11 @@
 #include <QJsonDocument>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -21,6 +23,7 @@
 #include "engine/io/run_record.h"
 #include "engine/train/run_summary.h"
 #include "engine/train/memory_estimate.h"
+#include "engine/train/speed_turns.h"
 #include "engine/train/trainer.h"
 
 namespace amp::cli {
@@ -308,11 +311,40 @@ int cmdRun(const Args& allArgs) {
   }
   std::vector<LabelledResult> results;
   bool diverged = false;
-  for (const auto& nc : configs) {
+  // A preset's variants compare their speed (the table's "speed" column): they train in turns, a
+  // block of steps each, on a thread apiece (engine/train/speed_turns.h), so that a change of
+  // load falls on all of them alike instead of on whichever trained at the time. Not variants
+  // on ranks of their own (mpirun's processes) nor the ranks of a run under mpirun.
+  const bool inTurns = configs.size() > 1 && launchedRanks() == 1 &&
+                       std::none_of(configs.begin(), configs.end(),
+                                    [](const NamedConfig& nc) { return nc.config.dist.ranks > 1; });
+  std::vector<RunResult> trained(configs.size());
+  std::vector<std::exception_ptr> failures(configs.size());
+  if (inTurns) {
+    std::int64_t steps = 0;
+    for (const auto& nc : configs) steps = std::max(steps, nc.config.train.steps);
+    StepTurns turns(int(configs.size()), steps > 0 ? StepTurns::blockStepsFor(steps) : 25);
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < configs.size(); ++i)
+      threads.emplace_back([&, i] {
+        const NamedConfig& nc = configs[i];
+        try {
+          trained[i] = runToEnd(nc.config, dirOf(nc), ea.quiet, ea.trace, nc.label, ea.resume,
+                                nc.config.checkpoint.atEnd, ea.overwrite, &turns, int(i));
+        } catch (...) {
+          failures[i] = std::current_exception();
+        }
+      });
+    for (auto& t : threads) t.join();
+  }
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const NamedConfig& nc = configs[i];
     try {
       // A run that ends with a checkpoint has its sizes measured for free: the file is there.
       // A variant on several ranks (dist.ranks) runs as mpirun's child processes into its folder.
-      RunResult r = nc.config.dist.ranks > 1 && launchedRanks() == 1
+      if (failures[i]) std::rethrow_exception(failures[i]);
+      RunResult r = inTurns ? std::move(trained[i])
+                    : nc.config.dist.ranks > 1 && launchedRanks() == 1
                         ? resultOfRanks(nc.config, dirOf(nc), ea.quiet)
                         : runToEnd(nc.config, dirOf(nc), ea.quiet, ea.trace, nc.label, ea.resume,
                                    nc.config.checkpoint.atEnd, ea.overwrite);

@@ -1,5 +1,6 @@
 #include "app/gui_lesson_conclusion.h"
 #include "app/gui_lesson_conclusion_parts.h"
+#include "app/gui_lesson_speed.h"
 
 #include <QCoreApplication>
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "engine/core/memory_tracker.h"
 #include "engine/train/event_text.h"
 #include "engine/train/run_summary.h"
+#include "engine/train/speed_turns.h"
 #include "ui/run_data.h"
 
 namespace amp::gui {
@@ -218,13 +220,6 @@ bool lossFell(const ui::RunData& r) {
   return std::isfinite(first) && std::isfinite(last) && last <= 0.95 * first;
 }
 
-// A run's median step time against fp32's as a speed ratio ("1.82" = 1.82x fp32's speed); 0
-// where either is not measured.
-double speedRatio(const ui::RunData& r, const ui::RunData* fp32) {
-  if (!fp32 || &r == fp32) return 0;
-  const double base = fp32->summary.summary().medianStepMs, own = r.summary.summary().medianStepMs;
-  return base > 0 && own > 0 ? base / own : 0;
-}
 
 double memoryRatio(const ui::RunData& r, const ui::RunData* fp32) {
   if (!fp32 || &r == fp32) return 0;
@@ -240,15 +235,17 @@ QString ratioText(double q) { return QStringLiteral("%1x").arg(q, 0, 'f', 2); }
 // where they were heavier, and that neither says anything of a GPU's. Empty where no run is
 // emulated. (A fixed "so here it is slower than fp32" sat under "3.21x fp32's speed", and in
 // the spirals, which has no fp32 run.)
-QString emulationNote(const QVector<const ui::RunData*>& runs, const ui::RunData* fp32) {
+QString emulationNote(const QVector<const ui::RunData*>& runs, const ui::RunData* fp32, int turnBlockSteps) {
   const QStringList modes = emulatedModes(runs);
   if (modes.isEmpty()) return {};
   // By run: "fp16 slower than fp32" where bf16 kept fp32's pace says only what was measured.
   QStringList slower, heavier;
   for (const ui::RunData* r : runs) {
     if (!emulated(*r)) continue;
-    const double q = speedRatio(*r, fp32), m = memoryRatio(*r, fp32);
-    if (q > 0 && q < 0.95) slower << variantLabel(*r);
+    // Slower only where the rounds agree on it (runs in turns) or the medians say so.
+    const SpeedFigure q = speedAgainst(*r, fp32, turnBlockSteps);
+    const double m = memoryRatio(*r, fp32);
+    if (q.ratio > 0 && q.ratio < 0.95 && !q.noisy) slower << variantLabel(*r);
     if (m > 1.02) heavier << variantLabel(*r);
   }
   // Short: at 1024x640 x1.5 every line of the result must be on screen.
@@ -272,7 +269,7 @@ QString emulationNote(const QVector<const ui::RunData*>& runs, const ui::RunData
 // The recipe lessons are about speed: there the verdict is the AMP runs' step time against
 // fp32's, where their 16-bit GEMMs run natively; elsewhere it is the result (accuracy or loss)
 // against fp32's, where fp32 learned something to compare against.
-void modesResult(const Preset& p, const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
+void modesResult(const Preset& p, const QVector<const ui::RunData*>& runs, int turnBlockSteps, ui::LessonResult& out) {
   const ui::RunData* fp32 = fp32Run(runs);
   const bool speedLesson = p.name == "recipe" || p.name == "tensor-cores";
   const bool accuracy = std::all_of(runs.begin(), runs.end(), [](const ui::RunData* r) { return !r->series.testAcc.isEmpty(); });
@@ -301,12 +298,13 @@ void modesResult(const Preset& p, const QVector<const ui::RunData*>& runs, ui::L
                      : tr(", %1 steps skipped by the loss scaler (%2)").arg(n).arg(which);
     }
     part += tr(", %1 ms/step").arg(s.medianStepMs, 0, 'f', 2);
-    if (const double q = speedRatio(*r, fp32); q > 0) part += tr(" (%1 fp32's speed)").arg(ratioText(q));
+    if (const SpeedFigure q = speedAgainst(*r, fp32, turnBlockSteps); q.ratio > 0)
+      part += tr(" (%1%2)").arg(speedText(q), q.noisy ? tr(": too noisy to tell") : QString());
     part += tr(", peak memory %1").arg(QString::fromStdString(formatBytes(s.peakMemory.totalPeak)));
     if (const double m = memoryRatio(*r, fp32); m > 0) part += tr(" (%1 fp32's)").arg(ratioText(m));
     addFinding(out, *r, part);
   }
-  out.note = emulationNote(runs, fp32);
+  out.note = emulationNote(runs, fp32, turnBlockSteps);
   if (speedLesson && !emulatedModes(runs).isEmpty()) {
     // The criterion says the emulated runs' speed is not AMP's: the note says what a GPU measured.
     out.note = tr("On an NVIDIA H200 (this recipe at 4096/512): fp32 3.32 ms/step, AMP fp16 1.82, AMP bf16 1.13.");
@@ -368,7 +366,9 @@ void modesResult(const Preset& p, const QVector<const ui::RunData*>& runs, ui::L
   }
   // Speed: the AMP runs whose GEMMs are native here; an emulated run's step time measures the
   // emulation, not AMP.
-  QStringList speeds, notMeasured;
+  // Faster means 5% or more; runs that trained in turns must agree on it round by round.
+  constexpr double kFaster = 1.05;
+  QStringList speeds, notMeasured, noisy;
   bool faster = true;
   int measured = 0;
   for (const ui::RunData* r : runs) {
@@ -377,13 +377,20 @@ void modesResult(const Preset& p, const QVector<const ui::RunData*>& runs, ui::L
       notMeasured << variantLabel(*r);
       continue;
     }
-    const double q = speedRatio(*r, fp32);
+    const SpeedFigure q = speedAgainst(*r, fp32, turnBlockSteps, kFaster);
     ++measured;
-    faster = faster && q >= 1.05;
-    speeds << tr("%1 at %2 fp32's speed").arg(variantLabel(*r), q > 0 ? ratioText(q) : tr("(not measured)"));
+    faster = faster && q.ratio >= kFaster;
+    if (q.noisy) noisy << variantLabel(*r);
+    speeds << tr("%1 at %2").arg(variantLabel(*r), q.ratio > 0 ? speedText(q) : tr("(not measured) fp32's speed"));
   }
   QString criterion;
   if (!speeds.isEmpty()) criterion = speeds.join(QStringLiteral(", ")) + tr(" (faster than fp32 expected)");
+  // How the step times were taken decides what they can show: in turns, a load that changed
+  // fell on every run alike; one after another, it reads as a speed difference.
+  if (measured > 0)
+    criterion += turnBlockSteps > 0
+                     ? tr("; timed in turns of %1 steps, compared round by round").arg(turnBlockSteps)
+                     : tr("; timed one after another: a change of load between the runs reads as a speed difference");
   if (!notMeasured.isEmpty())
     criterion += (criterion.isEmpty() ? QString() : QStringLiteral("; ")) +
                  tr("%1 emulated here: step times of the emulation, not of AMP").arg(notMeasured.join(tr(" and ")));
@@ -392,6 +399,18 @@ void modesResult(const Preset& p, const QVector<const ui::RunData*>& runs, ui::L
   if (measured == 0) {
     out.verdict = Verdict::Inconclusive;
     out.notMeasurable = true;
+    return;
+  }
+  if (!noisy.isEmpty()) {
+    // The rounds disagree (a load that came and went within blocks, or too few rounds): the
+    // figures cannot say faster or not.
+    out.verdict = Verdict::Inconclusive;
+    out.criterion += tr("; too noisy to conclude for %1: the rounds' quartiles must lie on one side of %2x and "
+                        "within %3x of each other, over %4 rounds or more")
+                         .arg(noisy.join(tr(" and ")))
+                         .arg(kFaster, 0, 'f', 2)
+                         .arg(kMaxPairedSpread, 0, 'f', 1)
+                         .arg(kMinPairedRounds);
     return;
   }
   out.verdict = verdictOf(faster && (!learned || resultsAgree) && !failed);
@@ -455,86 +474,6 @@ void resnetResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out
 
 }  // namespace
 
-// "A transformer language model": the validation loss against a uniform guess over the bytes.
-void languageModelResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
-  const double uniform = std::log(256.0);
-  out.claim = tr("A byte-level transformer learns under AMP: its validation loss falls far below a "
-                 "uniform guess over 256 bytes (ln 256 = %1, 8 bits per byte).")
-                  .arg(number(uniform));
-  out.chart = QStringLiteral("loss");
-  bool all = !runs.isEmpty();
-  QStringList losses;
-  for (const ui::RunData* r : runs) {
-    const double v = finalTestLoss(*r);
-    const QString acc = r->series.testAcc.isEmpty() ? tr("no accuracy yet")
-                                                    : tr("next-byte accuracy %1").arg(percent(r->series.testAcc.last()));
-    addFinding(out, *r, tr("validation loss %1 (%2 bits per byte) after %3 steps, %4, %5 skipped")
-                            .arg(number(v), number(v / std::log(2.0)))
-                            .arg(r->series.size())
-                            .arg(acc)
-                            .arg(r->summary.summary().skippedSteps));
-    all = all && std::isfinite(v) && v <= 0.6 * uniform;
-    losses << number(v);
-  }
-  out.verdict = verdictOf(all);
-  out.criterion = tr("validation loss %1 against a uniform guess's %2: at most 60% of it (%3) expected")
-                      .arg(losses.join(QStringLiteral(", ")), number(uniform), number(0.6 * uniform));
-}
-
-// "Why softmax and layer_norm stay in fp32": how far moving them to the 16-bit list moved the
-// validation loss, against the run with PyTorch's lists.
-void fp32OpsResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
-  out.claim = tr("At this size, softmax and layer_norm in fp16 still train: their kernels keep fp32 "
-                 "statistics (as PyTorch's do), so only their outputs lose precision, and the "
-                 "validation loss moves by less than 5%. The fp32 list guards against what a larger "
-                 "model meets: attention logits beyond fp16's range and statistics of wide rows.");
-  out.chart = QStringLiteral("loss");
-  const ui::RunData* base = variant(runs, QStringLiteral("fp32_lists"));
-  for (const ui::RunData* r : runs) {
-    const double v = finalTestLoss(*r);
-    QString text = tr("validation loss %1 (%2 bits per byte), training loss %3")
-                       .arg(number(v), number(v / std::log(2.0)), lossText(*r));
-    if (base && r != base && std::isfinite(v) && std::isfinite(finalTestLoss(*base))) {
-      const double change = 100 * (v - finalTestLoss(*base)) / finalTestLoss(*base);
-      // "0.00%", not "-0.00%", for a change under half a hundredth of a percent.
-      text += tr(", %1% from PyTorch's lists").arg(std::abs(change) < 0.005 ? 0.0 : change, 0, 'f', 2);
-    }
-    // What 16-bit outputs buy: the probabilities are the largest activations at this context.
-    const int act = int(MemCategory::Activations);
-    text += tr(", activations peak %1")
-                .arg(QString::fromStdString(formatBytes(r->summary.summary().peakMemory.peak[act])));
-    addFinding(out, *r, text);
-  }
-  const ui::RunData* soft = variant(runs, QStringLiteral("softmax_fp16"));
-  const ui::RunData* both = variant(runs, QStringLiteral("softmax_layernorm_fp16"));
-  if (!base || !soft || !both)
-    return missingRuns(out, {QStringLiteral("fp32_lists"), QStringLiteral("softmax_fp16"),
-                             QStringLiteral("softmax_layernorm_fp16")});
-  const double b = finalTestLoss(*base), ls = finalTestLoss(*soft), lb = finalTestLoss(*both);
-  const bool finite = std::isfinite(b) && std::isfinite(ls) && std::isfinite(lb);
-  // Three curves that lie on one another test nothing: the 16-bit outputs changed no loss that
-  // the chart can show at this size (or the ops never ran in 16 bits), and a "confirmed" over
-  // them explained nothing. Within 0.1% (training and validation loss) is one line on screen.
-  auto sameCurve = [](const ui::RunData& x, const ui::RunData& y) {
-    const double tx = finalLoss(x), ty = finalLoss(y), vx = finalTestLoss(x), vy = finalTestLoss(y);
-    return std::abs(tx - ty) <= 1e-3 * std::abs(ty) && std::abs(vx - vy) <= 1e-3 * std::abs(vy);
-  };
-  if (finite && sameCurve(*soft, *base) && sameCurve(*both, *base)) {
-    out.verdict = Verdict::Inconclusive;
-    out.notMeasurable = true;
-    out.criterion = tr("validation losses %1, %2 and %3 within 0.1% of one another (the three curves lie on "
-                       "one line): at this size and %4 steps, 16-bit outputs of softmax and layer_norm change "
-                       "nothing measurable, so these runs cannot show what the fp32 list guards against")
-                        .arg(number(b), number(ls), number(lb))
-                        .arg(base->series.size());
-    return;
-  }
-  out.verdict = verdictOf(finite && closeTo(ls, b, 0.05) && closeTo(lb, b, 0.05));
-  out.criterion = tr("validation losses %1 (softmax in fp16) and %2 (softmax and layer_norm in fp16) "
-                     "against %3 with PyTorch's lists: within 5% expected")
-                      .arg(number(ls), number(lb), number(b));
-}
-
 QString variantLabel(const ui::RunData& run) {
   const QString name = QString::fromStdString(run.config.name);
   const int slash = name.lastIndexOf(QLatin1Char('/'));
@@ -558,7 +497,7 @@ double zeroFraction(const ui::RunData& run, const QString& tensorKey) {
   return double(std::max(zero, flushed)) / double(total);
 }
 
-ui::LessonResult lessonResult(const Preset& p, const QVector<const ui::RunData*>& runs) {
+ui::LessonResult lessonResult(const Preset& p, const QVector<const ui::RunData*>& runs, int turnBlockSteps) {
   ui::LessonResult out;
   out.lesson = QString::fromStdString(p.name);
   out.title = QString::fromStdString(p.title);
@@ -581,7 +520,7 @@ ui::LessonResult lessonResult(const Preset& p, const QVector<const ui::RunData*>
   else if (fp8LessonResult(p, runs, out))  // gui_lesson_conclusion_fp8.cpp (issue 39)
     ;
   else
-    modesResult(p, runs, out);
+    modesResult(p, runs, turnBlockSteps, out);
   // A language model's lesson ends with what it learnt to write (the first run that wrote).
   for (const ui::RunData* r : runs)
     if (!r->textSample.isEmpty()) {

@@ -20,8 +20,14 @@ struct RunData;
 namespace amp::gui {
 
 // runs: the lesson's runs, in the order of its variants. Empty (no findings) when there is
-// nothing to say yet (no run has a step).
-ui::LessonResult lessonResult(const Preset& preset, const QVector<const ui::RunData*>& runs);
+// nothing to say yet (no run has a step). turnBlockSteps: the block of steps the runs trained
+// in turns with (RunController::enqueueInTurns), so their speed is compared round by round; 0
+// when they trained one after another.
+ui::LessonResult lessonResult(const Preset& preset, const QVector<const ui::RunData*>& runs, int turnBlockSteps = 0);
+
+// The language-model lessons (gui_lesson_conclusion_gpt.cpp): "gpt" and "gpt-fp32-ops".
+void languageModelResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out);
+void fp32OpsResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out);
 
 // The fp8 lessons (gui_lesson_conclusion_fp8.cpp): fills `out` and returns true for one of
 // them, false for any other preset.

@@ -134,7 +134,12 @@ void LessonTracker::conclude(const Lesson& lesson) {
   for (int id : lesson.runIds)
     if (const ui::RunData* r = m_controller->run(id)) runs.append(r);
   if (!p || runs.isEmpty()) return;
-  const ui::LessonResult result = lessonResult(*p, runs);
+  // Runs that trained in turns (all of them, with one block size) compare their speed round by
+  // round; otherwise by their medians.
+  int block = m_controller->turnBlockSteps(runs.first()->id);
+  for (const ui::RunData* r : runs)
+    if (m_controller->turnBlockSteps(r->id) != block) block = 0;
+  const ui::LessonResult result = lessonResult(*p, runs, block);
   if (result.isEmpty()) return;
   const ui::RunData* keyData = keyRun(lesson);
   ui::RunData* key = keyData ? m_controller->run(keyData->id) : nullptr;

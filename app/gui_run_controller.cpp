@@ -13,6 +13,7 @@
 #include "engine/io/experiment_file.h"
 #include "engine/io/metrics_json.h"
 #include "engine/train/event_text.h"
+#include "engine/train/speed_turns.h"
 #include "ui/run_colors.h"
 #include "ui/theme.h"
 
@@ -76,6 +77,34 @@ QVector<ui::RunData*> RunController::enqueueSideBySide(const QVector<RunConfig>&
   for (ui::RunData* r : runs) {
     m_queue.removeOne(r->id);
     startRun(r, m_queuePaused.removeOne(r->id));
+  }
+  return runs;
+}
+
+QVector<ui::RunData*> RunController::enqueueInTurns(const QVector<RunConfig>& configs, bool startPaused) {
+  const bool ranks = std::any_of(configs.begin(), configs.end(), [](const RunConfig& c) { return c.dist.ranks > 1; });
+  if (configs.size() < 2 || ranks) {
+    QVector<ui::RunData*> runs;
+    for (const RunConfig& c : configs) runs << enqueue(c, startPaused);
+    return runs;
+  }
+  // One block size for all, so that their blocks pair up step for step: about 8 rounds of the
+  // longest run (a run of epochs counts 25 steps a block).
+  std::int64_t steps = 0;
+  for (const RunConfig& c : configs) steps = std::max(steps, c.train.steps);
+  const int block = steps > 0 ? StepTurns::blockStepsFor(steps) : 25;
+  auto turns = std::make_shared<StepTurns>(int(configs.size()), block);
+  const int savedMax = std::exchange(m_maxConcurrent, 0);  // none starts before all are queued
+  QVector<ui::RunData*> runs;
+  for (const RunConfig& c : configs) runs << enqueue(c, startPaused);
+  m_maxConcurrent = savedMax;
+  for (int i = 0; i < runs.size(); ++i) {
+    ui::RunData* r = runs[i];
+    m_queue.removeOne(r->id);
+    m_turnBlock.insert(r->id, block);
+    log(r, {tr("trains in turns with the lesson's other %1 run(s), %2 step(s) each, so that their step "
+               "times share the machine's load").arg(runs.size() - 1).arg(block)});
+    startRun(r, m_queuePaused.removeOne(r->id), turns, i);
   }
   return runs;
 }
@@ -181,7 +210,17 @@ void RunController::setMaxConcurrent(int n) {
 }
 
 void RunController::shareCpus() {
-  for (Active& a : m_active) a.worker->setConcurrentRuns(int(m_active.size()));
+  // Runs in turns train one at a time: together they count as one.
+  QSet<const StepTurns*> groups;
+  int training = 0;
+  for (const Active& a : m_active) {
+    if (!a.turns) ++training;
+    else if (!groups.contains(a.turns.get())) {
+      groups.insert(a.turns.get());
+      ++training;
+    }
+  }
+  for (Active& a : m_active) a.worker->setConcurrentRuns(training);
 }
 
 void RunController::scheduleQueue() {
@@ -192,8 +231,9 @@ void RunController::scheduleQueue() {
   }
 }
 
-void RunController::startRun(ui::RunData* run, bool paused) {
+void RunController::startRun(ui::RunData* run, bool paused, std::shared_ptr<StepTurns> turns, int turnIndex) {
   auto* worker = new TrainingWorker(run->config, paused, this);
+  if (turns) worker->setTurns(turns, turnIndex);
   worker->setStepsPerSecond(m_stepsPerSecond);
   worker->setResume(m_resumeFrom.take(run->id));
   worker->setCheckpointDir(checkpointDir(*run));
@@ -240,7 +280,7 @@ void RunController::startRun(ui::RunData* run, bool paused) {
           [this, worker](qint64 done) { onRunPaused(worker, done); });
   connect(worker, &TrainingWorker::runEnded, this,
           [this, worker](int outcome, const QString& msg) { onRunEnded(worker, outcome, msg); });
-  m_active.push_back({run, worker, false, {}});
+  m_active.push_back({run, worker, false, {}, std::move(turns)});
   shareCpus();
   setStatus(run, paused ? ui::RunStatus::Paused : ui::RunStatus::Running);
   worker->start();
@@ -469,6 +509,7 @@ void RunController::removeRun(int id) {
   if (it == m_runs.end()) return;
   emit runRemoved(id);  // listeners drop their pointers before the record is freed
   m_runs.erase(it);
+  m_turnBlock.remove(id);
   deleteUnreferencedUnpacked();
 }
 

@@ -19,6 +19,7 @@
 
 namespace amp {
 struct ExperimentRun;
+class StepTurns;
 }
 
 namespace amp::gui {
@@ -39,6 +40,14 @@ class RunController : public QObject {
   // Queues every config and starts them all now, together, whatever maxConcurrent() says and
   // ahead of runs already queued (a paced lesson's variants). Later runs wait for free slots.
   QVector<ui::RunData*> enqueueSideBySide(const QVector<RunConfig>& configs, bool startPaused = false);
+  // Runs compared for speed (a lesson's variants): queued and started now, like side by side,
+  // but they train in turns, a block of steps each (engine/train/speed_turns.h), so a change of
+  // load between them cannot pass for a speed difference; together they take one run's share
+  // of the CPUs. Runs on several ranks (dist.ranks > 1) are not timed here: they queue as usual.
+  QVector<ui::RunData*> enqueueInTurns(const QVector<RunConfig>& configs, bool startPaused = false);
+  // The block of steps the run trained in turns with (its lesson's conclusion pairs the runs'
+  // step times block by block); 0 for a run that trained on its own.
+  int turnBlockSteps(int runId) const { return m_turnBlock.value(runId, 0); }
   ui::RunData* enqueueResume(const QString& checkpointPath, bool startPaused = false);
   // A run read from a file, added as an ended run (overlaid like any other).
   ui::RunData* addLoadedRun(const ExperimentRun& loaded);
@@ -103,13 +112,14 @@ class RunController : public QObject {
     TrainingWorker* worker = nullptr;
     bool diverged = false;
     SkipStreak skips;  // collapses the event lines of repeated skipped steps
+    std::shared_ptr<StepTurns> turns;  // the runs it takes turns with (null: none)
   };
 
   void scheduleQueue();
   // Tells every active run how many train at once, so together they use the CPUs the machine
   // gives instead of each taking all of them (two runs' teams on 2 cores fought for them).
   void shareCpus();
-  void startRun(ui::RunData* run, bool paused);
+  void startRun(ui::RunData* run, bool paused, std::shared_ptr<StepTurns> turns = {}, int turnIndex = 0);
   void scheduleDrain();
   void drainRun(Active& a, bool& updated);
   Active* findActive(const TrainingWorker* w);
@@ -130,6 +140,7 @@ class RunController : public QObject {
   QVector<int> m_queue;        // run ids waiting for a slot
   QVector<int> m_queuePaused;  // of those, the ones to start paused
   QHash<int, QString> m_resumeFrom;  // run id -> checkpoint its worker loads first
+  QHash<int, int> m_turnBlock;       // run id -> block of steps it trained in turns with
   // Checkpoints unpacked from opened files: copies of what the file holds, so they go when no
   // run refers to them (removed, or the session ends) instead of piling up at every open.
   QSet<QString> m_unpacked;

@@ -21,6 +21,7 @@
 #include "ui/event_log_view.h"
 #include "ui/experiment_panel.h"
 #include "ui/main_window.h"
+#include "ui/memory_check.h"
 #include "ui/run_groups.h"
 #include "ui/runs_panel.h"
 #include "ui/speed_control.h"
@@ -53,17 +54,27 @@ GuiSession::GuiSession(bool persistSettings, QObject* parent)
   RunController* c = m_controller.get();
   w->setBackendInfo(probeBackendDescription(), cudaUnavailableReason());
 
-  connect(w, &ui::MainWindow::startRequested, c, [c, w](const QVector<RunConfig>& configs, bool paused, bool sideBySide) {
+  // The window says a lesson starts right before it asks for the lesson's runs.
+  connect(w, &ui::MainWindow::lessonStarted, this, [this] { m_lessonStarting = true; });
+  connect(w, &ui::MainWindow::startRequested, c, [this, c, w](const QVector<RunConfig>& configs, bool paused, bool sideBySide) {
     // Runs started together (a lesson's variants, twin runs) form one group: the group's fp32
     // run is their baseline, and the runs table selects, hides or clears them as one.
     QSet<QString> groups;
     for (const ui::RunData* r : c->runs()) groups.insert(r->group);
     const QString group = ui::groupNameFor(configs, groups);
-    const QVector<ui::RunData*> runs = sideBySide ? c->enqueueSideBySide(configs, paused) : [&] {
-      QVector<ui::RunData*> out;
-      for (const RunConfig& cfg : configs) out << c->enqueue(cfg, paused);
-      return out;
-    }();
+    // A lesson's variants compare their step times (each run's line says "x fp32's speed"): they
+    // train in turns, a block of steps each, so the load falls on all of them alike (issue 38).
+    // Held in memory together, so only when all of them fit at once; else one after another.
+    const bool lesson = std::exchange(m_lessonStarting, false);
+    const bool inTurns = lesson && !sideBySide && configs.size() > 1 &&
+                         ui::checkHostMemory(configs, int(configs.size())).refusal.isEmpty();
+    const QVector<ui::RunData*> runs = sideBySide ? c->enqueueSideBySide(configs, paused)
+                                       : inTurns  ? c->enqueueInTurns(configs, paused)
+                                                  : [&] {
+                                                      QVector<ui::RunData*> out;
+                                                      for (const RunConfig& cfg : configs) out << c->enqueue(cfg, paused);
+                                                      return out;
+                                                    }();
     for (ui::RunData* run : runs) {
       run->group = group;
       if (!group.isEmpty()) w->updateRunStatus(run);  // the table shows the group set after runAdded

@@ -62,6 +62,8 @@ class GuiSession : public QObject {
   std::unique_ptr<GuiFiles> m_files;
   QString m_screenshotPath;
   bool m_persist;
+  // The window announced a lesson (lessonStarted) whose runs it asks for next: they train in turns.
+  bool m_lessonStarting = false;
   bool m_ownsLastSession = false;  // restoreLastSession() ran: closing writes the session back
 };
 

@@ -9,6 +9,7 @@
 #include "engine/io/checkpoint.h"
 #include "engine/io/model_files.h"
 #include "engine/io/metrics_json.h"
+#include "engine/train/speed_turns.h"
 #include "engine/train/text_sample.h"
 #include "engine/train/trainer.h"
 
@@ -128,6 +129,10 @@ bool TrainingWorker::cancelled() const {
   return m_cancel;
 }
 
+bool TrainingWorker::awaitTurn() {
+  return m_turns->waitTurn(m_turnIndex, [this] { return cancelled() || pauseRequested(); });
+}
+
 bool TrainingWorker::pauseRequested() const {
   std::lock_guard lock(m_mutex);
   return m_paused;
@@ -194,6 +199,14 @@ void TrainingWorker::publishDecisionMap(Trainer& trainer, bool force) {
 void TrainingWorker::run() {
   // Destroyed last, after the trainer and every signal emitted below (see m_runReturned).
   MarkReturned markReturned{this};
+  // However the run ends (finished, stopped, failed before its first step), the runs it took
+  // turns with go on without it.
+  struct LeaveTurns {
+    TrainingWorker* w;
+    ~LeaveTurns() {
+      if (w->m_turns) w->m_turns->leave(w->m_turnIndex);
+    }
+  } leaveTurns{this};
   if (m_config.dist.ranks > 1) return runOnRanks();
   std::unique_ptr<Trainer> trainer;
   QString backendName, backendInfo, computePath;
@@ -224,21 +237,35 @@ void TrainingWorker::run() {
   emit runStarted(trainer->totalSteps(), stepsPerEpoch, backendName, backendInfo,
                   computePath, summary);
   trainer->requestTrace();  // the first step's trace, so the inspector has something to show
+  if (m_turns) m_turns->ready(m_turnIndex);  // the runs in turns start once all are built
 
   std::string divergence;
   try {
+    // Kept across a wait for the turn that a pause interrupted: the overflow or trace asked for
+    // belongs to the next step that trains.
+    bool inject = false, trace = false;
     while (!trainer->finished()) {
-      bool inject = false, trace = false;
-      if (!waitForNextStep(*trainer, inject, trace)) {
+      // A run that pauses hands its turn on: the others train while it waits.
+      if (m_turns && pauseRequested()) m_turns->pass(m_turnIndex);
+      bool injectNow = false, traceNow = false;
+      if (!waitForNextStep(*trainer, injectNow, traceNow)) {
         emit runEnded(int(RunOutcome::Stopped), {});
         return;
       }
+      inject |= injectNow;
+      trace |= traceNow;
+      // In turns, a step waits for this run's turn (a single step while paused does not: it is
+      // for looking at, not for timing); a pause or stop meanwhile sends it back to wait above.
+      const bool turnStep = m_turns && !pauseRequested();
+      if (turnStep && !awaitTurn()) continue;
       if (inject) trainer->injectNonFiniteNextStep();
       if (trace) trainer->requestTrace();
       const bool traced = trace || trainer->stepsDone() == 0;
       trainer->setConcurrentRuns(m_concurrentRuns.load(std::memory_order_relaxed));
       const auto stepStarted = std::chrono::steady_clock::now();
       StepMetrics m = trainer->step();
+      inject = trace = false;
+      if (turnStep) m_turns->stepDone(m_turnIndex);
       if (m.diverged && divergence.empty()) divergence = m.divergence;
       m_metricsJsonl += stepMetricsJsonLine(m);  // metrics.jsonl holds no histograms
       const std::int64_t every = m_config.checkpoint.every;
@@ -256,6 +283,9 @@ void TrainingWorker::run() {
     emit runEnded(int(RunOutcome::Failed), QString::fromStdString(e.what()));
     return;
   }
+  // Trained to its end: what follows (checkpoint, file sizes, text sample) is not timed, so the
+  // other runs need not wait for it.
+  if (m_turns) m_turns->leave(m_turnIndex);
   {
     // A "save now" that arrived while the last step ran: the trainer still exists, serve it.
     std::unique_lock lock(m_mutex);

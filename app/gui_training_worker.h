@@ -24,6 +24,7 @@
 #include "engine/train/decision_map.h"
 
 namespace amp {
+class StepTurns;
 class Trainer;
 }
 
@@ -68,6 +69,13 @@ class TrainingWorker : public QThread {
   // How many runs train at once beside this one included: the run takes its share of the CPUs
   // (Trainer::setConcurrentRuns) from its next step on. Thread-safe.
   void setConcurrentRuns(int runs) { m_concurrentRuns.store(runs < 1 ? 1 : runs, std::memory_order_relaxed); }
+  // Runs compared for speed (a lesson's variants) train in turns, a block of steps each, so the
+  // load falls on all of them alike (engine/train/speed_turns.h): this run is `index` of them.
+  // Set before start(). A paused run hands its turn on; single steps while paused take none.
+  void setTurns(std::shared_ptr<StepTurns> turns, int index) {
+    m_turns = std::move(turns);
+    m_turnIndex = index;
+  }
   // Writes a checkpoint to zipPath before the next step (also while paused); answered by
   // checkpointWritten. A request still pending when the run ends is served before the thread exits.
   void requestCheckpoint(const QString& zipPath);
@@ -120,6 +128,8 @@ class TrainingWorker : public QThread {
   void runOnRanks();
   static QString ranksReport(const QString& out);  // the event log's line at the end
   bool cancelled() const;
+  // In turns: waits for this run's turn; false when a pause or a stop came first.
+  bool awaitTurn();
 
   const RunConfig m_config;
   MetricsBuffer m_buffer;
@@ -132,6 +142,8 @@ class TrainingWorker : public QThread {
   bool m_trace = false;
   double m_stepsPerSecond = 0;  // 0: full speed
   std::atomic<int> m_concurrentRuns{1};
+  std::shared_ptr<StepTurns> m_turns;  // null: this run trains whenever it can
+  int m_turnIndex = 0;
   QString m_checkpointRequest;  // pending "save now" path
   QString m_resumeFrom;
   QString m_checkpointDir;

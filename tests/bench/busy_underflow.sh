@@ -57,6 +57,14 @@ run_once() {  # $1 condition (quiet|busy), $2 round
     ms=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['median_step_ms'])" "$out/$mode/summary.json")
     echo "$1 $mode $ms" >>"$WORK/times"
   done
+  # The variants train in turns (engine/train/speed_turns.h): fp16_dynamic's speed against fp32's
+  # round by round, and whether those rounds agreed ("noisy" when they did not).
+  python3 -c "
+import json, sys
+for r in json.load(open(sys.argv[1]))['runs']:
+    p = r.get('paired_speed_vs_fp32')
+    if r['label'] == 'fp16_dynamic' and p:
+        print(sys.argv[2], p['speedup'], p['low'], p['high'], int(p['too_noisy']))" "$out/summary.json" "$1" >>"$WORK/paired"
 }
 
 r=1
@@ -70,7 +78,8 @@ done
 
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(getconf _NPROCESSORS_ONLN) CPUs;" \
      "busy: $BUSY; OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset}; $ROUNDS interleaved rounds"
-python3 - "$WORK/times" <<'PY'
+rc=0
+python3 - "$WORK/times" <<'PY' || rc=$?
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 t = {}
@@ -93,3 +102,13 @@ b = med[("busy", "fp16_dynamic")] > med[("busy", "fp32")]
 print("ordering busy = quiet: " + ("yes" if q == b else "NO"))
 sys.exit(0 if q == b else 1)
 PY
+# Round by round within each run (the variants in turns): fp16_dynamic's speed against fp32's.
+if [ -s "$WORK/paired" ]; then python3 - "$WORK/paired" <<'PY'
+import sys
+for line in open(sys.argv[1]):
+    cond, q, lo, hi, noisy = line.split()
+    print(f"{cond}: fp16_dynamic at {float(q):.2f}x fp32's speed, rounds {float(lo):.2f}x-{float(hi):.2f}x"
+          + (": too noisy to conclude" if noisy == "1" else ""))
+PY
+fi
+exit $rc

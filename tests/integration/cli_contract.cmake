@@ -68,6 +68,38 @@ if(NOT one_mode STREQUAL "bf16")
   message(FATAL_ERROR "recipe with amp.mode=bf16 ran mode '${one_mode}'")
 endif()
 
+# A preset's variants train in turns (issue 38: engine/train/speed_turns.h), so their speeds
+# share the machine's load: 10 steps are 10 rounds of 1 step, the progress lines (one per step
+# here) come in turn, and the speed against fp32 is compared round by round (7 rounds: the first
+# 3 steps are warm-up).
+execute_process(COMMAND ${CLI} run --preset underflow --set train.steps=10 --set train.histogram_every=0
+                        --out ${WORK}/turns
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "underflow in turns failed (${rc}): ${err}")
+endif()
+string(REGEX MATCHALL "\\[[a-z0-9_]+\\] step [0-9]+/10" steps_seen "${err}")
+set(steps_expected)
+foreach(step RANGE 1 10)
+  foreach(variant fp32 fp16_noscale fp16_dynamic)
+    list(APPEND steps_expected "[${variant}] step ${step}/10")
+  endforeach()
+endforeach()
+if(NOT steps_seen STREQUAL steps_expected)
+  message(FATAL_ERROR "the variants did not train in turns:\n${steps_seen}\nexpected\n${steps_expected}")
+endif()
+foreach(text "trained in turns, 1 step(s) a turn" "fp16_noscale" "rounds)")
+  string(FIND "${out}" "${text}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "run --preset underflow: '${text}' missing from its table:\n${out}")
+  endif()
+endforeach()
+file(READ ${WORK}/turns/summary.json turns_summary)
+string(JSON paired_rounds GET "${turns_summary}" runs 1 paired_speed_vs_fp32 rounds)
+if(NOT paired_rounds EQUAL 7)
+  message(FATAL_ERROR "paired_speed_vs_fp32: ${paired_rounds} rounds, expected 7")
+endif()
+
 # A run's outputs.
 execute_process(COMMAND ${CLI} run --preset overflow --set train.steps=40 --set model.width=64
                         --inject-nonfinite 2,7 --out ${WORK}/ok

@@ -223,12 +223,25 @@ class TestLessons : public test::SessionFixture {
     QTRY_VERIFY_WITH_TIMEOUT(!runNamed(QStringLiteral("/fp16_noscale"))->histograms.empty(), 10000);
     window()->actions().stop->trigger();
     QTRY_VERIFY_WITH_TIMEOUT(controller()->activeCount() == 0, 30000);
-    // A lesson that compares speed still queues its runs: each step time is the run's alone.
+    // A lesson that compares speed trains its runs in turns (issue 38): all of them start, and
+    // one trains at a time, a block of steps each, so that a change of load between them cannot
+    // pass for a speed difference (queued one after another, it could).
     QVERIFY(window()->loadLesson(QStringLiteral("recipe")));
     QVERIFY(panel()->setFieldValue("train.steps", "200").isEmpty());
     QVERIFY(window()->runLesson(QStringLiteral("recipe")));
-    QCOMPARE(controller()->activeCount(), 1);
-    QCOMPARE(controller()->queuedCount(), 2);
+    QCOMPARE(controller()->activeCount(), 3);
+    QCOMPARE(controller()->queuedCount(), 0);
+    ui::RunData* first = runNamed(QStringLiteral("recipe/fp32"));
+    ui::RunData* second = runNamed(QStringLiteral("recipe/fp16"));
+    ui::RunData* third = runNamed(QStringLiteral("recipe/bf16"));
+    QVERIFY(first && second && third);
+    const int block = controller()->turnBlockSteps(first->id);
+    QCOMPARE(block, 25);  // 200 steps: 8 rounds
+    QCOMPARE(controller()->turnBlockSteps(third->id), block);
+    // The third run's first step comes after a whole block of each run before it.
+    QTRY_VERIFY_WITH_TIMEOUT(third->series.size() >= 1, 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(first->series.size() >= block && second->series.size() >= block, 5000);
+    QVERIFY(third->events.join(QLatin1Char('\n')).contains(QStringLiteral("trains in turns")));
     window()->actions().stop->trigger();
     QTRY_VERIFY_WITH_TIMEOUT(controller()->activeCount() == 0, 30000);
   }
