@@ -50,6 +50,8 @@ constexpr ChartButtonText kChartButtons[] = {
      QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "fp8 heat map ▸")},
     {"fp8-scale", QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Show the fp8 scale timeline"),
      QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "fp8 scales ▸")},
+    {"fp8-blocks", QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Show the fp8 block scales"),
+     QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "fp8 blocks ▸")},
     {"loss", QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Show the loss"),
      QT_TRANSLATE_NOOP("amp::ui::LessonResultView", "Loss ▸")},
 };

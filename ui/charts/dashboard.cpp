@@ -13,6 +13,7 @@
 
 #include "ui/charts/accuracy_chart.h"
 #include "ui/charts/decision_chart.h"
+#include "ui/charts/fp8_block_scales.h"
 #include "ui/charts/fp8_heat_map.h"
 #include "ui/charts/fp8_scale_timeline.h"
 #include "ui/charts/histogram_view.h"
@@ -38,7 +39,8 @@ Dashboard::Dashboard(QWidget* parent)
       m_updates(new LostUpdatesChart),
       m_data(new DecisionChart),
       m_fp8Scale(new Fp8ScaleTimeline),
-      m_fp8Heat(new Fp8HeatMapPanel) {
+      m_fp8Heat(new Fp8HeatMapPanel),
+      m_fp8Blocks(new Fp8BlockScalesPanel) {
   m_grid = new QWidget;
   auto* columns = new QSplitter(Qt::Vertical, m_grid);
   for (QSplitter*& row : m_rows) {
@@ -107,6 +109,7 @@ void Dashboard::setFocusRun(int runId) {
   m_layers->setSelectedRun(runId);
   m_data->setSelectedRun(runId);
   m_fp8Heat->setSelectedRun(runId);
+  m_fp8Blocks->setSelectedRun(runId);
 }
 
 QList<ChartPanel*> Dashboard::panels() const {
@@ -114,13 +117,14 @@ QList<ChartPanel*> Dashboard::panels() const {
   return {m_loss, m_scale, m_histogram, m_accuracy, m_throughput, m_memory};
 }
 
-QList<ChartPanel*> Dashboard::tabPanels() const { return {m_updates, m_data, m_layers, m_fp8Scale, m_fp8Heat}; }
+QList<ChartPanel*> Dashboard::tabPanels() const { return {m_updates, m_data, m_layers, m_fp8Scale, m_fp8Heat, m_fp8Blocks}; }
 
 QList<ChartPanel*> Dashboard::allPanels() const { return panels() << tabPanels(); }
 
 QString Dashboard::tabTitle(const ChartPanel* p) const {
   if (p == m_fp8Scale) return tr("fp8 scales");
   if (p == m_fp8Heat) return tr("fp8 heat map");
+  if (p == m_fp8Blocks) return tr("fp8 block scales");
   return p == m_updates ? tr("Lost updates") : p == m_data ? tr("Data") : tr("Layers");
 }
 

@@ -22,6 +22,7 @@ class HistogramView;
 class LayerGridPanel;
 class LostUpdatesChart;
 class DecisionChart;
+class Fp8BlockScalesPanel;
 class Fp8HeatMapPanel;
 class Fp8ScaleTimeline;
 class LossChart;
@@ -91,6 +92,7 @@ class Dashboard : public QWidget {
   DecisionChart* decisionChart() const { return m_data; }  // "data": points and decision regions
   Fp8ScaleTimeline* fp8ScaleTimeline() const { return m_fp8Scale; }  // "fp8-scale" (issue 39)
   Fp8HeatMapPanel* fp8HeatMap() const { return m_fp8Heat; }          // "fp8-heat"
+  Fp8BlockScalesPanel* fp8BlockScales() const { return m_fp8Blocks; }  // "fp8-blocks"
 
   // Whole dashboard as a 3 x 2 grid under a header naming the runs. `format`: "png", "svg",
   // "pdf" or empty for the path's suffix. PNG: `size` in pixels at `dpi`; SVG/PDF: logical size.
@@ -129,6 +131,7 @@ class Dashboard : public QWidget {
   DecisionChart* m_data;
   Fp8ScaleTimeline* m_fp8Scale;
   Fp8HeatMapPanel* m_fp8Heat;
+  Fp8BlockScalesPanel* m_fp8Blocks;
   QTabWidget* m_gridTabs;  // grid layout: the six charts on one tab, the layers on another
   QVector<const RunData*> m_runs;
   int m_focusRun = -1;
