@@ -21,6 +21,7 @@
 #include "ui/charts/heat_map_item.h"
 #include "ui/charts/histogram_bins.h"
 #include "ui/charts/histogram_view.h"
+#include "ui/charts/memory_chart.h"
 #include "ui/run_data.h"
 
 using namespace amp;
@@ -167,6 +168,51 @@ class TestFp8Views : public QObject {
     QVERIFY(std::abs(panel.cellValue(0, 5) - underflowOf(2, 6)) < 1e-6);
   }
 
+  // A GPT's ~30 quantised tensors in a short map (1024x640 at x1.5 leaves it ~230 px): one
+  // label per layer, not every third tensor's name; a tall map names every tensor.
+  void heatMapLabelsLayersWhenRowsAreThinnerThanText() {
+    RunData run;
+    run.id = 9;
+    run.name = QStringLiteral("gpt");
+    run.config.mode = PrecisionMode::Fp8;
+    QStringList layers;
+    for (int b = 0; b < 2; ++b)
+      for (const char* l : {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"})
+        layers << QStringLiteral("transformer.h.%1.%2").arg(b).arg(QLatin1String(l));
+    layers << QStringLiteral("lm_head");
+    for (int s = 1; s <= 3; ++s) {
+      StepMetrics m;
+      m.step = s;
+      for (const QString& l : layers)
+        for (const char* role : {".x", ".w", ".dy"}) {
+          Fp8TensorRecord r;
+          r.tensor = (l + QLatin1String(role)).toStdString();
+          r.format = "e2m1";
+          r.amax = 1;
+          r.underflow = 0.01 * s;
+          m.fp8.push_back(r);
+        }
+      run.append(m);
+    }
+    Fp8HeatMapPanel panel;
+    panel.setPresentationScale(1.5);
+    panel.resize(700, 260);
+    panel.setRuns({&run});
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    panel.refreshNow();
+    panel.mapWidget()->repaint();
+    QCOMPARE(panel.rowNames().size(), 27);
+    const QStringList shortMap = panel.drawnRowLabels();
+    QVERIFY2(shortMap.size() >= 5, qPrintable(shortMap.join(QLatin1Char('|'))));
+    for (const QString& label : shortMap)
+      QVERIFY2(layers.contains(label), qPrintable(label));  // layers, not "….c_attn.x"
+    QCOMPARE(shortMap.first(), layers.first());
+    panel.resize(700, 1400);
+    panel.mapWidget()->repaint();
+    QCOMPARE(panel.drawnRowLabels(), panel.rowNames());
+  }
+
   void timelineStepLineIsFormatMaxOverTheScaleUsed() {
     RunData a = fp8Run(1, QStringLiteral("fp8/delayed"), 6, 1.0);
     RunData b = fp8Run(2, QStringLiteral("fp8/current"), 6, 0.25);
@@ -270,6 +316,34 @@ class TestFp8Views : public QObject {
     view.refreshNow();
     QCOMPARE(view.fp8FormatShown(), QString());
     QCOMPARE(view.fp8BandExtent(QStringLiteral("e4m3"), false), (std::pair<double, double>{0, 0}));
+  }
+
+  // The memory chart names an fp8 run's weights for what the engine counts in them (1-byte or
+  // 4-bit codes with their scales) and its masters fp32; a bf16 run keeps the plain names.
+  void memoryChartNamesFp8WeightsScalesAndMasters() {
+    RunData fp8 = fp8Run(1, QStringLiteral("fp8"), 3);
+    RunData fp4 = fp8Run(2, QStringLiteral("nvfp4"), 3);
+    fp4.config.fp8.recipe = "nvfp4";
+    RunData bf16 = fp8Run(3, QStringLiteral("bf16"), 3);
+    bf16.config.mode = PrecisionMode::AmpBf16;
+    MemoryChart chart;
+    chart.resize(1000, 400);
+    chart.setRuns({&fp8, &fp4, &bf16});
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    const int weights = int(MemCategory::Weights), masters = int(MemCategory::MasterWeights);
+    chart.setSelectedRun(1);
+    chart.refreshNow();
+    QCOMPARE(chart.areaNames().value(weights), QStringLiteral("fp8 weights + scales"));
+    QCOMPARE(chart.areaNames().value(masters), QStringLiteral("fp32 masters"));
+    chart.setSelectedRun(2);
+    chart.refreshNow();
+    QCOMPARE(chart.areaNames().value(weights), QStringLiteral("fp4 weights + scales"));
+    QVERIFY(MemoryChart::categoryName(weights, &fp4, false).contains(QStringLiteral("E4M3 scale per 16")));
+    chart.setSelectedRun(3);
+    chart.refreshNow();
+    QCOMPARE(chart.areaNames().value(weights), QStringLiteral("weights"));
+    QCOMPARE(chart.areaNames().value(masters), QStringLiteral("master"));
   }
 
   void viewsAreDashboardTabsAndExport() {

@@ -56,6 +56,9 @@ class Fp8HeatMapPanel : public ChartPanel {
   QPoint cellAt(const QPointF& pos) const;
   QWidget* mapWidget() const;
   QString hoverText() const { return m_hoverText; }  // the tooltip shown last ("" = none)
+  // The row labels the last paint drew, top to bottom: each tensor's name where rows are as tall
+  // as the text, else one per layer (tests: a GPT's ~30 rows at 1024x640 x1.5).
+  QStringList drawnRowLabels() const { return m_drawnLabels; }
   QString runName() const;
 
   void render(QPainter* painter, const QRectF& target) override;
@@ -104,6 +107,7 @@ class Fp8HeatMapPanel : public ChartPanel {
   double m_colourMin = 0, m_colourMax = 1;
   QString m_hoverText;
   bool m_anyAllZero = false;  // some cell is drawn grey: the colour bar explains it
+  mutable QStringList m_drawnLabels;
 };
 
 }  // namespace amp::ui

@@ -38,6 +38,12 @@ QString categoryShortLabel(int c) {
   return QString::fromLatin1(names[c]);
 }
 
+// "fp8" or "fp4" for a run whose Linear layers quantise (amp.mode=fp8), "" otherwise.
+QString quantisedKind(const RunData* run) {
+  if (!run || run->config.mode != PrecisionMode::Fp8) return {};
+  return run->config.fp8.recipe == "nvfp4" ? QStringLiteral("fp4") : QStringLiteral("fp8");
+}
+
 // Binary units: the allocator counts bytes, and tensors come in powers of two.
 std::pair<double, QString> unitFor(double maxBytes) {
   if (maxBytes >= 1024.0 * 1024 * 1024) return {1024.0 * 1024 * 1024, QStringLiteral("GiB")};
@@ -114,6 +120,28 @@ MemoryChart::MemoryChart(QWidget* parent)
           [this](int i) { setSelectedRun(m_runBox->itemData(i).toInt()); });
 }
 
+QString MemoryChart::categoryName(int c, const RunData* run, bool brief) {
+  const QString kind = quantisedKind(run);
+  if (!kind.isEmpty() && c == int(MemCategory::Weights))
+    // The engine counts a quantised layer's weight as its codes and their scales (both in the
+    // Weights category), beside the bf16 casts of any layer kept in bf16 (fp8.keep_bf16).
+    return brief ? tr("%1 weights + scales").arg(kind)
+                 : kind == QLatin1String("fp4")
+                       ? tr("fp4 weights and their scales (4-bit E2M1 codes, two a byte, an E4M3 scale per 16 "
+                            "and an fp32 one per tensor; bf16 casts of layers kept in bf16)")
+                       : tr("fp8 weights and their scales (1-byte codes with their block or tensor scales; "
+                            "bf16 casts of layers kept in bf16)");
+  if (!kind.isEmpty() && c == int(MemCategory::MasterWeights))
+    return brief ? tr("fp32 masters") : tr("fp32 master weights (what the optimizer updates)");
+  return brief ? categoryShortLabel(c) : categoryLabel(c);
+}
+
+QStringList MemoryChart::areaNames() const {
+  QStringList out;
+  for (const QAreaSeries* a : m_areas) out << (a ? a->name() : QString());
+  return out;
+}
+
 void MemoryChart::setSelectedRun(int runId) {
   if (runId == m_selectedId) return;
   m_selectedId = runId;
@@ -151,7 +179,7 @@ void MemoryChart::rebuildSeries() {
     auto* area = new QAreaSeries(upper, lower);
     upper->setParent(area);
     if (lower) lower->setParent(area);
-    area->setName(categoryShortLabel(c));
+    area->setName(categoryName(c, selected(), true));
     m_view->addSeries(area);
     area->setBrush(kCategoryColors[c]);
     area->setPen(pen(kCategoryColors[c].darker(130), 0.8));
@@ -178,9 +206,14 @@ void MemoryChart::rebuildSeries() {
     m_peakSeries->attachAxis(m_peakAxis);
     updateRunLegend(m_peakView, runs);
   }
+  m_namesKind = quantisedKind(selected());
+  setCategoryLegend();
+}
+
+void MemoryChart::setCategoryLegend() {
   QList<LegendEntry> keys;
   for (int c = 0; c < kMemCategoryCount; ++c)
-    keys << LegendEntry{categoryShortLabel(c), kCategoryColors[c], Qt::SolidLine, LegendEntry::Glyph::Dot};
+    keys << LegendEntry{m_areas[c]->name(), kCategoryColors[c], Qt::SolidLine, LegendEntry::Glyph::Dot};
   keys << LegendEntry{tr("held"), m_view->textColor(), Qt::DashLine, LegendEntry::Glyph::Line};
   m_view->setRunLegend({}, keys);
 }
@@ -223,6 +256,12 @@ void MemoryChart::updateSeries() {
     if (m_peakSeries) updatePeaks(runs, m_unit > 0 ? m_unit : 1.0);
     return;
   }
+  if (quantisedKind(run) != m_namesKind) {  // another run chosen: an fp8 run's names, or back
+    m_namesKind = quantisedKind(run);
+    for (int c = 0; c < kMemCategoryCount; ++c) m_areas[c]->setName(categoryName(c, run, true));
+    setCategoryLegend();
+    m_unit = 0;  // the hover tags again, below
+  }
   const RunSeries& s = run->series;
   const int n = s.size();
   if (m_totalRun != run || qsizetype(m_total.size()) > n) {
@@ -245,7 +284,7 @@ void MemoryChart::updateSeries() {
     m_unitName = unitName;
     m_view->setAxisTitles(xAxisTitle(), unitName);  // the legend and hover say "peak in step"
     for (int c = 0; c < kMemCategoryCount; ++c)
-      tagSeries(m_areas[c], run->name, tr("%1 (%2)").arg(categoryLabel(c), unitName));
+      tagSeries(m_areas[c], run->name, tr("%1 (%2)").arg(categoryName(c, run, false), unitName));
     tagSeries(m_heldLine, run->name, tr("held after the step (%1)").arg(unitName));
   }
   m_view->setTitle(run->backendName.startsWith(QLatin1String("cuda")) ? tr("Device memory · %1").arg(run->name)
@@ -328,8 +367,9 @@ QString MemoryChart::peakHoverText(const QPointF& value) const {
   const int i = int(offset / (width / m_peakSeries->count()));
   const QBarSet* set = m_peakSeries->barSets().value(i);
   if (!set) return {};
+  const RunData* run = std::size_t(i) < m_peaks.size() ? m_peaks[std::size_t(i)].run : nullptr;
   return tr("<b>%1</b><br/>%2 peak: %3 %4")
-      .arg(set->label().toHtmlEscaped(), categoryLabel(c), QString::number(set->at(c), 'g', 4), m_unitName);
+      .arg(set->label().toHtmlEscaped(), categoryName(c, run, false), QString::number(set->at(c), 'g', 4), m_unitName);
 }
 
 void MemoryChart::render(QPainter* painter, const QRectF& target) {

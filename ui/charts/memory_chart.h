@@ -35,6 +35,13 @@ class MemoryChart : public ChartPanel {
 
   void render(QPainter* painter, const QRectF& target) override;
 
+  // A category's name for a run (nullptr: any run): an fp8 run's weights are its 1-byte (nvfp4:
+  // 4-bit) codes with their scales and its masters fp32, and the chart says so (issue 39).
+  // `brief`: the legend's short form.
+  static QString categoryName(int category, const RunData* run, bool brief);
+  // The stacked areas' names as the legend shows them (tests).
+  QStringList areaNames() const;
+
  signals:
   void selectedRunChanged(int runId);
 
@@ -47,6 +54,7 @@ class MemoryChart : public ChartPanel {
  private:
   const RunData* selected() const;
   void updatePeakVisibility();
+  void setCategoryLegend();  // the legend's keys: the areas' names
   void updatePeaks(const QVector<const RunData*>& runs, double unit);
   QString peakHoverText(const QPointF& value) const;
 
@@ -68,6 +76,7 @@ class MemoryChart : public ChartPanel {
   const RunData* m_totalRun = nullptr;
   int m_selectedId = -1;
   double m_unit = 1;
+  QString m_namesKind;  // "", "fp8" or "fp4": the kind of run the areas are named for
   QString m_unitName;
 };
 
