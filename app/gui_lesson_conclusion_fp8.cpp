@@ -127,7 +127,9 @@ void outlier(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
   out.claim = tr("One outlier sets a per-tensor scale for the whole tensor: the other values land below "
                  "E4M3's normal range and many flush to zero, while MXFP8's block scales confine the "
                  "damage to the outlier's block of 32.");
-  out.chart = QStringLiteral("fp8-heat");
+  // The block scales over 2.x's shape: the outlier's block alone has the large amax and the large
+  // scale, every other block keeps its own (the per-tensor run's flushed values: the heat map's tab).
+  out.chart = QStringLiteral("fp8-blocks");
   const ui::RunData* perTensor = variant(runs, QStringLiteral("per_tensor"));
   const ui::RunData* mx = variant(runs, QStringLiteral("mxfp8"));
   const ui::Fp8Spike spike = ui::fp8Spike((perTensor ? perTensor : runs.first())->config.fp8);

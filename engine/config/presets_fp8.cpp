@@ -47,8 +47,9 @@ void appendFp8Presets(std::vector<Preset>& v) {
              "per-tensor E4M3 scale must fit that one value, so every other value of the tensor "
              "lands below E4M3's normal range: a quarter flush to zero, the rest keep a bit or two. "
              "MXFP8 gives each block of 32 values its own power-of-two scale: only the outlier's "
-             "block loses its small values. Compare the two runs' heat maps at step 40, and the exponent "
-             "histogram of 2.x after its scale (in the mxfp8 run, 2.x's block scales: one block apart).",
+             "block loses its small values. Compare the two runs' heat maps at step 40; the fp8 block "
+             "scales tab draws the mxfp8 run's scales over 2.x's shape beside its magnitudes: one block "
+             "apart, its own large scale, the others untouched.",
              // The spike at the last step, a histogram step: the histogram ends on the spiked tensor.
              spiralsFp8({{"train.steps", "40"}, {"fp8.format", "e4m3"}, {"fp8.inject_spike", "40:2.x:100000"}}),
              {{"per_tensor", {{"fp8.recipe", "current"}}}, {"mxfp8", {{"fp8.recipe", "mxfp8"}}}}};

@@ -9,7 +9,9 @@
 #include "app/gui_run_controller.h"
 #include "app/gui_session.h"
 #include "gui_session_fixture.h"
+#include "engine/amp/fp8_record.h"
 #include "ui/charts/dashboard.h"
+#include "ui/charts/fp8_block_scales.h"
 #include "ui/charts/fp8_heat_map.h"
 #include "ui/charts/fp8_scale_timeline.h"
 #include "ui/charts/histogram_view.h"
@@ -67,6 +69,25 @@ class TestFp8Lessons : public test::SessionFixture {
     QVERIFY2(map->runName().endsWith(QStringLiteral("/per_tensor")), qPrintable(map->runName()));
     QVERIFY(map->cellValue(3, int(map->columnSteps().size()) - 1) > 0.1);
     QVERIFY(map->cellValue(3, int(map->columnSteps().size()) - 2) < 0.01);
+    // The conclusion shows the block scales: the mxfp8 run's 2.x at step 40, whose first value
+    // (fp8.inject_spike writes it) puts the largest amax and the largest scale in the top-left
+    // cell, every other cell at least 2^10 below it.
+    ui::Fp8BlockScalesPanel* blocks = window()->dashboard()->fp8BlockScales();
+    blocks->refreshNow();
+    QVERIFY2(blocks->runName().endsWith(QStringLiteral("/mxfp8")), qPrintable(blocks->runName()));
+    QCOMPARE(blocks->selectedTensor(), QStringLiteral("2.x"));
+    QCOMPARE(blocks->selectedStep(), 40LL);
+    const Fp8BlockGrid* g = blocks->grid();
+    QVERIFY(g);
+    QCOMPARE(g->scaleFormat, std::string("e8m0"));
+    using Map = ui::Fp8BlockScalesPanel::Map;
+    const double topAmax = blocks->cellValue(Map::Amax, 0, 0), topScale = blocks->cellValue(Map::Scale, 0, 0);
+    for (int r = 0; r < g->rows; ++r)
+      for (int c = 0; c < g->cols; ++c)
+        if (r || c) {
+          QVERIFY(blocks->cellValue(Map::Amax, r, c) < topAmax - 10);
+          QVERIFY(blocks->cellValue(Map::Scale, r, c) < topScale - 10);
+        }
   }
 };
 
