@@ -8,6 +8,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "engine/amp/fp8_block_quantize.h"
+#include "engine/amp/fp8_span_rounding.h"
 #include "kernels/common/mix64.h"
 
 namespace amp {
@@ -32,13 +34,15 @@ const char* miniFormatName(MiniFormat f) {
 }
 
 float amaxOf(const float* x, std::int64_t n) {
-  float m = 0;
+  // The largest |x| as fp32 bits: for magnitudes the bit order is the value order and a NaN's bits
+  // lie above inf's, so a NaN anywhere gives a NaN (as the CUDA kernel's launchAmaxBits). An
+  // integer maximum, so the loop is vectorised (a NaN test per value kept it scalar).
+  std::uint32_t m = 0;
   for (std::int64_t i = 0; i < n; ++i) {
-    const float a = std::fabs(x[i]);
-    if (std::isnan(a)) return a;
-    if (a > m) m = a;
+    const std::uint32_t a = floatBits(x[i]) & 0x7FFFFFFFu;
+    m = a > m ? a : m;
   }
-  return m;
+  return bitsToFloat(m);
 }
 
 namespace {
@@ -54,15 +58,10 @@ struct Lines {
   }
 };
 
-// Where a quantiser writes: the decoded values and / or the codes and block scales (any null).
-// codes here are one byte per value, E2M1 included (quantizeToCodes packs afterwards: two lines
-// handled by two threads may share a packed byte).
-struct Out {
-  float* values = nullptr;
-  std::uint8_t* codes = nullptr;
-  std::uint8_t* scaleCodes = nullptr;
-  float* scaleFactors = nullptr;
-};
+// Where a quantiser writes (fp8_block_quantize.h). codes there are one byte per value, E2M1
+// included (quantizeToCodes packs afterwards: two lines handled by two threads may share a
+// packed byte).
+using Out = fp8detail::QuantOut;
 
 // The cast of one already-scaled value (stochastic bits from the seed and the element's index,
 // so a CPU and a GPU, or a resumed run, draw the same), and the statistics of one element. The
@@ -140,81 +139,35 @@ void perTensor(const float* x, const Out& out, std::int64_t i0, std::int64_t i1,
                QuantStats* stats) {
   const float scale = spec.tensorScale, inv = 1.0f / scale;
   Quantizer z(spec, stats);
-  if (!stats && !out.codes) {  // evaluation, and the GEMMs' other orientations: the values alone
-    for (std::int64_t i = i0; i < i1; ++i) {
-      bool over = false;
-      out.values[i] = z.cast(x[i] * scale, i, over) * inv;
-    }
-    return;
-  }
-  if (stats && !spec.stochastic && z.scaledBins.empty()) {
-    // The every-step case (delayed / current scaling with their statistics): Quantizer::record's
-    // rules with the counters in registers and no branch on the value (a skipped term adds +0.0,
-    // which leaves the sums' bits as they were), so the same figures in about half the time.
-    // The rounding itself first, block by block, as MiniRounder does it for a finite value but
-    // without its branch to floatToMini, so the compiler can do 8 values at a time; a scaled
-    // value that is inf or NaN is rounded again by MiniRounder itself after it.
-    const MiniRounder& round = z.round;
-    std::int64_t nonzero = 0, underflow = 0, overflows = 0, nonFinite = 0;
-    double signalSq = 0, errorSq = 0;
-    constexpr std::int64_t kBlock = 256;
-    float rounded[kBlock];
-    std::uint8_t clipped[kBlock];
-    const int emin = round.emin, manBits = round.manBits;
-    const float maxv = round.maxv, overflowValue = round.overflowValue;
-    for (std::int64_t b0 = i0; b0 < i1; b0 += kBlock) {
-      const std::int64_t n = std::min(kBlock, i1 - b0);
-      bool special = false;
-      for (std::int64_t j = 0; j < n; ++j) {
-        const std::uint32_t bits = floatBits(x[b0 + j] * scale);
-        const std::uint32_t absx = bits & 0x7FFFFFFFu;
-        int e = static_cast<int>(absx >> 23) - 127;
-        e = e < emin ? emin : e;
-        const float q = bitsToFloat(static_cast<std::uint32_t>(e - manBits + 127) << 23);
-        const float invq = bitsToFloat(static_cast<std::uint32_t>(127 - (e - manBits)) << 23);
-        float r = ((bitsToFloat(absx) * invq + 8388608.0f) - 8388608.0f) * q;
-        const bool over = r > maxv;
-        r = over ? overflowValue : r;
-        rounded[j] = bitsToFloat(floatBits(r) | (bits & 0x80000000u));
-        clipped[j] = over;
-        special |= absx >= 0x7F800000u;
+  if (z.scaledBins.empty()) {
+    // Every step but the histogram steps (with or without statistics): fp8_span_rounding.h's
+    // vector loops, a span at a time, with the tensor's scale as every value's factor.
+    const fp8span::SpanRounder R(spec.format, spec.overflow, spec.stochastic, spec.seed);
+    float scales[fp8span::kSpan], ones[fp8span::kSpan];
+    std::fill(scales, scales + fp8span::kSpan, scale);
+    std::fill(ones, ones + fp8span::kSpan, 1.0f);
+    float rounded[fp8span::kSpan], q[fp8span::kSpan];
+    std::uint8_t clipped[fp8span::kSpan], codes[fp8span::kSpan];
+    fp8span::Counts counts;
+    for (std::int64_t b0 = i0; b0 < i1; b0 += fp8span::kSpan) {
+      const int n = int(std::min<std::int64_t>(fp8span::kSpan, i1 - b0));
+      if (R.roundSpan(x + b0, scales, ones, n, b0, rounded, clipped))
+        R.roundSpecials(x + b0, scales, ones, n, b0, rounded, clipped);
+      for (int j = 0; j < n; ++j) q[j] = rounded[j] * inv;
+      if (stats) fp8span::countSpan(x + b0, q, clipped, n, counts);
+      if (out.codes) {
+        R.codesOf(rounded, n, codes);
+        std::copy(codes, codes + n, out.codes + b0);
       }
-      if (special)  // rare: inf / NaN after the scale, the overflow rule's way (MiniRounder's)
-        for (std::int64_t j = 0; j < n; ++j) {
-          const float sv = x[b0 + j] * scale;
-          if (std::isfinite(sv)) continue;
-          bool over = false;
-          rounded[j] = round(sv, &over);
-          clipped[j] = over;
-        }
-      // Quantizer::record's rules without a branch on the value (a skipped term adds +0.0); the
-      // sums in lanes, a fixed order for a given build (as sumOfSquaresF64's).
-#pragma omp simd reduction(+ : nonzero, underflow, overflows, nonFinite, signalSq, errorSq)
-      for (std::int64_t j = 0; j < n; ++j) {
-        const float v = x[b0 + j];
-        const float q = rounded[j] * inv;
-        const bool finite = std::isfinite(v);
-        nonFinite += !finite;
-        overflows += finite & (clipped[j] != 0);
-        nonzero += finite & (v != 0);
-        underflow += finite & (v != 0) & (q == 0);
-        const bool both = finite & std::isfinite(q);
-        const double d = both ? double(q) - double(v) : 0.0;
-        signalSq += both ? double(v) * double(v) : 0.0;
-        errorSq += d * d;
-      }
-      if (out.codes)
-        for (std::int64_t j = 0; j < n; ++j) out.codes[b0 + j] = static_cast<std::uint8_t>(z.codeOf(rounded[j]));
-      if (out.values)
-        for (std::int64_t j = 0; j < n; ++j) out.values[b0 + j] = rounded[j] * inv;
+      if (out.values) std::copy(q, q + n, out.values + b0);
     }
     z.count += i1 - i0;
-    z.nonzero += nonzero;
-    z.underflow += underflow;
-    z.overflows += overflows;
-    z.nonFinite += nonFinite;
-    z.signalSq += signalSq;
-    z.errorSq += errorSq;
+    z.nonzero += counts.nonzero;
+    z.underflow += counts.underflow;
+    z.overflows += counts.overflows;
+    z.nonFinite += counts.nonFinite;
+    z.signalSq += counts.signalSq;
+    z.errorSq += counts.errorSq;
     return;
   }
   for (std::int64_t i = i0; i < i1; ++i) {
@@ -347,6 +300,33 @@ void blockwise(const float* x, const Out& out, const Lines& L, std::int64_t t0, 
 // NVFP4's 16x16 Hadamard transform of lines [l0, l1), in place (per full block of 16 along the
 // line; a last partial block is left as it is, in both operands alike).
 void hadamardLines(float* v, const Lines& L, std::int64_t l0, std::int64_t l1, std::uint16_t signs) {
+  if (L.alongRows) {
+    // Blocks down the columns (the weight gradient's operands): hadamard16's steps with each of
+    // its 16 values a row segment [l0, l1), so every column gets the same additions in the same
+    // order and the loops run along contiguous memory (a column walk touched a cache line a value).
+    const std::int64_t width = l1 - l0;
+    for (std::int64_t p0 = 0; p0 + 16 <= L.rows; p0 += 16) {
+      float* row[16];
+      for (int i = 0; i < 16; ++i) row[i] = v + (p0 + i) * L.cols + l0;
+      for (int i = 0; i < 16; ++i)
+        if ((signs >> i) & 1u)
+          for (std::int64_t c = 0; c < width; ++c) row[i][c] = -row[i][c];
+      for (int len = 1; len < 16; len <<= 1)
+        for (int i = 0; i < 16; i += 2 * len)
+          for (int j = i; j < i + len; ++j) {
+            float* __restrict a = row[j];
+            float* __restrict b = row[j + len];
+            for (std::int64_t c = 0; c < width; ++c) {
+              const float x = a[c], y = b[c];
+              a[c] = x + y;
+              b[c] = x - y;
+            }
+          }
+      for (int i = 0; i < 16; ++i)
+        for (std::int64_t c = 0; c < width; ++c) row[i][c] *= 0.25f;
+    }
+    return;
+  }
   float buf[16];
   forEachBlock(L, l0, l1, 16, true, [&](std::int64_t line, std::int64_t p0) {
     for (int j = 0; j < 16; ++j) buf[j] = v[L.at(line, p0 + j)];
@@ -437,18 +417,26 @@ float quantizeInto(const float* x, const Out& out, std::int64_t rows, std::int64
   }
   const Lines L{rows, cols, spec.alongRows};
   const std::int64_t n = rows * cols;
+  // The block recipes' vector loops (fp8_block_quantize.h) on every step but the histogram steps,
+  // whose exponents of the scaled values only the per-element loops below record.
+  const bool fast = !(stats && stats->wantScaledExponents);
   switch (spec.scaling) {
     case QuantSpec::Scaling::PerTensor:
       parallelUnits(n, n, stats, [&](std::int64_t a, std::int64_t b, QuantStats* st) { perTensor(x, out, a, b, spec, st); });
       if (stats) stats->scale = spec.tensorScale;
       return spec.tensorScale;
     case QuantSpec::Scaling::Mx:
-      parallelUnits(L.count(), n, stats, [&](std::int64_t a, std::int64_t b, QuantStats* st) { mx(x, out, L, a, b, spec, st); });
+      parallelUnits(L.count(), n, stats, [&](std::int64_t a, std::int64_t b, QuantStats* st) {
+        if (fast) fp8detail::quantizeBlocksFast(x, out, rows, cols, spec, 1.0f, a, b, st);
+        else mx(x, out, L, a, b, spec, st);
+      });
       return 1.0f;
     case QuantSpec::Scaling::Blockwise: {
       const std::int64_t tileLines = spec.square ? spec.block : 1;
-      parallelUnits((L.count() + tileLines - 1) / tileLines, n, stats,
-                    [&](std::int64_t a, std::int64_t b, QuantStats* st) { blockwise(x, out, L, a, b, spec, st); });
+      parallelUnits((L.count() + tileLines - 1) / tileLines, n, stats, [&](std::int64_t a, std::int64_t b, QuantStats* st) {
+        if (fast) fp8detail::quantizeBlocksFast(x, out, rows, cols, spec, 1.0f, a, b, st);
+        else blockwise(x, out, L, a, b, spec, st);
+      });
       return 1.0f;
     }
     case QuantSpec::Scaling::Nvfp4: {
@@ -464,8 +452,11 @@ float quantizeInto(const float* x, const Out& out, std::int64_t rows, std::int64
         src = transformed.data();
       }
       const float S = nvfp4TensorScale(amaxOf(src, n));
-      const std::vector<float> table = nvfp4ValueTable(S);
-      parallelUnits(L.count(), n, stats, [&](std::int64_t a, std::int64_t b, QuantStats* st) { nvfp4(src, out, L, a, b, S, table.data(), spec, st); });
+      const std::vector<float> table = fast ? std::vector<float>{} : nvfp4ValueTable(S);
+      parallelUnits(L.count(), n, stats, [&](std::int64_t a, std::int64_t b, QuantStats* st) {
+        if (fast) fp8detail::quantizeBlocksFast(src, out, rows, cols, spec, S, a, b, st);
+        else nvfp4(src, out, L, a, b, S, table.data(), spec, st);
+      });
       if (stats) stats->scale = S;
       return S;
     }
@@ -499,48 +490,6 @@ void quantizeToCodes(const float* x, std::int64_t rows, std::int64_t cols, const
   if (packed)
     for (std::int64_t i = 0; i < n; i += 2)
       codes[i / 2] = packE2m1(wide[std::size_t(i)], i + 1 < n ? wide[std::size_t(i + 1)] : 0u);
-}
-
-void decodeCodes(const std::uint8_t* codes, const std::uint8_t* scaleCodes, const float* scaleFactors,
-                 float tensorScale, std::int64_t rows, std::int64_t cols, const QuantSpec& spec, float* out) {
-  const QuantLayout L{rows, cols, spec.alongRows, spec.block, spec.square};
-  const QuantDecoder decode{spec.scaling, spec.format, 1.0f / tensorScale, tensorScale};
-  // Every code's value once (miniToFloat's branches out of the loop): the decoder's own
-  // arithmetic on table[code] is then the same bits as on miniToFloat(code).
-  float table[256];
-  for (std::uint32_t c = 0; c < (spec.format == MiniFormat::E2M1 ? 16u : 256u); ++c) table[c] = miniToFloat(c, spec.format);
-  const std::vector<float> nv = spec.scaling == QuantScaling::Nvfp4 ? nvfp4ValueTable(tensorScale) : std::vector<float>{};
-  const std::int64_t perLine = L.blocksPerLine(), tile = L.tileLines();
-  const int threads = rows * cols >= (1 << 16) ? std::max(1, std::min<int>(cpu::maxLoopThreads(), int(rows))) : 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::int64_t r = 0; r < rows; ++r) {
-    float* o = out + r * cols;
-    const std::int64_t base = r * cols;
-    const auto code = [&](std::int64_t c) {
-      const std::int64_t i = base + c;
-      return spec.format == MiniFormat::E2M1 ? ((i & 1) ? codes[i >> 1] >> 4 : codes[i >> 1] & 0xFu) : codes[i];
-    };
-    switch (spec.scaling) {
-      case QuantScaling::PerTensor:
-        for (std::int64_t c = 0; c < cols; ++c) o[c] = table[code(c)] * decode.tensorInv;
-        break;
-      case QuantScaling::Mx:
-        for (std::int64_t c = 0; c < cols; ++c) o[c] = multiplyByE8m0(table[code(c)], scaleCodes[L.blockOf(r, c)]);
-        break;
-      case QuantScaling::Blockwise:
-        if (!spec.alongRows) {
-          const float* f = scaleFactors + r / tile * perLine;
-          for (std::int64_t c = 0; c < cols; ++c) o[c] = table[code(c)] * f[c / spec.block];
-        } else {
-          for (std::int64_t c = 0; c < cols; ++c) o[c] = table[code(c)] * scaleFactors[L.blockOf(r, c)];
-        }
-        break;
-      case QuantScaling::Nvfp4:
-        for (std::int64_t c = 0; c < cols; ++c)
-          o[c] = nv[std::size_t(scaleCodes[L.blockOf(r, c)]) * 16 + code(c)];
-        break;
-    }
-  }
 }
 
 void gemmWithAccumulatorModel(const float* a, const float* b, float* c, std::int64_t m,

@@ -78,6 +78,10 @@ void quantizeToCodes(const float* x, std::int64_t rows, std::int64_t cols, const
 void decodeCodes(const std::uint8_t* codes, const std::uint8_t* scaleCodes, const float* scaleFactors,
                  float tensorScale, std::int64_t rows, std::int64_t cols, const QuantSpec& spec, float* out);
 
+// n codes of format f (one byte each, E2M1 unpacked) decoded as miniToFloat does, in a vector
+// loop: decodeCodes' first pass over a row.
+void decodeFormatCodes(const std::uint8_t* codes, std::int64_t n, MiniFormat f, float* out);
+
 // C (m x n) = A (m x k) . B^T (B: n x k), every row pair's dot product added in chunks of
 // `promote` products whose partial sum keeps `bits` mantissa bits (rounded toward zero after
 // each addition, as a narrow accumulator truncates), each chunk then added into an fp32 sum:

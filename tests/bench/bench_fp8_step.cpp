@@ -63,7 +63,9 @@ void quantize(benchmark::State& state, QuantSpec::Scaling scaling) {
 BENCHMARK_CAPTURE(step, bf16, {{"amp.mode", "bf16"}})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(step, fp8_delayed, {{"amp.mode", "fp8"}})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(step, fp8_mxfp8, {{"amp.mode", "fp8"}, {"fp8.recipe", "mxfp8"}})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(step, fp8_blockwise, {{"amp.mode", "fp8"}, {"fp8.recipe", "blockwise"}})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(step, nvfp4, {{"amp.mode", "fp8"}, {"fp8.recipe", "nvfp4"}})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(quantize, per_tensor, QuantSpec::Scaling::PerTensor)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(quantize, mx, QuantSpec::Scaling::Mx)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(quantize, blockwise, QuantSpec::Scaling::Blockwise)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(quantize, nvfp4, QuantSpec::Scaling::Nvfp4)->Unit(benchmark::kMillisecond);
