@@ -4,10 +4,15 @@
 #include <QJsonDocument>
 #include <algorithm>
 #include <cstdio>
+#include <exception>
+#include <thread>
+#include <vector>
 
 #include "app/cli_experiment.h"
 #include "app/cli_output_folder.h"
+#include "app/cli_ranks.h"
 #include "app/cli_report.h"
+#include "engine/train/speed_turns.h"
 
 namespace amp::cli {
 
@@ -19,6 +24,8 @@ int cmdCompare(const Args& args) {
           "                             [--modes fp32,fp16,bf16] [--out DIR] [--json FILE] [--quiet]\n"
           "                             [--overwrite]\n"
           "Runs the experiment once per precision mode with the same seed and prints one table.\n"
+          "The modes train in turns, a block of steps each, and their speed against fp32 is also\n"
+          "given round by round (\"too noisy to conclude\" when the rounds disagree).\n"
           "With --out DIR each mode writes DIR/MODE; a DIR/MODE that holds a run is refused unless\n"
           "--overwrite, which replaces that run's files.\n");
       return 0;
@@ -71,15 +78,40 @@ int cmdCompare(const Args& args) {
     printError("compare", e.what());
     return 2;
   }
-  std::vector<LabelledResult> results;
-  for (const auto& mode : modes) {
+  // The modes train in turns, a thread each (engine/train/speed_turns.h), as `run`'s variants
+  // do: a change of load falls on every mode alike, and the table's speed is paired round by
+  // round below it. Not for a run on ranks (mpirun's processes: one mode at a time).
+  const bool inTurns = modes.size() > 1 && launchedRanks() == 1 && configs.front().config.dist.ranks <= 1;
+  std::int64_t steps = configs.front().config.train.steps;
+  StepTurns turns(int(modes.size()), steps > 0 ? StepTurns::blockStepsFor(steps) : 25);
+  std::vector<RunResult> trained(modes.size());
+  std::vector<std::exception_ptr> failures(modes.size());
+  auto runMode = [&](std::size_t i, StepTurns* t) {
+    const std::string& mode = modes[i];
     RunConfig c = configs.front().config;
     setConfigValue(c, "amp.mode", mode);
     c.name = (ea.preset.empty() ? c.model.name : ea.preset) + " " + mode;
     const std::string dir = ea.outDir.empty() ? "" : ea.outDir + "/" + mode;
+    return runToEnd(c, dir, ea.quiet, false, mode, "", /*measureFiles=*/true, ea.overwrite, t, int(i));
+  };
+  if (inTurns) {
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < modes.size(); ++i)
+      threads.emplace_back([&, i] {
+        try {
+          trained[i] = runMode(i, &turns);
+        } catch (...) {
+          failures[i] = std::current_exception();
+        }
+      });
+    for (auto& t : threads) t.join();
+  }
+  std::vector<LabelledResult> results;
+  for (std::size_t i = 0; i < modes.size(); ++i) {
+    const std::string& mode = modes[i];
     try {
-      results.push_back({mode, runToEnd(c, dir, ea.quiet, false, mode, "", /*measureFiles=*/true,
-                                        ea.overwrite)});
+      if (failures[i]) std::rethrow_exception(failures[i]);
+      results.push_back({mode, inTurns ? std::move(trained[i]) : runMode(i, nullptr)});
     } catch (const ConfigError& e) {
       printError("compare", e.what());
       return 2;
