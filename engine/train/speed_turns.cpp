@@ -9,7 +9,7 @@
 namespace amp {
 
 StepTurns::StepTurns(int runs, int blockSteps)
-    : m_left(std::size_t(std::max(runs, 0)), false), m_ready(m_left.size(), false), m_blockSteps(std::max(blockSteps, 1)),
+    : m_left(std::size_t(std::max(runs, 0)), false), m_ready(m_left.size(), false), m_away(m_left.size(), false), m_blockSteps(std::max(blockSteps, 1)),
       m_current(runs > 0 ? 0 : -1) {}
 
 int StepTurns::blockStepsFor(std::int64_t steps) {
@@ -36,8 +36,15 @@ bool StepTurns::allReadyLocked() const {
 
 bool StepTurns::waitTurn(int run, const std::function<bool()>& stop, int pollMs) {
   std::unique_lock lock(m_mutex);
+  if (run < 0 || std::size_t(run) >= m_left.size() || m_left[std::size_t(run)]) return false;
+  m_away[std::size_t(run)] = false;  // back in the rotation
   for (;;) {
-    if (run < 0 || std::size_t(run) >= m_left.size() || m_left[std::size_t(run)]) return false;
+    if (m_left[std::size_t(run)]) return false;
+    // The holder stepped out while every other run had too: the first one back takes the turn.
+    if (m_current >= 0 && m_current != run && m_away[std::size_t(m_current)]) {
+      m_current = run;
+      m_stepsInBlock = 0;
+    }
     if (m_current == run && allReadyLocked()) return true;
     if (stop) {
       // The caller's own stop condition (cancel, pause) is not ours to be notified of: poll it,
@@ -55,14 +62,17 @@ bool StepTurns::waitTurn(int run, const std::function<bool()>& stop, int pollMs)
 void StepTurns::passLocked() {
   m_stepsInBlock = 0;
   const int n = int(m_left.size());
-  for (int i = 1; i <= n; ++i) {
-    const int next = (m_current + i) % n;
-    if (!m_left[std::size_t(next)]) {
-      m_current = next;
-      m_changed.notify_all();
-      return;
+  // The next run that takes turns; one that stepped out only when every run has (the first to
+  // come back then takes the turn from it: waitTurn).
+  for (const bool skipAway : {true, false})
+    for (int i = 1; i <= n; ++i) {
+      const std::size_t next = std::size_t((m_current + i) % n);
+      if (!m_left[next] && !(skipAway && m_away[next])) {
+        m_current = int(next);
+        m_changed.notify_all();
+        return;
+      }
     }
-  }
   m_current = -1;  // everyone has left
   m_changed.notify_all();
 }
@@ -75,6 +85,8 @@ void StepTurns::stepDone(int run) {
 
 void StepTurns::pass(int run) {
   std::lock_guard lock(m_mutex);
+  if (run < 0 || std::size_t(run) >= m_away.size()) return;
+  m_away[std::size_t(run)] = true;
   if (run == m_current) passLocked();
 }
 

@@ -40,8 +40,9 @@ class StepTurns {
   bool waitTurn(int run, const std::function<bool()>& stop = {}, int pollMs = 20);
   // `run` trained one step of its turn; after blockSteps of them the turn passes on.
   void stepDone(int run);
-  // `run` passes its turn before its block is over (it pauses); it takes turns again when it
-  // next waits. No effect when the turn is another run's.
+  // `run` steps out (it pauses): it passes the turn if it holds it, and the turn goes round
+  // without it until it next waits for one (a paused run that the rotation reached would hold
+  // up the others for as long as it stays paused).
   void pass(int run);
   // `run` ended (finished, stopped, failed): it leaves the rotation for good, passing its turn.
   void leave(int run);
@@ -59,7 +60,7 @@ class StepTurns {
 
   mutable std::mutex m_mutex;
   std::condition_variable m_changed;
-  std::vector<bool> m_left, m_ready;
+  std::vector<bool> m_left, m_ready, m_away;
   int m_blockSteps;
   int m_current = 0;
   int m_stepsInBlock = 0;

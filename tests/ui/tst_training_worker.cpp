@@ -6,6 +6,7 @@
 #include "app/gui_metrics_buffer.h"
 #include "app/gui_training_worker.h"
 #include "engine/config/config_schema.h"
+#include "engine/train/speed_turns.h"
 #include "gui_test_util.h"
 #include "queued_spy.h"
 
@@ -105,6 +106,42 @@ class TestTrainingWorker : public QObject {
   }
 
   // A demo's pace: the worker waits between steps, and a new pace or a pause acts at once.
+  // Runs compared for speed train in turns (issue 38, engine/train/speed_turns.h): both train,
+  // and one that pauses hands its turn on, so the other trains on alone instead of waiting.
+  void workersInTurnsBothTrainAndAPausedOneHandsItsTurnOn() {
+    auto turns = std::make_shared<StepTurns>(2, 5);
+    TrainingWorker a(tinyConfig(1000000)), b(tinyConfig(1000000));
+    a.setTurns(turns, 0);
+    b.setTurns(turns, 1);
+    test::QueuedSpy paused(&a, &TrainingWorker::runPaused);
+    a.start();
+    b.start();
+    std::size_t na = 0, nb = 0;
+    QElapsedTimer t;
+    t.start();
+    while ((na < 20 || nb < 20) && t.elapsed() < 20000) {
+      QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
+      na += a.buffer().drain().steps.size();
+      nb += b.buffer().drain().steps.size();
+    }
+    QVERIFY2(na >= 20 && nb >= 20, qPrintable(QStringLiteral("%1 and %2 steps").arg(na).arg(nb)));
+    a.pause();
+    QTRY_COMPARE_WITH_TIMEOUT(paused.size(), 1, 10000);
+    a.buffer().drain();
+    const std::size_t before = nb + b.buffer().drain().steps.size();
+    nb = before;
+    t.restart();
+    while (nb < before + 20 && t.elapsed() < 20000) {
+      QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
+      nb += b.buffer().drain().steps.size();
+    }
+    QVERIFY2(nb >= before + 20, qPrintable(QStringLiteral("%1 steps after the pause").arg(nb - before)));
+    QCOMPARE(a.buffer().drain().steps.size(), std::size_t(0));  // the paused run trained none
+    a.cancel();
+    b.cancel();
+    QVERIFY(a.wait(10000) && b.wait(10000));
+  }
+
   void paceSlowsStepsAndChangesLive() {
     TrainingWorker w(tinyConfig(30));
     w.setStepsPerSecond(20);

@@ -74,9 +74,9 @@ TEST(StepTurns, APausedRunPassesItsTurnAndAStopEndsTheWait) {
   // Run 1 waits for run 0's block; its stop condition (a cancel) ends the wait.
   EXPECT_FALSE(turns.waitTurn(1, [] { return true; }, 1));
   turns.stepDone(0);
-  turns.pass(1);  // not its turn: nothing happens
+  turns.pass(1);  // run 1 pauses while run 0 holds the turn: run 0 keeps it
   EXPECT_EQ(turns.current(), 0);
-  turns.pass(0);  // run 0 pauses mid-block: run 1 trains meanwhile
+  turns.pass(0);  // run 0 pauses mid-block, all have: the first back takes the turn
   EXPECT_EQ(turns.current(), 1);
   EXPECT_TRUE(turns.waitTurn(1));
   turns.leave(1);
@@ -84,6 +84,26 @@ TEST(StepTurns, APausedRunPassesItsTurnAndAStopEndsTheWait) {
   EXPECT_FALSE(turns.waitTurn(1));  // a run that left never gets a turn again
   turns.leave(0);
   EXPECT_EQ(turns.current(), -1);
+}
+
+TEST(StepTurns, APausedRunIsSkippedUntilItWaitsAgain) {
+  StepTurns turns(3, 1);
+  for (int r = 0; r < 3; ++r) turns.ready(r);
+  turns.pass(1);  // run 1 pauses while run 0 trains
+  turns.stepDone(0);
+  EXPECT_EQ(turns.current(), 2);  // run 1 is skipped, not handed a turn it would sit on
+  turns.stepDone(2);
+  EXPECT_EQ(turns.current(), 0);
+  // Run 1 resumes: it waits again (its stop condition ends this wait at once) and is back in.
+  EXPECT_FALSE(turns.waitTurn(1, [] { return true; }, 1));
+  turns.stepDone(0);
+  EXPECT_EQ(turns.current(), 1);
+  // Every run paused: the first one back takes the turn.
+  turns.pass(0);
+  turns.pass(2);
+  turns.pass(1);
+  EXPECT_TRUE(turns.waitTurn(2));
+  EXPECT_EQ(turns.current(), 2);
 }
 
 TEST(StepTurns, BlocksGiveAboutEightRounds) {
