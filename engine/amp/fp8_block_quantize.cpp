@@ -64,8 +64,10 @@ struct Factors {
   float a, b, d1, d2;
 };
 
-Factors blockFactors(const QuantSpec& spec, float amax, float S, std::int64_t scaleAt, const QuantOut& out,
-                     ExponentCounts* exps) {
+// nvfp4Multipliers: S / s_block for each of the 256 block-scale codes (0 where the scale is not
+// positive), the per-block division made once per tensor.
+Factors blockFactors(const QuantSpec& spec, float amax, float S, const float* nvfp4Multipliers, std::int64_t scaleAt,
+                     const QuantOut& out, ExponentCounts* exps) {
   switch (spec.scaling) {
     case QuantScaling::Mx: {
       const std::uint8_t code = mxScaleCode(amax, spec.format, spec.mxRounding);
@@ -89,12 +91,14 @@ Factors blockFactors(const QuantSpec& spec, float amax, float S, std::int64_t sc
       return {s, 1.0f, inv, 1.0f};
     }
     case QuantScaling::Nvfp4: {
-      const std::uint32_t code = nvfp4BlockScaleCode(amax, S);
-      const float sb = miniToFloat(code, MiniFormat::E4M3);
+      // nvfp4BlockScaleCode's cast by MiniRounder's arithmetic (equal to floatToMini's, which it
+      // still takes for inf and NaN): the value is the scale, its fields the code.
+      static const MiniRounder e4m3(MiniFormat::E4M3, Overflow::Saturate);
+      const float sb = e4m3((amax / 6.0f) * S);
+      const std::uint32_t code = miniCodeOfExact(sb, MiniFormat::E4M3);
       if (exps && sb > 0) exps->add(floorLog2(sb));
       if (out.scaleCodes) out.scaleCodes[scaleAt] = static_cast<std::uint8_t>(code);
-      // A block whose scale underflows E4M3 is all zeros (its values are far below the tensor's).
-      return {sb > 0 ? S / sb : 0.0f, 1.0f, sb, S};
+      return {nvfp4Multipliers[code], 1.0f, sb, S};
     }
     case QuantScaling::PerTensor: break;
   }
@@ -115,6 +119,13 @@ void quantizeRegion(const float* x, const QuantOut& out, std::int64_t rows, std:
   std::uint8_t clipped[kSpan], codes[kSpan];
   fp8span::Counts counts;
   ExponentCounts exps;
+  // A block whose scale underflows E4M3 is all zeros (its values are far below the tensor's).
+  float nvfp4Multipliers[256];
+  if (spec.scaling == QuantScaling::Nvfp4)
+    for (std::uint32_t code = 0; code < 256; ++code) {
+      const float sb = miniToFloat(code, MiniFormat::E4M3);
+      nvfp4Multipliers[code] = sb > 0 ? S / sb : 0.0f;
+    }
   std::int64_t count = 0;
   for (std::int64_t r0 = G.rowBegin; r0 < G.rowEnd; r0 += G.g) {
     const std::int64_t r1 = std::min(G.rowEnd, r0 + G.g);
@@ -133,8 +144,8 @@ void quantizeRegion(const float* x, const QuantOut& out, std::int64_t rows, std:
       const std::int64_t c0 = k * G.w, c1 = std::min(width, c0 + G.w);
       std::uint32_t m = 0;
       for (std::int64_t c = c0; c < c1; ++c) m = colMax[std::size_t(c)] > m ? colMax[std::size_t(c)] : m;
-      const Factors f = blockFactors(spec, bitsToFloat(m), S, scaleIndex(spec, G, rows, cols, r0, k), out,
-                                     stats ? &exps : nullptr);
+      const Factors f = blockFactors(spec, bitsToFloat(m), S, nvfp4Multipliers, scaleIndex(spec, G, rows, cols, r0, k),
+                                     out, stats ? &exps : nullptr);
       for (std::int64_t c = c0; c < c1; ++c) {
         fa[std::size_t(c)] = f.a;
         fb[std::size_t(c)] = f.b;

@@ -101,12 +101,23 @@ void decodeCodes(const std::uint8_t* codes, const std::uint8_t* scaleCodes, cons
     std::int64_t factorsOf = -1;  // the block row the factors were laid out for
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::uint8_t* code = codes + r * cols;
-      if (nibbles) {  // two to a byte, the even index low (rows may start mid-byte)
-        for (std::int64_t c = 0; c < cols; ++c) {
-          const std::int64_t i = r * cols + c;
-          wide[std::size_t(c)] = static_cast<std::uint8_t>((i & 1) ? codes[i >> 1] >> 4 : codes[i >> 1] & 0xFu);
+      if (nibbles) {  // two to a byte, the even index low
+        std::uint8_t* w = wide.data();
+        const std::int64_t first = r * cols;
+        if ((first & 1) == 0) {  // the row starts on a byte: whole bytes, a vector loop
+          const std::uint8_t* bytes = codes + first / 2;
+          for (std::int64_t k = 0; k < cols / 2; ++k) {
+            w[2 * k] = static_cast<std::uint8_t>(bytes[k] & 0xFu);
+            w[2 * k + 1] = static_cast<std::uint8_t>(bytes[k] >> 4);
+          }
+          if (cols & 1) w[cols - 1] = static_cast<std::uint8_t>(bytes[cols / 2] & 0xFu);
+        } else {  // an odd row of an odd width starts mid-byte
+          for (std::int64_t c = 0; c < cols; ++c) {
+            const std::int64_t i = first + c;
+            w[c] = static_cast<std::uint8_t>((i & 1) ? codes[i >> 1] >> 4 : codes[i >> 1] & 0xFu);
+          }
         }
-        code = wide.data();
+        code = w;
       }
       float* o = out + r * cols;
       values.decode(code, cols, o);

@@ -451,7 +451,8 @@ float quantizeInto(const float* x, const Out& out, std::int64_t rows, std::int64
         });
         src = transformed.data();
       }
-      const float S = nvfp4TensorScale(amaxOf(src, n));
+      // The tensor's amax is the statistics' own when nothing transformed it (one pass less).
+      const float S = nvfp4TensorScale(stats && !spec.hadamard ? float(stats->amax) : amaxOf(src, n));
       const std::vector<float> table = fast ? std::vector<float>{} : nvfp4ValueTable(S);
       parallelUnits(L.count(), n, stats, [&](std::int64_t a, std::int64_t b, QuantStats* st) {
         if (fast) fp8detail::quantizeBlocksFast(src, out, rows, cols, spec, S, a, b, st);
