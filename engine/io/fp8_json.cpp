@@ -21,7 +21,9 @@ QJsonArray log2Array(const std::vector<float>& v) {
   return a;
 }
 
-QJsonObject gridToJson(const Fp8BlockGrid& g) {
+}  // namespace
+
+QJsonObject fp8BlockGridToJson(const Fp8BlockGrid& g) {
   return QJsonObject{{"tensor_shape", QJsonArray{double(g.tensorRows), double(g.tensorCols)}},
                      {"block", QJsonArray{g.blockRows, g.blockCols}},
                      {"cell_blocks", QJsonArray{g.cellRows, g.cellCols}},
@@ -30,6 +32,8 @@ QJsonObject gridToJson(const Fp8BlockGrid& g) {
                      {"scale_log2", log2Array(g.scaleLog2)},
                      {"amax_log2", log2Array(g.amaxLog2)}};
 }
+
+namespace {
 
 // An inconsistent grid (sizes that do not match its cells) reads as none: the view draws nothing
 // rather than a misplaced map.
@@ -79,7 +83,7 @@ QJsonArray fp8RecordsToJson(const std::vector<Fp8TensorRecord>& records) {
       for (const auto& [exp, n] : r.scaledExponents) e[QString::number(exp)] = static_cast<double>(n);
       o["scaled_exponents"] = e;
     }
-    if (!r.blockGrid.empty()) o["block_grid"] = gridToJson(r.blockGrid);
+    if (!r.blockGrid.empty()) o["block_grid"] = fp8BlockGridToJson(r.blockGrid);
     if (r.hasWhatIf) {
       o["what_if_underflow"] = r.whatIfUnderflow;
       o["what_if_overflow"] = r.whatIfOverflow;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QJsonArray>
+#include <QJsonObject>
 #include <vector>
 
 #include "engine/amp/fp8_record.h"
@@ -10,6 +11,8 @@
 namespace amp {
 
 QJsonArray fp8RecordsToJson(const std::vector<Fp8TensorRecord>& records);
+// One record's block grid ("block_grid" above; the app's block scales view saves it alone too).
+QJsonObject fp8BlockGridToJson(const Fp8BlockGrid& grid);
 std::vector<Fp8TensorRecord> fp8RecordsFromJson(const QJsonArray& a);
 
 }  // namespace amp

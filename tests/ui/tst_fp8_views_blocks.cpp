@@ -10,7 +10,11 @@
 //   back to one that has grids), the spiked tensor at the spike's step first;
 // - it is a dashboard tab, "fp8-blocks", exported as PNG, SVG and PDF with both maps in colour.
 #include <QApplication>
+#include <QFile>
 #include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QSet>
 #include <QTemporaryDir>
 #include <QTest>
@@ -170,6 +174,26 @@ class TestFp8BlockScales : public QObject {
       QVERIFY2(d.exportChart(QStringLiteral("fp8-blocks"), path, {}, QSize(900, 420), 96, &error), qPrintable(error));
       QVERIFY(QFileInfo(path).size() > 1000);
     }
+    // The grid as data: a CSV line per cell, rows first (the outlier's block: row 4, column 2,
+    // tensor rows 4-4, columns 64-95, exponent 4), and JSON with the fp8 JSON's block_grid.
+    Fp8BlockScalesPanel* panel = d.fp8BlockScales();
+    const QString csv = dir.filePath(QStringLiteral("grid.csv")), json = dir.filePath(QStringLiteral("grid.json"));
+    QString error;
+    QVERIFY2(panel->saveGrid(csv, &error), qPrintable(error));
+    QVERIFY2(panel->saveGrid(json, &error), qPrintable(error));
+    QVERIFY(!panel->saveGrid(dir.filePath(QStringLiteral("grid.txt")), &error));
+    QFile c(csv);
+    QVERIFY(c.open(QIODevice::ReadOnly));
+    const QList<QByteArray> lines = c.readAll().trimmed().split('\n');
+    QCOMPARE(lines.size(), 1 + 6 * 3);
+    QVERIFY2(lines[1 + 4 * 3 + 2].startsWith("4,2,4,4,64,95,4,"), lines[1 + 4 * 3 + 2].constData());
+    QFile j(json);
+    QVERIFY(j.open(QIODevice::ReadOnly));
+    const QJsonObject o = QJsonDocument::fromJson(j.readAll()).object();
+    QCOMPARE(o["tensor"].toString(), QStringLiteral("fc2.x"));
+    QCOMPARE(o["step"].toInt(), 3);
+    QCOMPARE(o["block_grid"].toObject()["scale_log2"].toArray().at(4 * 3 + 2).toDouble(), 4.0);
+
     // Both maps in colour: many distinct colours in the exported PNG.
     QImage png(dir.filePath(QStringLiteral("fp8-blocks.png")));
     QSet<QRgb> colours;

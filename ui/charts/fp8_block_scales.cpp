@@ -1,6 +1,12 @@
 #include "ui/charts/fp8_block_scales.h"
 
 #include <QComboBox>
+#include <QContextMenuEvent>
+#include <QFileDialog>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QMenu>
+#include <QMessageBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMouseEvent>
@@ -11,6 +17,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/io/fp8_json.h"
+#include "engine/io/run_record.h"
+#include "ui/charts/chart_export.h"
 #include "ui/charts/fp8_series.h"
 #include "ui/charts/heat_map_item.h"
 #include "ui/run_data.h"
@@ -65,6 +74,25 @@ class Fp8BlockScalesPanel::Canvas : public QWidget {
   void leaveEvent(QEvent*) override {
     m_panel->m_hoverText.clear();
     QToolTip::hideText();
+  }
+  // The chart views' export menu (the panel paints itself, without one), and the grid as data.
+  void contextMenuEvent(QContextMenuEvent* e) override {
+    QMenu menu(this);
+    menu.addAction(tr("Export as PNG…"), m_panel, [this] { m_panel->exportInteractively(ExportFormat::Png); });
+    menu.addAction(tr("Export as SVG…"), m_panel, [this] { m_panel->exportInteractively(ExportFormat::Svg); });
+    menu.addAction(tr("Export as PDF…"), m_panel, [this] { m_panel->exportInteractively(ExportFormat::Pdf); });
+    menu.addSeparator();
+    for (const char* suffix : {"csv", "json"}) {
+      QAction* a = menu.addAction(tr("Save the grid as %1…").arg(QString::fromLatin1(suffix).toUpper()), m_panel, [this, suffix] {
+        const QString path = QFileDialog::getSaveFileName(
+            this, tr("Save the block grid"), QStringLiteral("fp8-blocks-%1.%2").arg(m_panel->m_tensor, QLatin1String(suffix)));
+        QString error;
+        if (!path.isEmpty() && !m_panel->saveGrid(path, &error))
+          QMessageBox::warning(this, tr("Save the block grid"), tr("The grid was not saved: %1").arg(error));
+      });
+      a->setEnabled(m_panel->grid() != nullptr);
+    }
+    menu.exec(e->globalPos());
   }
 
  private:
@@ -421,6 +449,52 @@ void Fp8BlockScalesPanel::paintPanel(QPainter* p, const QRectF& target, bool hea
   const double half = (target.width() - 10) / 2;
   paintMap(p, Map::Scale, l.scale, l.scaleBar, QRectF(target.left(), target.top(), half, target.height()));
   paintMap(p, Map::Amax, l.amax, l.amaxBar, QRectF(target.left() + half + 10, target.top(), half, target.height()));
+}
+
+QByteArray Fp8BlockScalesPanel::gridData(bool json) const {
+  if (m_grid.empty()) return {};
+  if (json) {
+    const QJsonObject o{{"run", runName()}, {"tensor", m_tensor}, {"format", m_format}, {"step", double(m_step)},
+                        {"block_grid", fp8BlockGridToJson(m_grid)}};
+    return QJsonDocument(o).toJson(QJsonDocument::Indented);
+  }
+  QByteArray out = "block_row,block_col,tensor_row_first,tensor_row_last,tensor_col_first,tensor_col_last,scale_log2,amax_log2\n";
+  const std::int64_t rowStep = std::int64_t(m_grid.cellRows) * m_grid.blockRows;
+  const std::int64_t colStep = std::int64_t(m_grid.cellCols) * m_grid.blockCols;
+  for (int i = 0; i < m_grid.rows; ++i)
+    for (int j = 0; j < m_grid.cols; ++j) {
+      const std::size_t k = std::size_t(i) * std::size_t(m_grid.cols) + std::size_t(j);
+      out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7,%8\n")
+                 .arg(i)
+                 .arg(j)
+                 .arg(i * rowStep)
+                 .arg(std::min(m_grid.tensorRows, (i + 1) * rowStep) - 1)
+                 .arg(j * colStep)
+                 .arg(std::min(m_grid.tensorCols, (j + 1) * colStep) - 1)
+                 .arg(double(m_grid.scaleLog2[k]), 0, 'g', 7)
+                 .arg(double(m_grid.amaxLog2[k]), 0, 'g', 7)
+                 .toUtf8();
+    }
+  return out;
+}
+
+bool Fp8BlockScalesPanel::saveGrid(const QString& path, QString* error) const {
+  const bool json = path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive);
+  if (!json && !path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive)) {
+    if (error) *error = tr("%1: not a .csv or .json file name").arg(path);
+    return false;
+  }
+  if (m_grid.empty()) {
+    if (error) *error = tr("no block grid shown");
+    return false;
+  }
+  try {
+    writeFileAtomically(path, gridData(json));
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromStdString(e.what());
+    return false;
+  }
+  return true;
 }
 
 void Fp8BlockScalesPanel::render(QPainter* painter, const QRectF& target) {

@@ -55,6 +55,14 @@ class Fp8BlockScalesPanel : public ChartPanel {
 
   void render(QPainter* painter, const QRectF& target) override;
 
+  // The grid shown as data: CSV (one line per cell: its block row and column, the tensor rows
+  // and columns it covers, log2 of the scale and of the amax) or JSON (the run, tensor, step and
+  // the fp8 JSON's block_grid). saveGrid picks by the path's suffix (.csv / .json) and writes it
+  // whole or not at all; false with the reason in `error`. The canvas's context menu offers both
+  // beside PNG, SVG and PDF.
+  QByteArray gridData(bool json) const;
+  bool saveGrid(const QString& path, QString* error = nullptr) const;
+
  protected:
   void rebuildSeries() override;
   void updateSeries() override;
