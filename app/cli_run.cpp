@@ -18,6 +18,7 @@
 #include "app/cli_ranks.h"
 #include "app/cli_report.h"
 #include "engine/config/presets.h"
+#include "engine/dist/rank_keys.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/run_output.h"
 #include "engine/io/run_record.h"
@@ -80,20 +81,6 @@ class MadeFolders {
  private:
   std::vector<std::string> m_dirs;
 };
-
-// A rank key naming a rank the run does not have would inject (or exit) nowhere, silently: a run
-// meant to show an overflow would have none.
-std::optional<std::string> rankKeysError(const RunConfig& c) {
-  const int n = c.dist.ranks;
-  const std::string range = "ranks 0 to " + std::to_string(n - 1);
-  if (c.dist.injectRank >= n)
-    return "dist.inject_rank=" + std::to_string(c.dist.injectRank) + ": no such rank in a run on " +
-           std::to_string(n) + (n == 1 ? " rank (" : " ranks (") + range + "; -1: every rank)";
-  if (c.dist.killRank >= n)
-    return "dist.kill_rank=" + std::to_string(c.dist.killRank) + ": no such rank in a run on " + std::to_string(n) +
-           (n == 1 ? " rank (" : " ranks (") + range + "; -1: none)";
-  return std::nullopt;
-}
 
 // Standard error captured while the input is checked (into a temporary file), then shown as it
 // was and kept as lines.

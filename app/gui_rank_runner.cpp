@@ -74,15 +74,6 @@ void TrainingWorker::runOnRanks() {
                                               "ampstudio-cli run --resume CKPT --ranks %1 does it").arg(ranks));
     return;
   }
-  // A rank key naming a rank this run does not have would act nowhere: an overflow lesson with
-  // no overflow, silently (the CLI refuses it as well, in one line naming the key).
-  for (const auto& [key, rank] : {std::pair{"dist.inject_rank", m_config.dist.injectRank},
-                                  std::pair{"dist.kill_rank", m_config.dist.killRank}})
-    if (rank >= ranks) {
-      emit runEnded(int(RunOutcome::Failed), tr("%1=%2: no such rank in a run on %3 ranks (0 to %4)")
-                                                 .arg(QLatin1String(key)).arg(rank).arg(ranks).arg(ranks - 1));
-      return;
-    }
   qint64 totalSteps = 0, stepsPerEpoch = 1;
   QStringList summary;
   QString computePath, backendName;

@@ -6,6 +6,7 @@
 #include <QDir>
 #include <QFileInfo>
 
+#include "engine/dist/rank_keys.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/model_files.h"
 #include "engine/io/metrics_json.h"
@@ -207,6 +208,12 @@ void TrainingWorker::run() {
       if (w->m_turns) w->m_turns->leave(w->m_turnIndex);
     }
   } leaveTurns{this};
+  // A rank key naming a rank this run does not have would act nowhere: an overflow lesson with
+  // no overflow, silently. Refused in the CLI's words, on one rank as on several.
+  if (const auto e = rankKeysError(m_config)) {
+    emit runEnded(int(RunOutcome::Failed), QString::fromStdString(*e));
+    return;
+  }
   if (m_config.dist.ranks > 1) return runOnRanks();
   std::unique_ptr<Trainer> trainer;
   QString backendName, backendInfo, computePath;

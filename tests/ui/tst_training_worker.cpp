@@ -209,6 +209,24 @@ class TestTrainingWorker : public QObject {
     QVERIFY(ended[0][1].toString().contains(QStringLiteral("backend")));
   }
 
+  // A run on one rank refuses a rank key naming rank 1 before any step, in the CLI's words (it
+  // trained, silently without its injection, before: issue 40 part 4).
+  void aRankKeyOutsideAOneRankRunFailsIt() {
+    for (const char* key : {"dist.inject_rank", "dist.kill_rank"}) {
+      RunConfig c = tinyConfig(5);
+      setConfigValue(c, key, "1");
+      TrainingWorker w(c);
+      test::QueuedSpy started(&w, &TrainingWorker::runStarted);
+      test::QueuedSpy ended(&w, &TrainingWorker::runEnded);
+      w.start();
+      QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 10000);
+      QCOMPARE(ended[0][0].toInt(), int(RunOutcome::Failed));
+      QCOMPARE(ended[0][1].toString(), QStringLiteral("%1=1: no such rank in a run on 1 rank (ranks 0 to 0; -1: %2)")
+                                           .arg(QLatin1String(key), QLatin1String(std::string(key) == "dist.kill_rank" ? "none" : "every rank")));
+      QCOMPARE(started.size(), 0);
+    }
+  }
+
   void destroyingARunningWorkerCancelsIt() {
     auto w = std::make_unique<TrainingWorker>(tinyConfig(1000000));
     w->start();
