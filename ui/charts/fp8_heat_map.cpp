@@ -2,6 +2,8 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QContextMenuEvent>
+#include <QMenu>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMouseEvent>
@@ -14,6 +16,7 @@
 
 #include "engine/amp/fp8_context.h"
 
+#include "ui/charts/chart_export.h"
 #include "ui/charts/fp8_series.h"
 #include "ui/charts/heat_map_item.h"
 #include "ui/run_data.h"
@@ -70,6 +73,14 @@ class Fp8HeatMapPanel::Map : public QWidget {
   void leaveEvent(QEvent*) override {
     m_panel->m_hoverText.clear();
     QToolTip::hideText();
+  }
+  // The chart views' export menu: the map paints itself, without a chart view to carry it.
+  void contextMenuEvent(QContextMenuEvent* e) override {
+    QMenu menu(this);
+    menu.addAction(tr("Export as PNG…"), m_panel, [this] { m_panel->exportInteractively(ExportFormat::Png); });
+    menu.addAction(tr("Export as SVG…"), m_panel, [this] { m_panel->exportInteractively(ExportFormat::Svg); });
+    menu.addAction(tr("Export as PDF…"), m_panel, [this] { m_panel->exportInteractively(ExportFormat::Pdf); });
+    menu.exec(e->globalPos());
   }
 
  private:
