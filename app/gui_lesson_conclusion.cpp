@@ -19,18 +19,6 @@ namespace {
 
 using namespace conclusion;
 
-QString percent(double f) {
-  // Two digits where they matter: 99.5% and 0.3% both make the point, 100% and 0% too.
-  const double p = 100 * f;
-  if (p == 0 || p == 100) return QStringLiteral("%1%").arg(p, 0, 'f', 0);
-  return QStringLiteral("%1%").arg(p, 0, 'f', p < 1 || p > 99 ? 2 : 1);
-}
-
-double finalLoss(const ui::RunData& r) {
-  // As the runs table shows it (the mean of the last ten losses); NaN before the first step.
-  return r.series.loss.isEmpty() ? std::nan("") : r.summary.summary().finalLoss;
-}
-
 QString lossText(const ui::RunData& r) { return r.series.loss.isEmpty() ? tr("no steps") : number(finalLoss(r)); }
 
 double meanOf(const QVector<double>& v) {

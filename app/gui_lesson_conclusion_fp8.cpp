@@ -18,17 +18,6 @@ namespace {
 
 using namespace conclusion;
 
-QString percent(double f) {
-  if (!std::isfinite(f)) return tr("n/a");
-  const double p = 100 * f;
-  if (p == 0 || p == 100) return QStringLiteral("%1%").arg(p, 0, 'f', 0);
-  return QStringLiteral("%1%").arg(p, 0, 'f', p < 1 || p > 99 ? 2 : 1);
-}
-
-double finalLoss(const ui::RunData& r) {
-  return r.series.loss.isEmpty() ? std::nan("") : r.summary.summary().finalLoss;
-}
-
 QString lossText(const ui::RunData& r) {
   QString t = r.series.loss.isEmpty() ? tr("no steps") : tr("loss %1").arg(number(finalLoss(r)));
   if (!r.series.testAcc.isEmpty()) t += tr(", accuracy %1").arg(percent(r.series.testAcc.last()));

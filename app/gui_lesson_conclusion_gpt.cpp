@@ -16,12 +16,6 @@ namespace {
 
 using namespace conclusion;
 
-QString percent(double f) {
-  const double p = 100 * f;
-  if (p == 0 || p == 100) return QStringLiteral("%1%").arg(p, 0, 'f', 0);
-  return QStringLiteral("%1%").arg(p, 0, 'f', p < 1 || p > 99 ? 2 : 1);
-}
-
 // The peak of the activations (the runs table's category), 0 when not measured.
 double activationPeak(const ui::RunData& r) {
   return double(r.summary.summary().peakMemory.peak[int(MemCategory::Activations)]);

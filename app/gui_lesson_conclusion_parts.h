@@ -47,4 +47,19 @@ inline double finalTestLoss(const ui::RunData& r) {
   return r.series.testLoss.isEmpty() ? std::nan("") : r.series.testLoss.back();
 }
 
+// A share as a percentage: two digits where they matter (99.5% and 0.3% both make the point,
+// 100% and 0% too); "n/a" for a share that could not be measured.
+inline QString percent(double f) {
+  if (!std::isfinite(f)) return tr("n/a");
+  const double p = 100 * f;
+  if (p == 0 || p == 100) return QStringLiteral("%1%").arg(p, 0, 'f', 0);
+  return QStringLiteral("%1%").arg(p, 0, 'f', p < 1 || p > 99 ? 2 : 1);
+}
+
+// The training loss as the runs table shows it (the mean of the last ten losses); NaN before the
+// first step.
+inline double finalLoss(const ui::RunData& r) {
+  return r.series.loss.isEmpty() ? std::nan("") : r.summary.summary().finalLoss;
+}
+
 }  // namespace amp::gui::conclusion

@@ -393,7 +393,8 @@ bool MainWindow::runLesson(const QString& name) {
 bool MainWindow::requestRuns(const QVector<RunConfig>& configs, bool paused, const QString& lesson) {
   // A paced lesson's variants train side by side, so a class sees them part as they happen (one
   // after another, the first was over before the one the lesson is about had begun). At its
-  // pace each run takes a small share of the CPU; lessons that measure speed stay queued.
+  // pace each run takes a small share of the CPU. An unpaced lesson's variants start together
+  // and train in turns (RunController: StepTurns), so speeds they compare share the machine.
   const Preset* preset = lesson.isEmpty() ? nullptr : findPreset(lesson.toStdString());
   const bool sideBySide = preset && preset->demoPace > 0 && configs.size() > 1;
   const MemoryCheck memory =

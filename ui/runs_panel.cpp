@@ -52,7 +52,8 @@ RunsPanel::RunsPanel(RunsModel* model, QAction* twinRuns, QWidget* parent)
   m_maxConcurrent->setRange(1, 8);
   m_maxConcurrent->setToolTip(tr("Runs training at the same time; the rest wait in a queue. "
                                  "Runs training together share the CPU cores (each takes its part, at least one). "
-                                 "1 on a 2-core machine keeps step times honest."));
+                                 "1 on a 2-core machine keeps step times honest. A lesson's runs do not wait for it: "
+                                 "they start together and train in turns, a block of steps each."));
   bar->addWidget(labelled(tr("Max concurrent:"), m_maxConcurrent));
   m_filter = new QLineEdit(this);
   m_filter->setObjectName(QStringLiteral("runsFilter"));

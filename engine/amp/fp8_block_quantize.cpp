@@ -171,13 +171,7 @@ void quantizeRegion(const float* x, const QuantOut& out, std::int64_t rows, std:
       }
   }
   if (!stats) return;
-  stats->count += count;
-  stats->nonzero += counts.nonzero;
-  stats->underflow += counts.underflow;
-  stats->overflow += counts.overflows;
-  stats->nonFinite += counts.nonFinite;
-  stats->signalSq += counts.signalSq;
-  stats->errorSq += counts.errorSq;
+  counts.addTo(*stats, count);
   exps.into(stats->blockExponents);
 }
 

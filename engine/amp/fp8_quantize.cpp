@@ -161,13 +161,7 @@ void perTensor(const float* x, const Out& out, std::int64_t i0, std::int64_t i1,
       }
       if (out.values) std::copy(q, q + n, out.values + b0);
     }
-    z.count += i1 - i0;
-    z.nonzero += counts.nonzero;
-    z.underflow += counts.underflow;
-    z.overflows += counts.overflows;
-    z.nonFinite += counts.nonFinite;
-    z.signalSq += counts.signalSq;
-    z.errorSq += counts.errorSq;
+    if (stats) counts.addTo(*stats, i1 - i0);
     return;
   }
   for (std::int64_t i = i0; i < i1; ++i) {

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "engine/amp/fp8_quantize.h"
 #include "kernels/common/minifloat.h"
 #include "kernels/common/mix64.h"
 
@@ -26,6 +27,16 @@ constexpr int kSpan = 256;
 struct Counts {
   std::int64_t nonzero = 0, underflow = 0, overflows = 0, nonFinite = 0;
   double signalSq = 0, errorSq = 0;
+  // Into a tensor's statistics, with the number of values counted.
+  void addTo(QuantStats& s, std::int64_t count) const {
+    s.count += count;
+    s.nonzero += nonzero;
+    s.underflow += underflow;
+    s.overflow += overflows;
+    s.nonFinite += nonFinite;
+    s.signalSq += signalSq;
+    s.errorSq += errorSq;
+  }
 };
 
 // A format's rounding constants, worked out once (MiniRounder's, plus what stochastic rounding

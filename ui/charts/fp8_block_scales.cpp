@@ -430,8 +430,8 @@ void Fp8BlockScalesPanel::paintPanel(QPainter* p, const QRectF& target, bool hea
   p->setPen(v->textColor());
   if (m_grid.empty()) {
     p->drawText(target, Qt::AlignCenter,
-                tr("no block scales recorded\n(block recipes, fp8.recipe=mxfp8 | blockwise | nvfp4,\n"
-                   "record them on histogram steps, train.histogram_every)"));
+                tr("no block scales recorded\n(amp.mode=fp8 with a block recipe, fp8.recipe=mxfp8 | blockwise | nvfp4,\n"
+                   "records them on histogram steps, train.histogram_every)"));
     return;
   }
   const Layout l = layoutIn(target, header);
