@@ -1,4 +1,5 @@
 #include "ui/charts/fp8_block_scales.h"
+#include "ui/charts/painted_canvas.h"
 
 #include <QComboBox>
 #include <QContextMenuEvent>
@@ -57,48 +58,6 @@ QString span(std::int64_t first, std::int64_t last) {
 
 }  // namespace
 
-// The painted maps; tells the panel where the pointer is.
-class Fp8BlockScalesPanel::Canvas : public QWidget {
- public:
-  explicit Canvas(Fp8BlockScalesPanel* panel) : QWidget(panel), m_panel(panel) {
-    setMouseTracking(true);
-    setMinimumHeight(120);
-  }
-
- protected:
-  void paintEvent(QPaintEvent*) override {
-    QPainter p(this);
-    m_panel->paintPanel(&p, QRectF(rect()), false);
-  }
-  void mouseMoveEvent(QMouseEvent* e) override { m_panel->hoverAt(e->position(), e->globalPosition().toPoint()); }
-  void leaveEvent(QEvent*) override {
-    m_panel->m_hoverText.clear();
-    QToolTip::hideText();
-  }
-  // The chart views' export menu (the panel paints itself, without one), and the grid as data.
-  void contextMenuEvent(QContextMenuEvent* e) override {
-    QMenu menu(this);
-    menu.addAction(tr("Export as PNG…"), m_panel, [this] { m_panel->exportInteractively(ExportFormat::Png); });
-    menu.addAction(tr("Export as SVG…"), m_panel, [this] { m_panel->exportInteractively(ExportFormat::Svg); });
-    menu.addAction(tr("Export as PDF…"), m_panel, [this] { m_panel->exportInteractively(ExportFormat::Pdf); });
-    menu.addSeparator();
-    for (const char* suffix : {"csv", "json"}) {
-      QAction* a = menu.addAction(tr("Save the grid as %1…").arg(QString::fromLatin1(suffix).toUpper()), m_panel, [this, suffix] {
-        const QString path = QFileDialog::getSaveFileName(
-            this, tr("Save the block grid"), QStringLiteral("fp8-blocks-%1.%2").arg(m_panel->m_tensor, QLatin1String(suffix)));
-        QString error;
-        if (!path.isEmpty() && !m_panel->saveGrid(path, &error))
-          QMessageBox::warning(this, tr("Save the block grid"), tr("The grid was not saved: %1").arg(error));
-      });
-      a->setEnabled(m_panel->grid() != nullptr);
-    }
-    menu.exec(e->globalPos());
-  }
-
- private:
-  Fp8BlockScalesPanel* m_panel;
-};
-
 Fp8BlockScalesPanel::Fp8BlockScalesPanel(QWidget* parent) : ChartPanel(QStringLiteral("fp8-blocks"), parent) {
   m_view->hide();  // the maps paint themselves; the view only carries the theme's colours
   m_runBox = new QComboBox(this);
@@ -108,7 +67,22 @@ Fp8BlockScalesPanel::Fp8BlockScalesPanel(QWidget* parent) : ChartPanel(QStringLi
   m_tensorBox->setToolTip(tr("A quantised tensor of a block recipe (MXFP8, blockwise, NVFP4)"));
   m_stepBox = new QComboBox(this);
   m_stepBox->setToolTip(tr("A histogram step (train.histogram_every): the steps that record the block grid"));
-  m_canvas = new Canvas(this);
+  // Besides the chart views' export entries, the grid itself as data.
+  const auto saveGridActions = [this](QMenu& menu) {
+    for (const char* suffix : {"csv", "json"}) {
+      QAction* a = menu.addAction(tr("Save the grid as %1…").arg(QString::fromLatin1(suffix).toUpper()), this, [this, suffix] {
+        const QString path = QFileDialog::getSaveFileName(
+            this, tr("Save the block grid"), QStringLiteral("fp8-blocks-%1.%2").arg(m_tensor, QLatin1String(suffix)));
+        QString error;
+        if (!path.isEmpty() && !saveGrid(path, &error))
+          QMessageBox::warning(this, tr("Save the block grid"), tr("The grid was not saved: %1").arg(error));
+      });
+      a->setEnabled(grid() != nullptr);
+    }
+  };
+  m_canvas = new PaintedCanvas(this, {[this](QPainter* p, const QRectF& r) { paintPanel(p, r, false); },
+                                      [this](const QPointF& pos, const QPoint& global) { hoverAt(pos, global); },
+                                      [this] { m_hoverText.clear(); }, saveGridActions});
   auto* controls = new QHBoxLayout;
   controls->setContentsMargins(6, 0, 6, 0);
   controls->addWidget(new QLabel(tr("Run"), this));

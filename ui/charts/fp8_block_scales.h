@@ -68,7 +68,6 @@ class Fp8BlockScalesPanel : public ChartPanel {
   void updateSeries() override;
 
  private:
-  class Canvas;
   struct Layout {
     QRectF scale, amax;        // the two maps' cell areas
     QRectF scaleBar, amaxBar;  // their colour bars
@@ -86,7 +85,7 @@ class Fp8BlockScalesPanel : public ChartPanel {
   QComboBox* m_runBox;
   QComboBox* m_tensorBox;
   QComboBox* m_stepBox;
-  Canvas* m_canvas;
+  QWidget* m_canvas;  // a PaintedCanvas
   int m_selectedId = -1;
   QString m_tensor;
   long long m_step = -1;

@@ -1,4 +1,5 @@
 #include "ui/charts/fp8_heat_map.h"
+#include "ui/charts/painted_canvas.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -56,37 +57,6 @@ int roleOf(const QString& tensor) {
 
 }  // namespace
 
-// The painted map; tells the panel where the pointer is.
-class Fp8HeatMapPanel::Map : public QWidget {
- public:
-  explicit Map(Fp8HeatMapPanel* panel) : QWidget(panel), m_panel(panel) {
-    setMouseTracking(true);
-    setMinimumHeight(120);
-  }
-
- protected:
-  void paintEvent(QPaintEvent*) override {
-    QPainter p(this);
-    m_panel->paintMap(&p, QRectF(rect()), false);
-  }
-  void mouseMoveEvent(QMouseEvent* e) override { m_panel->hoverAt(e->position(), e->globalPosition().toPoint()); }
-  void leaveEvent(QEvent*) override {
-    m_panel->m_hoverText.clear();
-    QToolTip::hideText();
-  }
-  // The chart views' export menu: the map paints itself, without a chart view to carry it.
-  void contextMenuEvent(QContextMenuEvent* e) override {
-    QMenu menu(this);
-    menu.addAction(tr("Export as PNG…"), m_panel, [this] { m_panel->exportInteractively(ExportFormat::Png); });
-    menu.addAction(tr("Export as SVG…"), m_panel, [this] { m_panel->exportInteractively(ExportFormat::Svg); });
-    menu.addAction(tr("Export as PDF…"), m_panel, [this] { m_panel->exportInteractively(ExportFormat::Pdf); });
-    menu.exec(e->globalPos());
-  }
-
- private:
-  Fp8HeatMapPanel* m_panel;
-};
-
 Fp8HeatMapPanel::Fp8HeatMapPanel(QWidget* parent) : ChartPanel(QStringLiteral("fp8-heat"), parent) {
   m_view->hide();  // the map paints itself; the view only carries the theme's colours
   m_runBox = new QComboBox(this);
@@ -103,7 +73,10 @@ Fp8HeatMapPanel::Fp8HeatMapPanel(QWidget* parent) : ChartPanel(QStringLiteral("f
   m_whatIfBox = new QCheckBox(tr("what-if recipe"), this);
   m_whatIfBox->setToolTip(tr("The same figures for the run's fp8.what_if recipe, measured on the same "
                              "tensors without training with it"));
-  m_map = new Map(this);
+  m_map = new PaintedCanvas(this, {[this](QPainter* p, const QRectF& r) { paintMap(p, r, false); },
+                                    [this](const QPointF& pos, const QPoint& global) { hoverAt(pos, global); },
+                                    [this] { m_hoverText.clear(); },
+                                    {}});
   auto* controls = new QHBoxLayout;
   controls->setContentsMargins(6, 0, 6, 0);
   controls->addWidget(new QLabel(tr("Run"), this));

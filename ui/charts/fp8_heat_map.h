@@ -68,7 +68,6 @@ class Fp8HeatMapPanel : public ChartPanel {
   void updateSeries() override;
 
  private:
-  class Map;
   struct Cell {
     bool has = false;
     bool allZero = false;  // no non-zero value to lose (a gradient nothing reached)
@@ -90,7 +89,7 @@ class Fp8HeatMapPanel : public ChartPanel {
   QComboBox* m_metricBox;
   QComboBox* m_rowsBox;
   QCheckBox* m_whatIfBox;
-  Map* m_map;
+  QWidget* m_map;  // a PaintedCanvas
   int m_selectedId = -1;
   Metric m_metric = Metric::Underflow;
   Rows m_rows = Rows::All;
