@@ -1,4 +1,4 @@
-// Launchers of the fp8 / block-scaled quantisation kernels (fp8_quantize.cu, fp8_amax.cu): the
+// Launchers of the fp8 / block-scaled quantisation kernels (fp8_quantize.cu, fp8_block_scales.cu): the
 // device side of Backend::amax / quantize / dequantize, writing codes and scales in
 // kernels/common/quantized_layout.h's layout with the per-element code of minifloat.h and
 // block_scaling.h, so the CUDA backend's operands are the host reference's bit for bit
@@ -81,5 +81,15 @@ void launchDequantize(const std::uint8_t* codes, const std::uint8_t* scaleCodes,
 // that give cuBLASLt's fp8 GEMM its K-contiguous ("TN") operands.
 void launchTransposeBytes(const std::uint8_t* src, std::int64_t rows, std::int64_t cols, std::uint8_t* dst,
                           Stream s);
+
+// The block scales of an operand blocked along K (scales: the quantiser's E8M0 / E4M3 bytes,
+// layout.blockCount() of them) into cuBLASLt's 128x4 tiles (kernels/common/block_scale_tiles.h):
+// dst holds blockScaleTilesOf(layout).bytes(), the padding zeroed (fp8_block_scales.cu).
+void launchTileBlockScales(const std::uint8_t* scales, const QuantLayout& layout, std::uint8_t* dst, Stream s);
+
+// launchTransposeBytes for E2M1 codes two to a byte: dst (cols x rows, packed) = src (rows x
+// cols, packed) transposed, exactly; a free high nibble of an odd count is zero.
+void launchTransposeNibbles(const std::uint8_t* src, std::int64_t rows, std::int64_t cols, std::uint8_t* dst,
+                            Stream s);
 
 }  // namespace amp::cuda
