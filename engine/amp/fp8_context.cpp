@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -376,6 +377,23 @@ void Fp8Context::quantize(Backend& be, const std::string& layer, Fp8Role role, F
   QuantStats stats;
   be.quantize(*src, cols, spec, q, cat, rec ? &stats : nullptr);
   if (rec) record(tensor, role, gemm, amax, spec, stats, history, [&] { return be.toHostFloat(*src); }, rows, cols);
+}
+
+void Fp8Context::recordOutputAmax(const std::string& layer, float amax) {
+  if (m_quiet) return;
+  OutputAmax& o = m_outputAmax[layer];
+  if (o.step != m_step) o = OutputAmax{m_step, amax};
+  else if (std::isnan(amax) || amax > o.amax) o.amax = amax;  // a NaN stays (nothing compares above it)
+}
+
+float Fp8Context::outputAmax(const std::string& layer) const {
+  const auto it = m_outputAmax.find(layer);
+  return it == m_outputAmax.end() ? std::numeric_limits<float>::quiet_NaN() : it->second.amax;
+}
+
+std::int64_t Fp8Context::outputAmaxStep(const std::string& layer) const {
+  const auto it = m_outputAmax.find(layer);
+  return it == m_outputAmax.end() ? 0 : it->second.step;
 }
 
 std::vector<Fp8TensorRecord> Fp8Context::takeRecords() {

@@ -54,6 +54,18 @@ class Fp8Context {
                 std::int64_t cols, QuantizedTensor& q, MemCategory cat, bool training);
   std::vector<Fp8TensorRecord> takeRecords();
 
+  // The forward GEMM's output amax of a quantised Linear layer ("D amax": y = x . W^T + b in
+  // fp32, before its cast to the autocast dtype), recorded with the layer's fp8 figures so its
+  // range sits beside its inputs'. No recipe here scales an output from it (the outputs stay
+  // bf16; Transformer Engine needs it for fp8 outputs), so it is kept for inspection: the
+  // largest of the step (micro-batches included), NaN where a step's outputs were not finite.
+  // recordsOutputs: whether a forward should measure it (training, not a quiet replay).
+  bool recordsOutputs(bool training) const { return training && !m_quiet; }
+  void recordOutputAmax(const std::string& layer, float amax);
+  // The amax the layer's output had in the last step that recorded one; NaN before any.
+  float outputAmax(const std::string& layer) const;
+  std::int64_t outputAmaxStep(const std::string& layer) const;  // that step; 0 before any
+
   // Data-parallel: the amax of a tensor reduced (max) over every rank before a scale is made
   // from it, so every rank uses the same scale.
   void setAmaxReducer(std::function<float(float)> reduce) { m_reduceAmax = std::move(reduce); }
@@ -117,6 +129,11 @@ class Fp8Context {
   bool m_histogramStep = false;
   std::vector<std::string> m_linears, m_quantized;
   std::map<std::string, History> m_histories, m_whatIfHistories;
+  struct OutputAmax {
+    std::int64_t step = 0;
+    float amax = 0;
+  };
+  std::map<std::string, OutputAmax> m_outputAmax;
   std::vector<Fp8TensorRecord> m_records;
   std::function<float(float)> m_reduceAmax;
   std::int64_t m_spikeStep = 0;

@@ -94,6 +94,10 @@ Tensor Linear::forwardFp8(LayerContext& ctx, const Tensor& x) {
     be.roundThrough(bias, out);
   }
   Tensor y32 = gemmFp8(ctx, xq, false, wq, true, m_hasBias ? &bias : nullptr, MemCategory::Workspace);
+  // D's amax (the GEMM's output, bias included, before the cast): recorded with the layer's fp8
+  // figures (Fp8Context::outputAmax). One pass of Backend::amax over y32: on a GPU our amax
+  // kernel, since cuBLASLt computes D's amax only for an fp8 D and y32 is fp32.
+  if (f8.recordsOutputs(ctx.training)) f8.recordOutputAmax(m_name, be.amax(y32));
   Tensor y = be.empty({x.dim(0), m_out}, out, MemCategory::Activations);
   be.castInto(y32, y);
   if (ctx.training) {
