@@ -88,16 +88,23 @@ class CudaBackend final : public Backend {
   // Per-tensor E4M3/E5M2 operands on sm_89+ run on the fp8 tensor cores (cuBLASLt), with fast
   // accumulation for the forward GEMM only, as Transformer Engine: gemmQuantized cannot be told
   // which GEMM it runs, so it takes Linear's forward layout (!transA, transB: y = x . W^T) as
-  // the forward; dgrad (dy . W) and wgrad (dy^T . x) have the other layouts. Everything else is
-  // dequantised into fp32 by our kernel and multiplied by the fp32 GEMM (TF32 off), said once on
-  // stderr.
+  // the forward; dgrad (dy . W) and wgrad (dy^T . x) have the other layouts. MXFP8 and NVFP4
+  // operands blocked along K run on the block-scaled tensor cores of sm_100+ (cuBLASLt
+  // VEC32_UE8M0 / VEC16_UE4M3; AMP_CUDA_DISABLE=fp8-block-gemm turns that off). Everything else
+  // is dequantised into fp32 by our kernel and multiplied by the fp32 GEMM (TF32 off), said once
+  // on stderr.
   void gemmQuantized(const QuantizedTensor& a, bool transA, const QuantizedTensor& b, bool transB, Tensor& c,
                      const Tensor* bias = nullptr) override;
-  // gemmQuantized with the fast-accumulation choice made by the caller (the tests run both).
+  // gemmQuantized with the fast-accumulation choice made by the caller (the tests run both), and
+  // D's amax: dAmaxBits (device, one unsigned int; may be null) receives the amax of c as stored
+  // (bias added, in c's dtype) as fp32 bits (bitsToFloat), by our amax kernel on the stream:
+  // cuBLASLt's AMAX_D_POINTER serves fp8 outputs only (cublaslt_fp8_gemm.h).
   void gemmQuantizedWith(const QuantizedTensor& a, bool transA, const QuantizedTensor& b, bool transB, Tensor& c,
-                         const Tensor* bias, bool fastAccumulation);
-  // Which path a quantised GEMM of these operands takes here: "fp8 tensor cores (cuBLASLt)" or
-  // "dequantised fp32 GEMM: <why>" (the tests and the description say which ran).
+                         const Tensor* bias, bool fastAccumulation, unsigned int* dAmaxBits = nullptr);
+  // Which path a quantised GEMM of these operands takes here: "fp8 tensor cores (cuBLASLt)",
+  // "block-scaled fp8 tensor cores (cuBLASLt VEC32_UE8M0: MXFP8)", "block-scaled fp4 tensor
+  // cores (cuBLASLt VEC16_UE4M3: NVFP4)" or "dequantised fp32 GEMM: <why>" (the tests and the
+  // fallback's stderr line say which ran and why).
   std::string fp8Description() const;  // the description's fp8 part
   std::string quantizedGemmPath(const QuantizedTensor& a, bool transA, const QuantizedTensor& b, bool transB,
                                 DType out) const;
@@ -298,6 +305,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::CudnnConv> m_conv;  // bound to m_stream
   std::unique_ptr<cuda::CublasLtFp8Gemm> m_fp8Gemm;  // made by the first fp8 GEMM
   bool m_fp8FallbackSaid = false;                    // the fallback's stderr line, once
+  // Block-scaled shapes cuBLASLt had no algorithm for (by shape text, any output): why.
+  std::map<std::string, std::string> m_blockGemmRefusals;
 
   // Caching allocator: freed blocks are kept by rounded size for reuse, as PyTorch's does
   // (cudaFree synchronises the device). Reuse is safe: all work is ordered on one stream.

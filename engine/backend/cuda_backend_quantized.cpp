@@ -2,8 +2,11 @@
 // quantize runs kernels/cuda/fp8_quantize.cu (block amaxes and scales, then codes, statistics and
 // the tensor's amax in one pass); the per-element code is kernels/common's, so the codes and scales are the host
 // reference's bit for bit (tests/gpu/test_fp8_cuda.cpp). gemmQuantized multiplies per-tensor fp8
-// operands on the fp8 tensor cores through cuBLASLt where the device has them (sm_89 and up) and
-// dequantises everything else into fp32 for the fp32 GEMM.
+// operands on the fp8 tensor cores through cuBLASLt where the device has them (sm_89 and up),
+// MXFP8 and NVFP4 operands on the block-scaled tensor cores of sm_100 and up (their scales tiled
+// as cuBLASLt wants them, kernels/cuda/fp8_block_scales.cu; the route and every reason it
+// refuses one in kernels/cuda/fp8_gemm_route.h), and dequantises everything else into fp32 for
+// the fp32 GEMM.
 //
 // What still goes to the host: NVFP4's tensor scale S (QuantizedTensor::tensorScale is a host
 // float: one 4-byte read after the amax kernel) and, when statistics are asked for, the sums and
@@ -18,6 +21,8 @@
 #include "engine/backend/cuda_backend.h"
 #include "engine/backend/cuda_error.h"
 #include "engine/backend/cuda_fast_paths.h"
+#include "kernels/common/block_scale_tiles.h"
+#include "kernels/cuda/fp8_gemm_route.h"
 #include "kernels/cuda/fp8_kernels.h"
 
 namespace amp {
@@ -92,6 +97,21 @@ QuantGemmDims checkQuantGemm(const QuantizedTensor& a, bool transA, const Quanti
 }
 
 bool isFp8Format(MiniFormat f) { return f == MiniFormat::E4M3 || f == MiniFormat::E5M2; }
+
+cuda::QuantOperandInfo operandInfo(const QuantizedTensor& q) {
+  return cuda::QuantOperandInfo{q.spec.scaling, q.spec.format, q.spec.block, q.spec.square, q.spec.alongRows};
+}
+
+const char* const kFp8Path = "fp8 tensor cores (cuBLASLt)";
+const char* const kMxfp8Path = "block-scaled fp8 tensor cores (cuBLASLt VEC32_UE8M0: MXFP8)";
+const char* const kNvfp4Path = "block-scaled fp4 tensor cores (cuBLASLt VEC16_UE4M3: NVFP4)";
+
+// A block-scaled shape cuBLASLt refused, whatever the output type (the same operands then fall
+// back for either output).
+std::string refusalKey(cuda::Fp8GemmShape s) {
+  s.outCode = 0;
+  return s.text();
+}
 
 }  // namespace
 
@@ -198,17 +218,25 @@ void CudaBackend::dequantize(const QuantizedTensor& q, Tensor& out) {
 std::string CudaBackend::quantizedGemmPath(const QuantizedTensor& a, bool transA, const QuantizedTensor& b,
                                            bool transB, DType out) const {
   if (!cudabk::fastPathEnabled("fp8-gemm")) return "dequantised fp32 GEMM: AMP_CUDA_DISABLE=fp8-gemm";
-  if (a.spec.scaling != QuantScaling::PerTensor || b.spec.scaling != QuantScaling::PerTensor)
-    // sm_100's block-scaled modes (VEC32_UE8M0, VEC16_UE4M3) want their scales in cuBLASLt's
-    // swizzled tile layout, which the quantiser does not write yet.
-    return "dequantised fp32 GEMM: block-scaled operands (no block-scaled cuBLASLt path here yet)";
+  const std::int64_t m = transA ? a.cols : a.rows, n = transB ? b.rows : b.cols, k = transA ? a.rows : a.cols;
+  if (a.spec.scaling != QuantScaling::PerTensor || b.spec.scaling != QuantScaling::PerTensor) {
+    const cuda::BlockGemmRoute r = cuda::routeBlockScaledGemm(operandInfo(a), transA, operandInfo(b), transB, m, n, k,
+                                                              m_ccMajor, m_ccMinor,
+                                                              cudabk::fastPathEnabled("fp8-block-gemm"));
+    if (!r.taken()) return "dequantised fp32 GEMM: " + r.refusal;
+    cuda::Fp8GemmShape s{m, n, k, a.spec.format, b.spec.format, out == DType::F32 ? 0 : 2, false, r.scaling};
+    // A shape cuBLASLt turned down when the GEMM first ran (gemmQuantizedWith) stays down.
+    const auto refused = m_blockGemmRefusals.find(refusalKey(s));
+    if (refused != m_blockGemmRefusals.end()) return "dequantised fp32 GEMM: " + refused->second;
+    return r.scaling == cuda::Fp8GemmScaling::Mxfp8 ? kMxfp8Path : kNvfp4Path;
+  }
   if (m_ccMajor * 10 + m_ccMinor < 89)
     return "dequantised fp32 GEMM: sm_" + std::to_string(m_ccMajor) + std::to_string(m_ccMinor) +
            " has no fp8 tensor cores (sm_89 and up)";
   cuda::Fp8GemmShape s;
-  s.m = transA ? a.cols : a.rows;
-  s.n = transB ? b.rows : b.cols;
-  s.k = transA ? a.rows : a.cols;
+  s.m = m;
+  s.n = n;
+  s.k = k;
   s.aFormat = a.spec.format;
   s.bFormat = b.spec.format;
   s.outCode = out == DType::F32 ? 0 : out == DType::BF16 ? 2 : 1;
@@ -216,7 +244,7 @@ std::string CudaBackend::quantizedGemmPath(const QuantizedTensor& a, bool transA
     return "dequantised fp32 GEMM: not fp8 operands";
   if (!cuda::fp8GemmSupported(s))
     return "dequantised fp32 GEMM: " + s.text() + " (cuBLASLt's fp8 needs m, n, k multiples of 16, not e5m2 x e5m2)";
-  return "fp8 tensor cores (cuBLASLt)";
+  return kFp8Path;
 }
 
 void CudaBackend::gemmQuantized(const QuantizedTensor& a, bool transA, const QuantizedTensor& b, bool transB,
@@ -226,46 +254,80 @@ void CudaBackend::gemmQuantized(const QuantizedTensor& a, bool transA, const Qua
 }
 
 void CudaBackend::gemmQuantizedWith(const QuantizedTensor& a, bool transA, const QuantizedTensor& b, bool transB,
-                                    Tensor& c, const Tensor* bias, bool fastAccumulation) {
+                                    Tensor& c, const Tensor* bias, bool fastAccumulation, unsigned int* dAmaxBits) {
   useDevice();
   const QuantGemmDims d = checkQuantGemm(a, transA, b, transB, c, bias);
-  const std::string path = quantizedGemmPath(a, transA, b, transB, c.dtype());
-  const bool fp8 = path.rfind("fp8 tensor cores", 0) == 0;
+  std::string path = quantizedGemmPath(a, transA, b, transB, c.dtype());
+  const bool mxfp8 = path == kMxfp8Path, nvfp4 = path == kNvfp4Path;
+  bool tensorCores = mxfp8 || nvfp4 || path == kFp8Path;
+  const cuda::Fp8GemmScaling scaling = mxfp8 ? cuda::Fp8GemmScaling::Mxfp8
+                                       : nvfp4 ? cuda::Fp8GemmScaling::Nvfp4
+                                               : cuda::Fp8GemmScaling::PerTensor;
+  // The block-scaled path is the first to meet a new shape on a new GPU generation: where
+  // cuBLASLt has no algorithm for it, the GEMM falls back (and the path says why from then on)
+  // instead of failing the step.
+  const bool bf16Direct = c.dtype() == DType::BF16 && !bias;
+  cuda::Fp8GemmShape s{d.m, d.n, d.k, a.spec.format, b.spec.format, bf16Direct ? 2 : 0,
+                       fastAccumulation && scaling == cuda::Fp8GemmScaling::PerTensor, scaling};
+  if (tensorCores && !m_fp8Gemm) {
+    m_fp8Gemm = std::make_unique<cuda::CublasLtFp8Gemm>();
+    m_memory.onAlloc(MemCategory::Workspace, static_cast<std::int64_t>(m_fp8Gemm->workspaceBytes()));
+  }
+  std::string why;
+  if ((mxfp8 || nvfp4) && !m_fp8Gemm->prepare(s, &why)) {
+    m_blockGemmRefusals[refusalKey(s)] = cuda::joined("cuBLASLt has no block-scaled algorithm for ", s.text(), " (", why, ")");
+    path = quantizedGemmPath(a, transA, b, transB, c.dtype());
+    tensorCores = false;
+  }
   // A bf16 output with a bias, or from the fp32 fallback (cuBLASLt takes no fp32 x fp32 -> bf16):
   // the sum in fp32 first, the bias added, one rounding (the cast).
-  const bool widen = c.dtype() == DType::BF16 && (bias || !fp8);
+  const bool widen = c.dtype() == DType::BF16 && (bias || !tensorCores);
   Tensor wide = widen ? empty({d.m, d.n}, DType::F32, MemCategory::Workspace) : Tensor();
   Tensor& target = wide.defined() ? wide : c;
 
-  if (fp8) {
-    cuda::Fp8GemmShape s{d.m, d.n, d.k, a.spec.format, b.spec.format, target.dtype() == DType::F32 ? 0 : 2,
-                         fastAccumulation};
-    if (!m_fp8Gemm) {
-      m_fp8Gemm = std::make_unique<cuda::CublasLtFp8Gemm>();
-      m_memory.onAlloc(MemCategory::Workspace, static_cast<std::int64_t>(m_fp8Gemm->workspaceBytes()));
-    }
+  if (tensorCores) {
     // The TN layout: a as (m, k) and b as (n, k), K contiguous in both; transposed copies of
-    // the codes where the operand lies the other way (exact: per-tensor scales do not move).
-    Tensor aT, bT;
-    const std::uint8_t* aCodes = a.codes.data<std::uint8_t>();
-    const std::uint8_t* bCodes = b.codes.data<std::uint8_t>();
-    if (transA) {
-      aT = empty({d.m * d.k}, DType::U8, MemCategory::Workspace);
-      cuda::launchTransposeBytes(aCodes, a.rows, a.cols, aT.data<std::uint8_t>(), m_stream);
-      aCodes = aT.data<std::uint8_t>();
+    // the codes where the operand lies the other way (exact: a per-tensor scale does not move,
+    // and a block's scale is indexed by (line, block along K), the same either way).
+    const bool fp4 = a.spec.format == MiniFormat::E2M1;
+    const auto kContiguous = [&](const QuantizedTensor& q, bool transpose, Tensor& copy) {
+      const std::uint8_t* codes = q.codes.data<std::uint8_t>();
+      if (!transpose) return codes;
+      copy = empty({quantCodeBytes(q.rows * q.cols, q.spec.format)}, DType::U8, MemCategory::Workspace);
+      if (fp4) cuda::launchTransposeNibbles(codes, q.rows, q.cols, copy.data<std::uint8_t>(), m_stream);
+      else cuda::launchTransposeBytes(codes, q.rows, q.cols, copy.data<std::uint8_t>(), m_stream);
+      return static_cast<const std::uint8_t*>(copy.data<std::uint8_t>());
+    };
+    Tensor aT, bT, aTiles, bTiles, inv;
+    const std::uint8_t* aCodes = kContiguous(a, transA, aT);
+    const std::uint8_t* bCodes = kContiguous(b, !transB, bT);
+    const void* aScale = nullptr;
+    const void* bScale = nullptr;
+    float alpha = 1.0f;
+    if (scaling == cuda::Fp8GemmScaling::PerTensor) {
+      // 1 / scale on the device for cuBLASLt's scale pointers (a fill, so a graph records it).
+      inv = empty({2}, DType::F32, MemCategory::Workspace);
+      cuda::launchFill(0, inv.data<float>(), 1, 1.0f / a.tensorScale, m_stream);
+      cuda::launchFill(0, inv.data<float>() + 1, 1, 1.0f / b.tensorScale, m_stream);
+      aScale = inv.data<float>();
+      bScale = inv.data<float>() + 1;
+    } else {
+      const auto tiles = [&](const QuantizedTensor& q, Tensor& t) {
+        const QuantLayout L = q.layout();
+        t = empty({blockScaleTilesOf(L).bytes()}, DType::U8, MemCategory::Workspace);
+        cuda::launchTileBlockScales(q.blockScales.data<std::uint8_t>(), L, t.data<std::uint8_t>(), m_stream);
+        return static_cast<const void*>(t.data<std::uint8_t>());
+      };
+      aScale = tiles(a, aTiles);
+      bScale = tiles(b, bTiles);
+      // NVFP4 decodes as e2m1 x s_block / S: the block scales are the tiles', the two tensor
+      // scales are left for alpha (the scale pointers are taken). 1 / (S_a S_b) rounded once
+      // (the double product of two floats is exact).
+      if (nvfp4) alpha = static_cast<float>(1.0 / (double(a.tensorScale) * double(b.tensorScale)));
     }
-    if (!transB) {
-      bT = empty({d.n * d.k}, DType::U8, MemCategory::Workspace);
-      cuda::launchTransposeBytes(bCodes, b.rows, b.cols, bT.data<std::uint8_t>(), m_stream);
-      bCodes = bT.data<std::uint8_t>();
-    }
-    // 1 / scale on the device for cuBLASLt's scale pointers (a fill, so a graph records it).
-    Tensor inv = empty({2}, DType::F32, MemCategory::Workspace);
-    cuda::launchFill(0, inv.data<float>(), 1, 1.0f / a.tensorScale, m_stream);
-    cuda::launchFill(0, inv.data<float>() + 1, 1, 1.0f / b.tensorScale, m_stream);
     checkLaunch("fp8 gemm operands", s.text());
     timeInGemmCounters(2.0 * double(d.m) * double(d.n) * double(d.k), [&] {
-      m_fp8Gemm->run(s, aCodes, inv.data<float>(), bCodes, inv.data<float>() + 1, target.rawData(), m_stream);
+      m_fp8Gemm->run(s, aCodes, aScale, bCodes, bScale, target.rawData(), m_stream, alpha);
     });
   } else {
     if (!m_fp8FallbackSaid) {
@@ -277,10 +339,10 @@ void CudaBackend::gemmQuantizedWith(const QuantizedTensor& a, bool transA, const
     dequantize(a, a32);
     dequantize(b, b32);
     // The decoded values multiplied exactly and summed in fp32: TF32 off whatever backend.tf32.
-    cuda::GemmShape s = gemmShape(d.m, d.n, d.k, transA, transB, a32, target, "gemmQuantized");
-    s.tf32 = false;
+    cuda::GemmShape gs = gemmShape(d.m, d.n, d.k, transA, transB, a32, target, "gemmQuantized");
+    gs.tf32 = false;
     timeInGemmCounters(2.0 * double(d.m) * double(d.n) * double(d.k), [&] {
-      m_gemm->run(s, a32.rawData(), b32.rawData(), nullptr, target.rawData(), m_stream);
+      m_gemm->run(gs, a32.rawData(), b32.rawData(), nullptr, target.rawData(), m_stream);
     });
   }
   if (bias) {
@@ -290,6 +352,16 @@ void CudaBackend::gemmQuantizedWith(const QuantizedTensor& a, bool transA, const
   if (wide.defined()) {
     cuda::launchCast(0, wide.rawData(), 2, c.rawData(), wide.numel(), m_stream);
     checkLaunch("gemmQuantized output", cudabk::shapes({&c}));
+  }
+  // D's amax, of the output as stored (bias added, rounded to c's dtype). cuBLASLt's
+  // AMAX_D_POINTER would do it inside the GEMM, but only for an fp8 D (cublaslt_fp8_gemm.h):
+  // every output here is fp32 or bf16, so it is always our amax kernel, on the stream behind
+  // the GEMM (no host wait).
+  if (dAmaxBits) {
+    static_assert(!cuda::cublasLtWritesAmaxD(0) && !cuda::cublasLtWritesAmaxD(2), "see above");
+    checkCuda(cudaMemsetAsync(dAmaxBits, 0, sizeof *dAmaxBits, m_stream), "gemmQuantized", "clear D amax");
+    cuda::launchAmaxBits(floatCode(c, "gemmQuantized"), c.rawData(), c.numel(), dAmaxBits, m_stream);
+    checkLaunch("gemmQuantized D amax", cudabk::shapes({&c}));
   }
 }
 

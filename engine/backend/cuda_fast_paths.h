@@ -29,6 +29,10 @@
 //                           reference over copies (the same bits either way)
 //   fp8-gemm                per-tensor fp8 GEMMs on the fp8 tensor cores (cuBLASLt, sm_89+);
 //                           off, every quantised GEMM decoded to fp32 for the fp32 GEMM
+//   fp8-block-gemm          MXFP8 / NVFP4 GEMMs on the block-scaled tensor cores (cuBLASLt
+//                           VEC32_UE8M0 / VEC16_UE4M3, sm_100+, scales tiled by
+//                           kernels/cuda/fp8_block_scales.cu); off, those decoded to fp32 for the
+//                           fp32 GEMM (fp8-gemm off turns this off too)
 // Read once per process. Unknown names are ignored, so a script written for a later build
 // still runs.
 #pragma once
@@ -39,12 +43,18 @@
 namespace amp::cudabk {
 
 inline bool fastPathEnabled(const char* name) {
-  static const std::string disabled = [] {
+  // Appended piece by piece (GCC 12's -Wrestrict misfires on "," + std::string(...) chains).
+  const auto framed = [](const char* text) {
+    std::string s = ",";
+    s += text;
+    s += ",";
+    return s;
+  };
+  static const std::string disabled = [&framed] {
     const char* v = std::getenv("AMP_CUDA_DISABLE");
-    return "," + std::string(v ? v : "") + ",";
+    return framed(v ? v : "");
   }();
-  return disabled.find(",all,") == std::string::npos &&
-         disabled.find("," + std::string(name) + ",") == std::string::npos;
+  return disabled.find(",all,") == std::string::npos && disabled.find(framed(name)) == std::string::npos;
 }
 
 }  // namespace amp::cudabk

@@ -1,7 +1,10 @@
 // cuBLASLt is column-major (see cublaslt_gemm.cpp): the row-major c (m, n) = a (m, k) . b (n, k)^T
 // is the column-major c^T (n, m) = B'^T . A' with cuBLASLt's A = our b's memory (column-major
 // (k, n), ld k, op T) and its B = our a's memory (column-major (k, m), ld k, op N): exactly the
-// "TN" layout its fp8 kernels require. So cuBLASLt's A scale is our b's, its B scale our a's.
+// "TN" layout its fp8 kernels require. So cuBLASLt's A scale is our b's, its B scale our a's,
+// whether a scale is one float (per tensor) or a tiled block-scale array (MXFP8 / NVFP4): the
+// tiles of each operand have its non-K extent as their rows (kernels/common/block_scale_tiles.h),
+// which is what cuBLASLt's A (n rows of K) and B (m rows of K) expect.
 #include "kernels/cuda/cublaslt_fp8_gemm.h"
 
 #include <cublasLt.h>
@@ -15,8 +18,9 @@ namespace {
 
 constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
 
-cudaDataType_t fp8Type(MiniFormat f) { return f == MiniFormat::E5M2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3; }
-const char* formatName(MiniFormat f) { return f == MiniFormat::E5M2 ? "e5m2" : f == MiniFormat::E4M3 ? "e4m3" : "other"; }
+cudaDataType_t elementType(MiniFormat f) {
+  return f == MiniFormat::E2M1 ? CUDA_R_4F_E2M1 : f == MiniFormat::E5M2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
+}
 
 void check(cublasStatus_t status, const char* what, const Fp8GemmShape* shape = nullptr) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
@@ -37,22 +41,27 @@ std::string Fp8GemmShape::text() const {
   t += " x ";
   t += std::to_string(k);
   t += ") ";
-  t += formatName(aFormat);
+  t += elementName(aFormat);
   t += " . (";
   t += std::to_string(n);
   t += " x ";
   t += std::to_string(k);
   t += ")^T ";
-  t += formatName(bFormat);
+  t += elementName(bFormat);
   t += outCode == 0 ? " -> fp32" : " -> bf16";
+  if (scaling == Fp8GemmScaling::Mxfp8) t += " mxfp8 (VEC32_UE8M0)";
+  if (scaling == Fp8GemmScaling::Nvfp4) t += " nvfp4 (VEC16_UE4M3)";
   if (fastAccum) t += " (fast accumulation)";
   return t;
 }
 
 bool fp8GemmSupported(const Fp8GemmShape& s) {
+  if (s.outCode != 0 && s.outCode != 2) return false;
+  if (s.scaling == Fp8GemmScaling::Nvfp4)
+    return s.aFormat == MiniFormat::E2M1 && s.bFormat == MiniFormat::E2M1 && blockGemmShapeOk(s.m, s.n, s.k);
   if (!isFp8(s.aFormat) || !isFp8(s.bFormat)) return false;
   if (s.aFormat == MiniFormat::E5M2 && s.bFormat == MiniFormat::E5M2) return false;
-  if (s.outCode != 0 && s.outCode != 2) return false;
+  if (s.scaling == Fp8GemmScaling::Mxfp8) return blockGemmShapeOk(s.m, s.n, s.k);
   return s.m > 0 && s.n > 0 && s.k > 0 && s.m % 16 == 0 && s.n % 16 == 0 && s.k % 16 == 0;
 }
 
@@ -88,7 +97,7 @@ CublasLtFp8Gemm::~CublasLtFp8Gemm() {
 }
 
 CublasLtFp8Gemm::Plan& CublasLtFp8Gemm::planFor(const Fp8GemmShape& s) {
-  const Key key{s.m, s.n, s.k, int(s.aFormat), int(s.bFormat), s.outCode, s.fastAccum};
+  const Key key{s.m, s.n, s.k, int(s.aFormat), int(s.bFormat), s.outCode, s.fastAccum, int(s.scaling)};
   auto it = m_plans.find(key);
   if (it != m_plans.end()) return *it->second;
   if (!fp8GemmSupported(s)) throw std::runtime_error("cuBLASLt fp8: unsupported gemm " + s.text());
@@ -98,13 +107,32 @@ CublasLtFp8Gemm::Plan& CublasLtFp8Gemm::planFor(const Fp8GemmShape& s) {
   const cublasOperation_t opA = CUBLAS_OP_T, opB = CUBLAS_OP_N;
   check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA), "transa", &s);
   check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB), "transb", &s);
-  const std::int8_t fast = s.fastAccum ? 1 : 0;
-  check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast), "fast accumulation",
-        &s);
+  if (s.scaling == Fp8GemmScaling::PerTensor) {
+    const std::int8_t fast = s.fastAccum ? 1 : 0;
+    check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast),
+          "fast accumulation", &s);
+  } else {
+    // Both operands scaled per block along K; the scale pointers (set per run) then point to the
+    // tiled block scales, and the modes must be on the descriptor before the heuristic looks.
+    const cublasLtMatmulMatrixScale_t mode = s.scaling == Fp8GemmScaling::Mxfp8
+                                                 ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0
+                                                 : CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3;
+    check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode),
+          "a scale mode", &s);
+    check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode),
+          "b scale mode", &s);
+  }
   const cudaDataType_t out = s.outCode == 0 ? CUDA_R_32F : CUDA_R_16BF;
-  check(cublasLtMatrixLayoutCreate(&plan->a, fp8Type(s.bFormat), s.k, s.n, s.k), "layout of b", &s);
-  check(cublasLtMatrixLayoutCreate(&plan->b, fp8Type(s.aFormat), s.k, s.m, s.k), "layout of a", &s);
+  // Sizes in elements (E2M1 included: cuBLASLt counts its packed values, not bytes).
+  check(cublasLtMatrixLayoutCreate(&plan->a, elementType(s.bFormat), s.k, s.n, s.k), "layout of b", &s);
+  check(cublasLtMatrixLayoutCreate(&plan->b, elementType(s.aFormat), s.k, s.m, s.k), "layout of a", &s);
   check(cublasLtMatrixLayoutCreate(&plan->c, out, s.n, s.m, s.n), "layout of c", &s);
+
+  // The scale pointers as the heuristic will see them in use: set (run() sets the real ones per
+  // call; the heuristic only reads the descriptor, never the memory), as cuBLASLt's samples set
+  // them before asking. Any 256-byte aligned device address does: the workspace's.
+  for (const auto attr : {CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER})
+    check(cublasLtMatmulDescSetAttribute(plan->op, attr, &m_workspace, sizeof m_workspace), "scale pointer", &s);
 
   cublasLtMatmulPreference_t pref = nullptr;
   check(cublasLtMatmulPreferenceCreate(&pref), "preference", &s);
@@ -131,15 +159,25 @@ CublasLtFp8Gemm::Plan& CublasLtFp8Gemm::planFor(const Fp8GemmShape& s) {
   return *m_plans.emplace(key, std::move(plan)).first->second;
 }
 
-void CublasLtFp8Gemm::run(const Fp8GemmShape& s, const std::uint8_t* a, const float* invScaleA, const std::uint8_t* b,
-                          const float* invScaleB, void* c, Stream stream) {
+bool CublasLtFp8Gemm::prepare(const Fp8GemmShape& s, std::string* why) {
+  try {
+    planFor(s);
+    return true;
+  } catch (const std::runtime_error& e) {
+    if (why) *why = e.what();
+    return false;
+  }
+}
+
+void CublasLtFp8Gemm::run(const Fp8GemmShape& s, const std::uint8_t* a, const void* scaleA, const std::uint8_t* b,
+                          const void* scaleB, void* c, Stream stream, float alpha) {
   Plan& plan = planFor(s);
   // cuBLASLt's A is our b (the top of the file): its scale is b's.
-  check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &invScaleB, sizeof invScaleB),
+  check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scaleB, sizeof scaleB),
         "a scale pointer", &s);
-  check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &invScaleA, sizeof invScaleA),
+  check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scaleA, sizeof scaleA),
         "b scale pointer", &s);
-  const float alpha = 1.f, beta = 0.f;
+  const float beta = 0.f;
   check(cublasLtMatmul(static_cast<cublasLtHandle_t>(m_handle), plan.op, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c,
                        c, plan.c, &plan.algo, m_workspace, m_workspaceBytes, stream),
         "matmul", &s);
