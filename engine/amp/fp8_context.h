@@ -59,8 +59,11 @@ class Fp8Context {
   // range sits beside its inputs'. No recipe here scales an output from it (the outputs stay
   // bf16; Transformer Engine needs it for fp8 outputs), so it is kept for inspection: the
   // largest of the step (micro-batches included), NaN where a step's outputs were not finite.
-  // recordsOutputs: whether a forward should measure it (training, not a quiet replay).
-  bool recordsOutputs(bool training) const { return training && !m_quiet; }
+  // recordsOutputs: whether a forward should measure it: a training histogram step, not a quiet
+  // replay. Histogram steps only: the measure is a read back to the host (our amax kernel on a
+  // GPU: cuBLASLt has D's amax for fp8 outputs only), a wait per layer that other steps, and the
+  // CUDA graphs they may replay, must not have; histogram steps read the statistics back anyway.
+  bool recordsOutputs(bool training) const { return training && !m_quiet && m_histogramStep; }
   void recordOutputAmax(const std::string& layer, float amax);
   // The amax the layer's output had in the last step that recorded one; NaN before any.
   float outputAmax(const std::string& layer) const;

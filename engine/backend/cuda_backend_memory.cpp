@@ -166,8 +166,12 @@ std::optional<DeviceMemoryInfo> CudaBackend::deviceMemory() const {
 std::string CudaBackend::fp8Description() const {
   std::string d = cudabk::fastPathEnabled("fp8-quantize") ? "; fp8 quantisers on the device, "
                                                            : "; fp8 quantisers on the host (AMP_CUDA_DISABLE=fp8-quantize), ";
+  const bool blockCores = m_ccMajor >= 10 && cudabk::fastPathEnabled("fp8-gemm") &&
+                          cudabk::fastPathEnabled("fp8-block-gemm");
   if (m_ccMajor * 10 + m_ccMinor >= 89 && cudabk::fastPathEnabled("fp8-gemm"))
-    d += "per-tensor fp8 GEMMs on the fp8 tensor cores (cuBLASLt), block-scaled ones dequantised into fp32";
+    d += blockCores ? "per-tensor fp8, MXFP8 and NVFP4 GEMMs on the tensor cores (cuBLASLt; blockwise dequantised "
+                      "into fp32)"
+                    : "per-tensor fp8 GEMMs on the fp8 tensor cores (cuBLASLt), block-scaled ones dequantised into fp32";
   else
     d += "fp8 GEMMs dequantised into fp32 (no fp8 tensor cores, or AMP_CUDA_DISABLE=fp8-gemm)";
   return d;

@@ -122,7 +122,7 @@ struct Mlp {
   }
   // One training step's forward and backward on a batch of 32: returns the output (bf16).
   Tensor step(std::int64_t n, float scale = 1.f) {
-    f8->beginStep(n, false);
+    f8->beginStep(n, true);  // a histogram step: the steps that record D's amax
     LayerContext ctx{be, ac};
     ctx.fp8 = f8.get();
     std::vector<float> xv(32 * 64);
@@ -186,7 +186,10 @@ TEST(Fp8OutputAmax, AStepKeepsItsLargestAndQuietReplaysRecordNothing) {
   Fp8Config c;
   c.keepBf16 = "none";
   Fp8Context f8(c, 1);
-  f8.beginStep(4, false);
+  f8.beginStep(3, false);
+  EXPECT_FALSE(f8.recordsOutputs(true));  // not a histogram step: no read back, graphs stay possible
+  f8.beginStep(4, true);
+  EXPECT_TRUE(f8.recordsOutputs(true));
   f8.recordOutputAmax("fc", 2.f);
   f8.recordOutputAmax("fc", 1.f);  // a second micro-batch
   EXPECT_EQ(f8.outputAmax("fc"), 2.f);
@@ -200,7 +203,7 @@ TEST(Fp8OutputAmax, AStepKeepsItsLargestAndQuietReplaysRecordNothing) {
   f8.recordOutputAmax("fc", std::nanf(""));
   f8.recordOutputAmax("fc", 3.f);
   EXPECT_TRUE(std::isnan(f8.outputAmax("fc")));  // a non-finite output stays visible for the step
-  f8.beginStep(5, false);
+  f8.beginStep(5, true);
   f8.recordOutputAmax("fc", 0.5f);
   EXPECT_EQ(f8.outputAmax("fc"), 0.5f);
   EXPECT_EQ(f8.outputAmaxStep("fc"), 5);
