@@ -120,6 +120,26 @@ double quantile(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (pos - double(lo)) * (sorted[hi] - sorted[lo]);
 }
 
+// The rule on a ratio's quartiles, paired or not: `samples` rounds (or timed steps), the
+// quartiles `low` and `high`.
+SpeedNoise quartileNoise(int samples, double low, double high, double threshold) {
+  if (samples < kMinPairedRounds) return SpeedNoise::TooFew;
+  if (high > kMaxPairedSpread * low) return SpeedNoise::Spread;
+  if (low < threshold && high >= threshold) return SpeedNoise::Straddles;
+  return SpeedNoise::None;
+}
+
+// A run's timed step times, sorted: those the ms/step column's median takes (RunSummary: the
+// first `warmup` left out where there are more than twice as many), less unmeasured ones.
+std::vector<double> timedSteps(const std::vector<double>& stepMs, int warmup) {
+  const std::size_t skip = stepMs.size() > 2 * std::size_t(std::max(warmup, 0)) ? std::size_t(std::max(warmup, 0)) : 0;
+  std::vector<double> out;
+  for (std::size_t i = skip; i < stepMs.size(); ++i)
+    if (stepMs[i] > 0 && std::isfinite(stepMs[i])) out.push_back(stepMs[i]);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
 
 PairedSpeed pairedSpeed(const std::vector<double>& baselineMs, const std::vector<double>& runMs,
@@ -136,8 +156,38 @@ PairedSpeed pairedSpeed(const std::vector<double>& baselineMs, const std::vector
   out.ratio = quantile(ratios, 0.5);
   out.low = quantile(ratios, 0.25);
   out.high = quantile(ratios, 0.75);
-  out.noisy = out.rounds < kMinPairedRounds || out.high > kMaxPairedSpread * out.low ||
-              (out.low < threshold && out.high >= threshold);
+  out.noisy = quartileNoise(out.rounds, out.low, out.high, threshold) != SpeedNoise::None;
+  return out;
+}
+
+SpeedRatio speedRatio(const std::vector<double>& baselineMs, const std::vector<double>& runMs, int turnBlockSteps,
+                      double threshold, int warmup) {
+  SpeedRatio out;
+  if (turnBlockSteps > 0) {
+    const PairedSpeed p = pairedSpeed(baselineMs, runMs, turnBlockSteps, threshold, warmup);
+    out.paired = true;
+    out.samples = p.rounds;
+    out.ratio = p.ratio;
+    out.low = p.low;
+    out.high = p.high;
+    out.noise = quartileNoise(p.rounds, p.low, p.high, threshold);
+    return out;
+  }
+  const std::vector<double> base = timedSteps(baselineMs, warmup), own = timedSteps(runMs, warmup);
+  out.samples = int(std::min(base.size(), own.size()));
+  if (base.empty() || own.empty()) return out;  // not measured: ratio 0, too few
+  out.ratio = quantile(base, 0.5) / quantile(own, 0.5);
+  const double b1 = quantile(base, 0.25), b3 = quantile(base, 0.75);
+  const double r1 = quantile(own, 0.25), r3 = quantile(own, 0.75);
+  out.low = b1 / r3;
+  out.high = b3 / r1;
+  out.baselineSpread = b3 / b1;
+  out.runSpread = r3 / r1;
+  if (out.samples < kMinPairedRounds) out.noise = SpeedNoise::TooFew;
+  else if (out.baselineSpread > kMaxPairedSpread) out.noise = SpeedNoise::BaselineSpread;
+  else if (out.runSpread > kMaxPairedSpread) out.noise = SpeedNoise::RunSpread;
+  else if (out.low < threshold && out.high >= threshold) out.noise = SpeedNoise::Straddles;
+  else out.noise = SpeedNoise::None;
   return out;
 }
 

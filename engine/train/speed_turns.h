@@ -86,4 +86,46 @@ constexpr double kMaxPairedSpread = 1.5;
 PairedSpeed pairedSpeed(const std::vector<double>& baselineMs, const std::vector<double>& runMs,
                         int blockSteps, double threshold = 1.0, int warmup = 3);
 
+// Why a speed ratio says nothing (SpeedRatio::noise), in the order the rule looks.
+enum class SpeedNoise {
+  None,            // the figures agree: the ratio stands
+  TooFew,          // fewer than kMinPairedRounds rounds (paired) or timed steps (either run)
+  Spread,          // paired: the rounds' ratios' quartiles more than kMaxPairedSpread apart
+  BaselineSpread,  // not paired: the baseline's own step times' quartiles that far apart
+  RunSpread,       // not paired: the run's own step times' quartiles that far apart
+  Straddles,       // the quartiles (paired) or the range they give (not) on both sides of the threshold
+};
+
+// One run's speed against a baseline's as every table and chart states it (the runs table's
+// Speed-up column, the throughput chart's legend; issue 38: a bare ratio of medians read
+// "fp16 421x fp32" on a shared machine).
+//
+// Runs that trained in turns with each other are compared round by round: pairedSpeed, its
+// rule unchanged. Other runs (one after another, side by side, loaded from files) have no rounds
+// to pair, so they are compared by their median step times (the ms/step column's: the first
+// `warmup` steps left out where a run has more than twice that many), and the same rule is put
+// to what they have: too noisy to conclude when
+//   - either run has fewer than kMinPairedRounds timed steps,
+//   - either run's own step times have quartiles more than kMaxPairedSpread apart (the load
+//     moved while it trained), or
+//   - the range the quartiles allow, from the baseline's lower quartile over the run's upper one
+//     to the baseline's upper over the run's lower, lies on both sides of `threshold`.
+// What no rule on the figures sees is a load that changed between two steady runs timed one
+// after another: only turns catch that, which is why `paired` says how the ratio was taken.
+struct SpeedRatio {
+  bool paired = false;       // round by round of turns (else the medians' ratio)
+  int samples = 0;           // paired: the rounds; else the fewer timed steps of the two runs
+  double ratio = 0;          // baseline ms / run ms (2 = twice as fast); 0: not measured
+  double low = 0, high = 0;  // paired: the rounds' quartiles; else the range from the quartiles
+  // Not paired: each run's upper quartile step time over its lower one (1 = steady).
+  double baselineSpread = 0, runSpread = 0;
+  SpeedNoise noise = SpeedNoise::TooFew;
+  bool noisy() const { return noise != SpeedNoise::None; }
+};
+
+// turnBlockSteps: the block of steps both runs trained in turns with (the same rotation), 0 when
+// they did not take turns with each other.
+SpeedRatio speedRatio(const std::vector<double>& baselineMs, const std::vector<double>& runMs,
+                      int turnBlockSteps, double threshold = 1.0, int warmup = 3);
+
 }  // namespace amp

@@ -149,3 +149,70 @@ TEST(PairedSpeed, WarmupStepsAndUnpairedRoundsAreLeftOut) {
   EXPECT_DOUBLE_EQ(p.low, 2.0);
   EXPECT_FALSE(p.noisy);
 }
+
+// speedRatio: the one figure the runs table and the throughput legend show (issue 38).
+namespace {
+
+// `pattern` repeated `times` times: a run's step times, step 1 first.
+std::vector<double> repeated(const std::vector<double>& pattern, int times) {
+  std::vector<double> out;
+  for (int i = 0; i < times; ++i) out.insert(out.end(), pattern.begin(), pattern.end());
+  return out;
+}
+
+}  // namespace
+
+TEST(SpeedRatio, RunsThatTookTurnsAreComparedRoundByRound) {
+  // pairedSpeed's figure and rule, with the reason named.
+  const SpeedRatio load = speedRatio(blocks({10, 10, 40, 40, 40}, 4), blocks({5, 5, 20, 20, 20}, 4), 4);
+  EXPECT_TRUE(load.paired);
+  EXPECT_EQ(load.samples, 5);
+  EXPECT_DOUBLE_EQ(load.ratio, 2.0);
+  EXPECT_EQ(load.noise, SpeedNoise::None);
+  // The same step times timed one after another would be judged by their own spread: 10 and 40
+  // ms are 4x apart within each run.
+  EXPECT_EQ(speedRatio(blocks({10, 10, 40, 40, 40}, 4), blocks({5, 5, 20, 20, 20}, 4), 0).noise,
+            SpeedNoise::BaselineSpread);
+  EXPECT_EQ(speedRatio(blocks({10, 10, 10, 10}, 4), blocks({9, 11, 9.5, 10.8}, 4), 4).noise, SpeedNoise::Straddles);
+  EXPECT_EQ(speedRatio(blocks({10, 10, 10, 10, 10}, 4), blocks({2, 3, 5, 7, 8}, 4), 4).noise, SpeedNoise::Spread);
+  const SpeedRatio two = speedRatio(blocks({10, 10}, 4), blocks({5, 5}, 4), 4);
+  EXPECT_EQ(two.noise, SpeedNoise::TooFew);
+  EXPECT_DOUBLE_EQ(two.ratio, 2.0);  // the figure stays, flagged
+  EXPECT_EQ(speedRatio({}, blocks({5, 5}, 4), 4).ratio, 0.0);  // nothing paired: not measured
+}
+
+TEST(SpeedRatio, RunsNotInTurnsCompareTheirMediansAndTheirOwnSpread) {
+  // Steady runs: the ms/step column's medians (the first 3 steps left out), a range of one value.
+  std::vector<double> base(20, 10.0), run(20, 5.0);
+  base[0] = base[1] = base[2] = 900;  // warm-up
+  const SpeedRatio steady = speedRatio(base, run, 0);
+  EXPECT_FALSE(steady.paired);
+  EXPECT_EQ(steady.samples, 17);
+  EXPECT_DOUBLE_EQ(steady.ratio, 2.0);
+  EXPECT_DOUBLE_EQ(steady.low, 2.0);
+  EXPECT_DOUBLE_EQ(steady.high, 2.0);
+  EXPECT_DOUBLE_EQ(steady.baselineSpread, 1.0);
+  EXPECT_FALSE(steady.noisy());
+  // The run's step times swing 5 to 10 ms (a busy process beside it): quartiles 2x apart.
+  const SpeedRatio swinging = speedRatio(std::vector<double>(20, 10.0), repeated({5, 10}, 10), 0, 1.0, 0);
+  EXPECT_DOUBLE_EQ(swinging.runSpread, 2.0);
+  EXPECT_EQ(swinging.noise, SpeedNoise::RunSpread);
+  EXPECT_EQ(speedRatio(repeated({20, 40}, 10), std::vector<double>(20, 10.0), 0, 1.0, 0).noise,
+            SpeedNoise::BaselineSpread);
+  // Each steady within 5%, at the same speed: the quartiles allow 0.95x to 1.05x, both sides of 1.
+  const std::vector<double> wobbly = repeated({9, 10, 11, 10}, 5);
+  const SpeedRatio same = speedRatio(wobbly, wobbly, 0, 1.0, 0);
+  EXPECT_DOUBLE_EQ(same.ratio, 1.0);
+  EXPECT_NEAR(same.low, 9.75 / 10.25, 1e-12);
+  EXPECT_EQ(same.noise, SpeedNoise::Straddles);
+  // 1.43x faster with the same wobble: clear of 1, but not of the 1.5x a verdict might ask.
+  std::vector<double> faster;
+  for (double ms : wobbly) faster.push_back(ms * 0.7);
+  EXPECT_EQ(speedRatio(wobbly, faster, 0, 1.0, 0).noise, SpeedNoise::None);
+  EXPECT_EQ(speedRatio(wobbly, faster, 0, 1.5, 0).noise, SpeedNoise::Straddles);
+  // Two timed steps are too few; none is not measured.
+  EXPECT_EQ(speedRatio({10, 10}, {5, 5}, 0).noise, SpeedNoise::TooFew);
+  EXPECT_EQ(speedRatio({10, 10}, {}, 0).ratio, 0.0);
+  // Unmeasured step times (0: an imported log without them) do not count.
+  EXPECT_EQ(speedRatio(std::vector<double>(20, 0.0), run, 0).ratio, 0.0);
+}
