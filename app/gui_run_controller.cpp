@@ -102,6 +102,8 @@ QVector<ui::RunData*> RunController::enqueueInTurns(const QVector<RunConfig>& co
     ui::RunData* r = runs[i];
     m_queue.removeOne(r->id);
     m_turnBlock.insert(r->id, block);
+    r->turnSet = runs.first()->id;  // the runs table pairs their step times round by round
+    r->turnBlockSteps = block;
     log(r, {tr("trains in turns with the lesson's other %1 run(s), %2 step(s) each, so that their step "
                "times share the machine's load").arg(runs.size() - 1).arg(block)});
     startRun(r, m_queuePaused.removeOne(r->id), turns, i);

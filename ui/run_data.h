@@ -78,6 +78,11 @@ struct RunData {
   // Runs started together (a lesson's variants, twin runs) share a group: the group's fp32
   // member is their baseline, and the charts and tables can show the group together.
   QString group;
+  // Runs that trained in turns (engine/train/speed_turns.h: a lesson's variants in the app)
+  // share a turnSet (the first one's run id) and the block of steps each turn took; their step
+  // times are compared round by round. 0: this run took no turns (loaded runs among them).
+  int turnSet = 0;
+  int turnBlockSteps = 0;
   QStringList tags;         // the user's labels, for filtering the runs table
   QString note;             // the user's free-text note on the run
   RunSeries series;

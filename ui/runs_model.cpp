@@ -9,6 +9,7 @@
 #include "engine/core/memory_tracker.h"
 #include "ui/config_diff.h"
 #include "ui/run_groups.h"
+#include "ui/speed_ratio.h"
 #include "ui/theme.h"
 
 namespace amp::ui {
@@ -53,6 +54,7 @@ void RunsModel::setBaselineId(int id) {
 
 void RunsModel::baselinesChanged() {
   m_baselines.clear();
+  m_speeds.clear();
   if (!m_runs.isEmpty()) emit dataChanged(index(0, SpeedUp), index(m_runs.size() - 1, MemoryRatio));
 }
 
@@ -79,6 +81,7 @@ int RunsModel::archivedCount() const {
 void RunsModel::refresh() {
   for (const RunData* r : std::as_const(m_runs)) m_summaries[r->id] = r->summary.summary();
   m_baselines.clear();  // groups may have been set since
+  m_speeds.clear();
   if (!m_runs.isEmpty()) emit dataChanged(index(0, 0), index(m_runs.size() - 1, ColumnCount - 1));
 }
 
@@ -87,6 +90,7 @@ void RunsModel::refreshRun(const RunData* run) {
   if (row < 0) return;
   m_summaries[run->id] = run->summary.summary();
   m_baselines.clear();
+  m_speeds.clear();  // this run's steps, and every run's it is the baseline of
   emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
   // Every ratio depends on a baseline, and this run may be one: the ratio columns change with it.
   if (m_runs.size() > 1) emit dataChanged(index(0, SpeedUp), index(m_runs.size() - 1, MemoryRatio));
@@ -160,6 +164,15 @@ RunsModel::Baseline RunsModel::baselineOf(const RunData& run) const {
   return b;
 }
 
+const SpeedRatio& RunsModel::speedOf(const RunData& run) const {
+  if (auto it = m_speeds.find(run.id); it != m_speeds.end()) return it->second;
+  SpeedRatio s;
+  const Baseline b = baselineOf(run);
+  const int row = rowOf(b.id);
+  if (row >= 0 && b.id != run.id) s = speedRatioOf(run, *m_runs[row]);
+  return m_speeds[run.id] = s;
+}
+
 double RunsModel::columnBytes(const RunData& r, const RunSummary& s, int column) {
   switch (column) {
     case PeakActivations:
@@ -183,7 +196,7 @@ QString RunsModel::sizeWithRatio(const RunData& r, double bytes, int column) con
 }
 
 QString RunsModel::ratioToolTip(const RunData& r, int column) const {
-  const QString what = column == SpeedUp      ? tr("Baseline median ms/step ÷ this run's (higher is faster)")
+  const QString what = column == SpeedUp      ? tr("Baseline ms/step ÷ this run's (higher is faster)")
                        : column == MemoryRatio ? tr("This run's peak memory ÷ the baseline's (lower is leaner)")
                        : column == PeakActivations ? tr("This run's peak activation bytes ÷ the baseline's")
                        : column == Checkpoint      ? tr("This run's checkpoint size ÷ the baseline's")
@@ -193,10 +206,13 @@ QString RunsModel::ratioToolTip(const RunData& r, int column) const {
   if (row < 0) return what + QLatin1Char('\n') + tr("No baseline: no fp32 run in its group or of the same workload.");
   const QString against = m_runs[row]->name;
   if (b.id == r.id) return what + QLatin1Char('\n') + tr("This run is the baseline.");
-  if (b.workloadKeys.isEmpty()) return what + QLatin1Char('\n') + tr("Against %1.").arg(against);
+  // The speed-up says how it was taken, and why it is too noisy to conclude where it is.
+  const QString how = column == SpeedUp ? speedRatioExplanation(speedOf(r), against) : QString();
+  const QString more = how.isEmpty() ? QString() : QLatin1Char('\n') + how;
+  if (b.workloadKeys.isEmpty()) return what + QLatin1Char('\n') + tr("Against %1.").arg(against) + more;
   return tr("⚠ Against %1, which differs in %2: this compares different workloads, not precisions.")
              .arg(against, b.workloadKeys.join(QStringLiteral(", "))) +
-         QLatin1Char('\n') + what;
+         QLatin1Char('\n') + what + more;
 }
 
 QVariant RunsModel::display(const RunData& r, const RunSummary& s, int column) const {
@@ -248,16 +264,19 @@ QVariant RunsModel::display(const RunData& r, const RunSummary& s, int column) c
       const Baseline base = baselineOf(r);
       const RunSummary* b = summaryOf(base.id);
       if (!b) return {};
-      double ratio = 0;
+      QString text;
       if (column == SpeedUp) {
         if (s.medianStepMs <= 0 || b->medianStepMs <= 0) return {};
-        ratio = b->medianStepMs / s.medianStepMs;
+        if (base.id == r.id) return tr("baseline");
+        // Round by round where the two trained in turns, else their medians' ratio; "~1.3×
+        // (noisy)" where the step times are too noisy to conclude (engine/train/speed_turns.h).
+        text = speedRatioText(speedOf(r));
+        if (text.isEmpty()) return {};
       } else {
         if (!hasSteps || b->peakMemory.totalPeak <= 0 || r.notLogged(QStringLiteral("memory"))) return {};
-        ratio = double(s.peakMemory.totalPeak) / double(b->peakMemory.totalPeak);
+        if (base.id == r.id) return tr("baseline");
+        text = QStringLiteral("%1×").arg(double(s.peakMemory.totalPeak) / double(b->peakMemory.totalPeak), 0, 'f', 2);
       }
-      if (base.id == r.id) return tr("baseline");
-      const QString text = QStringLiteral("%1×").arg(ratio, 0, 'f', 2);
       // Another workload: the figure stays visible, but never without the warning sign.
       return base.workloadKeys.isEmpty() ? text : QStringLiteral("⚠ ") + text;
     }
@@ -294,6 +313,8 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
       }
       if ((index.column() == SpeedUp || index.column() == MemoryRatio) && !baselineOf(*r).workloadKeys.isEmpty())
         return QBrush(warningColor());
+      // Too noisy to conclude: the figure stays, in the warning colour, its reason in the tooltip.
+      if (index.column() == SpeedUp && speedOf(*r).noisy() && speedOf(*r).ratio > 0) return QBrush(warningColor());
       if (index.column() == Skipped && s.skippedSteps > 0) return QBrush(warningColor());
       break;
     case Qt::FontRole:
@@ -400,8 +421,10 @@ QVariant RunsModel::headerData(int section, Qt::Orientation o, int role) const {
         return tr("Size of the weights alone in the run's compute dtype, as File > Export weights and "
                   "ampstudio-cli export --weights write them: half of fp32's for a 16-bit run");
       case SpeedUp:
-        return tr("Baseline median ms/step ÷ this run's (higher is faster). The baseline is the fp32 run "
-                  "of the run's own group unless one is chosen above; ⚠: another model, data set or batch size");
+        return tr("Baseline ms/step ÷ this run's (higher is faster): round by round for runs that trained in "
+                  "turns (a lesson's), else the medians'. The baseline is the fp32 run of the run's own group "
+                  "unless one is chosen above; ⚠: another model, data set or batch size; \"~1.3× (noisy)\": "
+                  "the step times are too noisy to conclude (the cell's tooltip says why)");
       case MemoryRatio:
         return tr("This run's peak memory (the Peak mem column) ÷ the baseline's (lower is leaner)");
       case Group: return tr("Runs started together (a lesson, twin runs); right-click to select the group");

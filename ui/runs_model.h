@@ -2,14 +2,17 @@
 // status, results, the user's tags and note, and the speed-up and memory ratio against a
 // baseline: by default each run's own group's fp32 run (runs of one lesson or one twin start),
 // or one run the user forces for every row. A ratio against a run of another model, data set or
-// batch size is shown only with a warning. The tick box of a row decides whether the run is
-// overlaid in the charts (RunData::visible).
+// batch size is shown only with a warning. The speed-up is the app's one speed figure
+// (ui/speed_ratio.h): round by round for runs that trained in turns, and "~1.3× (noisy)" in the
+// warning colour, with the reason in its tooltip, where the step times are too noisy to conclude.
+// The tick box of a row decides whether the run is overlaid in the charts (RunData::visible).
 #pragma once
 
 #include <QAbstractTableModel>
 #include <QVector>
 #include <map>
 
+#include "engine/train/speed_turns.h"
 #include "ui/run_data.h"
 
 namespace amp::ui {
@@ -81,6 +84,9 @@ class RunsModel : public QAbstractTableModel {
   static double columnBytes(const RunData& r, const RunSummary& s, int column);
   Baseline baselineOf(const RunData& run) const;
   const RunSummary* summaryOf(int runId) const;  // nullptr without steps
+  // The Speed-up column's figure for `run` against its baseline (ui/speed_ratio.h), cached
+  // until the next refresh or baseline change; ratio 0 where there is none.
+  const SpeedRatio& speedOf(const RunData& run) const;
   void baselinesChanged();
 
   QVector<RunData*> m_runs;
@@ -88,6 +94,7 @@ class RunsModel : public QAbstractTableModel {
   int m_baselineId = 0;
   // Each run's baseline, found once per change (the workload check compares whole configs).
   mutable std::map<int, Baseline> m_baselines;
+  mutable std::map<int, SpeedRatio> m_speeds;  // speedOf's, by run id (it sorts step times)
 };
 
 }  // namespace amp::ui

@@ -8,6 +8,7 @@
 #include <QTableView>
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "ui/run_data.h"
 #include "ui/runs_panel.h"
@@ -24,6 +25,9 @@ struct FakeRun {
   std::string model = "mlp";
   std::string data = "spirals";
   std::int64_t batchSize = 50;
+  // Each step's time, step 1 first (the speed-up's noise rule reads them); empty: 10 steps of
+  // stepMs.
+  std::vector<double> stepTimes = {};
 };
 
 inline std::unique_ptr<ui::RunData> makeRun(int id, const FakeRun& f) {
@@ -36,12 +40,13 @@ inline std::unique_ptr<ui::RunData> makeRun(int id, const FakeRun& f) {
   r->config.model.name = f.model;
   r->config.data.name = f.data;
   r->config.train.batchSize = f.batchSize;
-  r->totalSteps = 10;
-  for (int i = 1; i <= 10; ++i) {
+  const std::vector<double> times = f.stepTimes.empty() ? std::vector<double>(10, f.stepMs) : f.stepTimes;
+  r->totalSteps = std::int64_t(times.size());
+  for (int i = 1; i <= int(times.size()); ++i) {
     StepMetrics m;
     m.step = i;
     m.loss = 1.0;
-    m.stepMs = f.stepMs;
+    m.stepMs = times[std::size_t(i - 1)];
     m.memory.totalPeak = f.peakBytes;
     r->append(m);
   }

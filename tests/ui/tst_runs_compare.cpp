@@ -4,6 +4,7 @@
 // the keys, "Compare settings…" lists the keys two runs differ in, and a diverged run's status
 // is red with the step and tensor as its tooltip.
 #include <QApplication>
+#include <QBrush>
 #include <QDialog>
 #include <QSignalSpy>
 #include <QTableView>
@@ -36,6 +37,14 @@ class TestRunsCompare : public QObject {
   }
   QString cell(int row, int column, int role = Qt::DisplayRole) {
     return m_model->index(row, column).data(role).toString();
+  }
+  // The Speed-up cell's text colour: invalid (the view's own) unless it warns.
+  QVariant speedColour(int row) { return m_model->index(row, ui::RunsModel::SpeedUp).data(Qt::ForegroundRole); }
+  // `steps` step times alternating between `a` and `b` milliseconds.
+  static std::vector<double> swinging(double a, double b, int steps) {
+    std::vector<double> out;
+    for (int i = 0; i < steps; ++i) out.push_back(i % 2 ? b : a);
+    return out;
   }
 
  private slots:
@@ -92,6 +101,75 @@ class TestRunsCompare : public QObject {
     // Back to automatic: each group's own fp32 run again.
     m_model->setBaselineId(0);
     QCOMPARE(cell(3, ui::RunsModel::SpeedUp), QStringLiteral("2.00×"));
+  }
+
+  // Issue 38: a speed-up the step times cannot back is never a bare ratio. "~1.3× (noisy)" in the
+  // warning colour, its tooltip saying why and what to do; a clean one stays "2.00×", uncoloured.
+  void aNoisySpeedUpIsFlaggedAndACleanOneIsNot() {
+    QCOMPARE(cell(3, ui::RunsModel::SpeedUp), QStringLiteral("2.00×"));  // steady 2 ms against 4
+    QVERIFY(!speedColour(3).isValid());
+    QVERIFY2(!cell(3, ui::RunsModel::SpeedUp, Qt::ToolTipRole).contains(QStringLiteral("noisy")),
+             qPrintable(cell(3, ui::RunsModel::SpeedUp, Qt::ToolTipRole)));
+    // Not in turns, its steps swinging between 1 and 3 ms (a busy process beside it): its
+    // quartiles lie 3x apart, so the 1.33x its median gives says nothing.
+    add({"fmnist bf16", PrecisionMode::AmpBf16, "fmnist twins", 2, 800, ui::RunStatus::Finished, "mlp", "fmnist", 64,
+         swinging(1, 3, 20)});
+    m_model->refresh();
+    QCOMPARE(cell(4, ui::RunsModel::SpeedUp), QStringLiteral("~1.3× (noisy)"));
+    QCOMPARE(speedColour(4).value<QBrush>().color(), ui::warningColor());
+    const QString tip = cell(4, ui::RunsModel::SpeedUp, Qt::ToolTipRole);
+    for (const char* why : {"Too noisy to conclude", "this run's step times lie 3.00× apart", "quieter machine",
+                            "in turns", "fmnist fp32"})
+      QVERIFY2(tip.contains(QString::fromUtf8(why)), qPrintable(tip));
+    // The baseline's own swings flag the ratios against it, and name it.
+    add({"spread fp32", PrecisionMode::Fp32, "spread twins", 0, 800, ui::RunStatus::Finished, "mlp", "spirals", 50,
+         swinging(4, 8, 20)});
+    add({"spread fp16", PrecisionMode::AmpFp16, "spread twins", 2, 800});
+    m_model->refresh();
+    QVERIFY2(cell(6, ui::RunsModel::SpeedUp).endsWith(QStringLiteral("(noisy)")), qPrintable(cell(6, ui::RunsModel::SpeedUp)));
+    QVERIFY(cell(6, ui::RunsModel::SpeedUp, Qt::ToolTipRole).contains(QStringLiteral("spread fp32's step times lie 2.00× apart")));
+    QVERIFY(speedColour(6).isValid());
+    // Against a forced baseline of another workload: both warnings, the sign first.
+    m_model->setBaselineId(1);
+    QCOMPARE(cell(4, ui::RunsModel::SpeedUp), QStringLiteral("⚠ ~17× (noisy)"));  // 50 ms over 3
+    QCOMPARE(cell(1, ui::RunsModel::SpeedUp), QStringLiteral("2.00×"));
+    QVERIFY(!speedColour(1).isValid());
+  }
+
+  // Runs that trained in turns (a lesson's) are compared round by round: a load that rose
+  // halfway through fell on both, so their speed-up is clean where their own step times, 4x apart,
+  // would call it noisy; and rounds that disagree are flagged all the same.
+  void runsInTurnsAreComparedRoundByRound() {
+    std::vector<double> base, fast, unsteady;
+    for (int round = 0; round < 8; ++round)
+      for (int step = 0; step < 2; ++step) {
+        base.push_back(round < 4 ? 10 : 40);
+        fast.push_back(round < 4 ? 5 : 20);
+        unsteady.push_back(round % 2 ? 12 : 5);
+      }
+    ui::RunData* b = add({"gpt/fp32", PrecisionMode::Fp32, "gpt", 0, 800, ui::RunStatus::Finished, "gpt", "text", 8, base});
+    ui::RunData* f = add({"gpt/bf16", PrecisionMode::AmpBf16, "gpt", 0, 800, ui::RunStatus::Finished, "gpt", "text", 8, fast});
+    ui::RunData* u = add({"gpt/fp16", PrecisionMode::AmpFp16, "gpt", 0, 800, ui::RunStatus::Finished, "gpt", "text", 8, unsteady});
+    for (ui::RunData* r : {b, f, u}) {
+      r->turnSet = b->id;
+      r->turnBlockSteps = 2;
+    }
+    m_model->refresh();
+    QCOMPARE(cell(5, ui::RunsModel::SpeedUp), QStringLiteral("2.00×"));
+    QVERIFY(!speedColour(5).isValid());
+    const QString tip = cell(5, ui::RunsModel::SpeedUp, Qt::ToolTipRole);
+    QVERIFY2(tip.contains(QStringLiteral("Timed in turns with gpt/fp32")) && tip.contains(QStringLiteral("7 rounds")),
+             qPrintable(tip));
+    // Rounds that disagree (10/12 = 0.83x in one, 40/5 = 8x in another): flagged.
+    const QString unsteadyText = cell(6, ui::RunsModel::SpeedUp);
+    QVERIFY2(unsteadyText.startsWith(QLatin1Char('~')) && unsteadyText.endsWith(QStringLiteral("(noisy)")),
+             qPrintable(unsteadyText));
+    QVERIFY(speedColour(6).isValid());
+    // The same step times, not timed in turns: the medians' ratio, and fp32's spread flags it.
+    f->turnSet = 0;
+    m_model->refresh();
+    QCOMPARE(cell(5, ui::RunsModel::SpeedUp), QStringLiteral("~2.0× (noisy)"));
+    QVERIFY(cell(5, ui::RunsModel::SpeedUp, Qt::ToolTipRole).contains(QStringLiteral("Not timed in turns")));
   }
 
   // Issue 25: the two memory columns are told apart by their names, and the lost-update meter

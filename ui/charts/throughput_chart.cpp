@@ -10,7 +10,9 @@
 #include <QValueAxis>
 
 #include "ui/run_data.h"
+#include "ui/config_diff.h"
 #include "ui/run_groups.h"
+#include "ui/speed_ratio.h"
 
 namespace amp::ui {
 
@@ -93,6 +95,16 @@ void ThroughputChart::rebuildSeries() {
   }
 }
 
+const SpeedRatio& ThroughputChart::speedOf(const RunData& run, const RunData& base) const {
+  // Sorting every step time at each redraw would cost a long run's legend more than its lines:
+  // the figure is taken again only when either run has new steps or the baseline changed.
+  CachedSpeed& c = m_speeds[run.id];
+  if (c.baseId != base.id || c.runSteps != run.series.stepMs.size() || c.baseSteps != base.series.stepMs.size()) {
+    c = {base.id, run.series.stepMs.size(), base.series.stepMs.size(), speedRatioOf(run, base)};
+  }
+  return c.speed;
+}
+
 QHash<int, QString> ThroughputChart::rateSuffixes() const {
   // Each run against the fp32 run of its own group (or of its workload), as the runs table does.
   QVector<RunData*> all;
@@ -112,9 +124,17 @@ QHash<int, QString> ThroughputChart::rateSuffixes() const {
     if (!(rate > 0)) continue;
     QString text = rate >= 1e4 ? tr(" · %1k/s").arg(rate / 1000, 0, 'f', rate >= 1e5 ? 0 : 1)
                                : tr(" · %1/s").arg(rate, 0, 'f', 0);
-    const RunData* base = automaticBaseline(*set.run, all);
-    if (base && base != set.run)
-      if (const double b = latest(base); b > 0) text += tr(" · %1× fp32").arg(rate / b, 0, 'f', 2);
+    // The runs table's speed-up in its words (ui/speed_ratio.h): round by round for runs that
+    // trained in turns, "~1.3× fp32 (noisy)" where the step times are too noisy to conclude, and
+    // ⚠ against a run of another workload. Not the smoothed rates' ratio: that read 0.45× where
+    // the table and the lesson said 0.89×.
+    if (const RunData* base = automaticBaseline(*set.run, all); base && base != set.run) {
+      const QString ratio = speedRatioText(speedOf(*set.run, *base), tr(" fp32"));
+      if (!ratio.isEmpty())
+        text += (workloadDifferences(base->config, set.run->config).isEmpty() ? QStringLiteral(" · ")
+                                                                               : QStringLiteral(" · ⚠ ")) +
+                ratio;
+    }
     out[set.run->id] = text;
   }
   return out;

@@ -1,14 +1,17 @@
 // Speed per run over steps: samples/s (left axis) and step time in ms (right axis), each run's
 // raw per-step figure as a faint line under a smoothed one (the per-step rate swung from 0 to
 // 300k and runs drew over each other). The legend gives each run's current smoothed rate and
-// its ratio to its group's fp32 run ("bf16 · 41k/s · 0.45× fp32"), so fp16 against bf16 reads
-// at a glance. A combo box shows samples/s (the default), step time, or both.
+// its speed against its group's fp32 run, the runs table's Speed-up figure in its words
+// (ui/speed_ratio.h: "bf16 · 41k/s · 1.82× fp32", "~1.3× fp32 (noisy)" where the step times are
+// too noisy to conclude), so fp16 against bf16 reads at a glance. A combo box shows samples/s
+// (the default), step time, or both.
 #pragma once
 
 #include <QHash>
 #include <QVector>
 #include <vector>
 
+#include "engine/train/speed_turns.h"
 #include "ui/charts/chart_panel.h"
 #include "ui/charts/smoothing.h"
 
@@ -49,8 +52,16 @@ class ThroughputChart : public ChartPanel {
   Show m_show = Show::SamplesPerSecond;
   // Heavier than the loss's default: a step's rate varies by 2x with what else the machine does.
   static constexpr double kSmoothing = 0.95;
-  // " · 41k/s · 0.45× fp32": the legend suffix of each run (by id).
+  // " · 41k/s · 1.82× fp32": the legend suffix of each run (by id).
   QHash<int, QString> rateSuffixes() const;
+  // `run`'s speed against `base` (speedRatioOf), kept until either has new steps.
+  struct CachedSpeed {
+    int baseId = 0;
+    qsizetype runSteps = -1, baseSteps = -1;
+    SpeedRatio speed;
+  };
+  mutable QHash<int, CachedSpeed> m_speeds;  // by run id
+  const SpeedRatio& speedOf(const RunData& run, const RunData& base) const;
 };
 
 }  // namespace amp::ui
