@@ -26,6 +26,8 @@ void CpuBackend::activationForward(Activation a, const Tensor& x, Tensor& y) {
     float* o = cpu::outputChunk(yc, ys, b, out);
     if (a == Activation::ReLU) {  // its own loop, which the compiler vectorises
       for (std::int64_t i = 0; i < n; ++i) o[i] = reluForward(v[i]);
+    } else if (a == Activation::GELU) {  // so is GELU's (its erf is branch-free)
+      for (std::int64_t i = 0; i < n; ++i) o[i] = geluForward(v[i]);
     } else {
       for (std::int64_t i = 0; i < n; ++i) o[i] = activate(a, v[i]);
     }
@@ -51,6 +53,9 @@ void CpuBackend::activationBackward(Activation a, const Tensor& x, const Tensor&
         const float gi = g[i];
         o[i] = reluBackward(ys[i], gi);
       }
+    } else if (a == Activation::GELU) {  // needs only x; vectorised (branch-free erf and exp)
+      const float* xs = cpu::widenChunk(vc, x.rawData(), b, n, xb);
+      for (std::int64_t i = 0; i < n; ++i) o[i] = g[i] * geluDerivative(xs[i]);
     } else {
       const float* xs = cpu::widenChunk(vc, x.rawData(), b, n, xb);
       for (std::int64_t i = 0; i < n; ++i) o[i] = g[i] * activationDerivative(a, xs[i], ys[i]);
