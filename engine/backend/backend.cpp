@@ -82,4 +82,37 @@ void Backend::batchNormReluBackward(const Tensor& dy, const Tensor& reluOut, con
   batchNormBackward(masked, x, gamma, saveMean, saveInvStd, dx, dgamma, dbeta);
 }
 
+void Backend::addLayerNormForward(const Tensor& a, const Tensor& b, const Tensor& gamma,
+                                  const Tensor& beta, float eps, Tensor& sum, Tensor& y,
+                                  Tensor& mean, Tensor& rstd) {
+  add(a, b, sum);
+  layerNormForward(sum, gamma, beta, eps, y, mean, rstd);
+}
+
+void Backend::causalAttentionForward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                     float scale, Tensor& probs, Tensor* pv, Tensor& y) {
+  {
+    Tensor scores = empty({q.dim(0), q.dim(1), k.dim(1)}, q.dtype(), MemCategory::Activations);
+    gemmBatched(q, false, k, true, scores);
+    causalSoftmaxForward(scores, scale, probs);
+  }
+  if (pv) castInto(probs, *pv);
+  gemmBatched(pv ? *pv : probs, false, v, false, y);
+}
+
+void Backend::causalAttentionBackward(const Tensor& dy, const Tensor& q, const Tensor& k,
+                                      const Tensor& v, const Tensor& probs, const Tensor& p,
+                                      float scale, Tensor& dq, Tensor& dk, Tensor& dv) {
+  const Shape square{q.dim(0), q.dim(1), k.dim(1)};
+  Tensor ds = empty(square, q.dtype(), MemCategory::Activations);
+  {
+    Tensor dp = empty(square, v.dtype(), MemCategory::Activations);
+    gemmBatched(dy, false, v, true, dp);
+    gemmBatched(p, true, dy, false, dv);
+    causalSoftmaxBackward(probs, dp, scale, ds);
+  }
+  gemmBatched(ds, false, k, false, dq);
+  gemmBatched(ds, true, q, false, dk);
+}
+
 }  // namespace amp

@@ -314,6 +314,13 @@ class Backend : public BufferAllocator {
   // rstd (M) fp32, kept for the backward. 16-bit inputs get fp32 statistics, as PyTorch's kernels.
   virtual void layerNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                 float eps, Tensor& y, Tensor& mean, Tensor& rstd) = 0;
+  // A residual add and the LayerNorm of its sum (a pre-LayerNorm transformer block's middle):
+  // sum = a + b as add gives it (fp32, rounded once to sum's dtype), then layerNormForward(sum,
+  // gamma, beta, eps, y, mean, rstd) on the values stored in sum. The default makes the two
+  // calls; the CPU does both in one pass over the rows (the same bits).
+  virtual void addLayerNormForward(const Tensor& a, const Tensor& b, const Tensor& gamma,
+                                   const Tensor& beta, float eps, Tensor& sum, Tensor& y,
+                                   Tensor& mean, Tensor& rstd);
   // dx (M, C) = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * gamma and xhat =
   // (x - mean) * rstd, in fp32 rounded once to dx's dtype; dgamma = sum over rows of dy * xhat
   // and dbeta = sum of dy (C), in fp32 in kernels/common/bias_grad_order.h's blocked order (the
@@ -342,6 +349,22 @@ class Backend : public BufferAllocator {
   // of rank 3 with one batch size; dtypes and numerics as gemm (attention's two bmm products).
   virtual void gemmBatched(const Tensor& a, bool transA, const Tensor& b, bool transB,
                            Tensor& c) = 0;
+  // Causal self-attention's core in one call, on q, k and v (N, T, D), q and k of one dtype:
+  // scores = q·kᵀ in that dtype, probs (N, T, T) = causalSoftmaxForward(scores, scale) in probs'
+  // dtype, y (N, T, D) = p·v in v's dtype, where p is probs converted to v's dtype: written into
+  // *pv (N, T, T) when probs' dtype is not v's (the product's operand, which the backward
+  // reuses), probs itself when it is (pv null). Every value is what those ops in turn give (the
+  // default makes the calls); the CPU does one matrix at a time while its scores are in cache,
+  // without a scores tensor.
+  virtual void causalAttentionForward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                      float scale, Tensor& probs, Tensor* pv, Tensor& y);
+  // Its backward from dy (N, T, D) of v's dtype: dp = dy·vᵀ and dv = pᵀ·dy in v's dtype (p:
+  // the product's operand, pv or probs), ds = causalSoftmaxBackward(probs, dp, scale) in q's
+  // dtype, dq = ds·k and dk = dsᵀ·q in q's dtype: what those ops in turn give (the default makes
+  // them); the CPU again a matrix at a time, without the dp and ds tensors.
+  virtual void causalAttentionBackward(const Tensor& dy, const Tensor& q, const Tensor& k,
+                                       const Tensor& v, const Tensor& probs, const Tensor& p,
+                                       float scale, Tensor& dq, Tensor& dk, Tensor& dv);
 
   // ---- losses (computed in fp32, as autocast's fp32 list demands) -------------------------
   // Inputs of any float dtype are widened as they are read and gradients rounded once into

@@ -143,6 +143,9 @@ class CpuBackend : public Backend {
                          Tensor& dwpe) override;
   void layerNormForward(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
                         Tensor& y, Tensor& mean, Tensor& rstd) override;
+  void addLayerNormForward(const Tensor& a, const Tensor& b, const Tensor& gamma,
+                           const Tensor& beta, float eps, Tensor& sum, Tensor& y, Tensor& mean,
+                           Tensor& rstd) override;
   void layerNormBackward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
                          const Tensor& mean, const Tensor& rstd, Tensor& dx, Tensor& dgamma,
                          Tensor& dbeta) override;
@@ -153,6 +156,11 @@ class CpuBackend : public Backend {
   void mergeHeads(const Tensor& x, std::int64_t heads, int part, Tensor& y) override;
   void gemmBatched(const Tensor& a, bool transA, const Tensor& b, bool transB,
                    Tensor& c) override;
+  void causalAttentionForward(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
+                              Tensor& probs, Tensor* pv, Tensor& y) override;
+  void causalAttentionBackward(const Tensor& dy, const Tensor& q, const Tensor& k, const Tensor& v,
+                               const Tensor& probs, const Tensor& p, float scale, Tensor& dq,
+                               Tensor& dk, Tensor& dv) override;
 
   // Off (0 or 1) by default. With `parts` >= 2, every fp32 GEMM with K >= parts runs as that many
   // GEMMs over consecutive slices of K whose results are added in order (the split-K order a GPU

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 namespace amp {
 
@@ -67,27 +68,25 @@ Tensor CausalSelfAttention::forward(LayerContext& ctx, const Tensor& x) {
   be.splitHeads(qkv, m_heads, 0, m_q);
   be.splitHeads(qkv, m_heads, 1, m_k);
   be.splitHeads(qkv, m_heads, 2, v);
-  Tensor scores = be.empty({BH, T, T}, sd, MemCategory::Activations);
-  be.gemmBatched(m_q, false, m_k, true, scores);
+  // Scores, the scale multiply (in the scores' dtype), the causal mask, the softmax and
+  // probabilities · v in one backend call (a matrix at a time on the CPU, no scores tensor),
+  // each value rounded as the separate ops round it. The softmax is on autocast's fp32 list
+  // (fp32 probabilities from 16-bit scores); the product's matmul casts both operands to its
+  // dtype (the fp32 probabilities to 16 bits: written beside them, the backward reads both).
+  const DType pd = ctx.autocast.computeDtype("softmax", {sd});
+  const DType md = ctx.autocast.computeDtype("matmul", {pd, m_qkvDtype});
+  int casts = int(pd != md);
+  m_v = castActivation(be, v, md, casts);
+  m_probs = be.empty({BH, T, T}, pd, MemCategory::Activations);
+  m_p = pd != md ? be.empty({BH, T, T}, md, MemCategory::Activations) : Tensor();
+  Tensor yh = be.empty({BH, T, D}, md, MemCategory::Activations);
+  be.causalAttentionForward(m_q, m_k, m_v, m_scale, m_probs, pd != md ? &m_p : nullptr, yh);
+  if (pd == md) std::swap(m_p, m_probs);  // one tensor serves both backward passes
   record(ctx, TracePhase::Forward, "matmul", {m_qkvDtype, m_qkvDtype}, sd, sd,
          int(sd != m_qkvDtype) * 2, "attention scores q·kᵀ");
-
-  // The scale multiply (in the scores' dtype), the causal mask and the softmax, in one kernel.
-  const DType pd = ctx.autocast.computeDtype("softmax", {sd});
-  m_probs = be.empty({BH, T, T}, pd, MemCategory::Activations);
-  be.causalSoftmaxForward(scores, m_scale, m_probs);
   record(ctx, TracePhase::Forward, "softmax", {sd}, DType::F32, pd, int(pd != sd),
          pd == DType::F32 ? "scaled, causal mask; fp32 probabilities"
                           : "scaled, causal mask; 16-bit probabilities (fp32 inside the kernel)");
-
-  // probabilities · v: matmul casts both to its dtype (the fp32 probabilities to 16 bits).
-  const DType md = ctx.autocast.computeDtype("matmul", {pd, m_qkvDtype});
-  int casts = 0;
-  m_p = castActivation(be, m_probs, md, casts);
-  m_v = castActivation(be, v, md, casts);
-  if (m_p.id() == m_probs.id()) m_probs = Tensor();  // one tensor serves both backward passes
-  Tensor yh = be.empty({BH, T, D}, md, MemCategory::Activations);
-  be.gemmBatched(m_p, false, m_v, false, yh);
   record(ctx, TracePhase::Forward, "matmul", {pd, m_qkvDtype}, md, md, casts,
          casts ? "probabilities · v (probabilities cast to 16 bits)" : "probabilities · v");
   Tensor y = be.empty({rows, m_width}, md, MemCategory::Activations);
@@ -103,24 +102,18 @@ Tensor CausalSelfAttention::backward(LayerContext& ctx, const Tensor& dOut, bool
   Tensor dyh = be.empty({BH, T, D}, dy.dtype(), MemCategory::Activations);
   be.splitHeads(dy, m_heads, 0, dyh);
   const Tensor dyhm = dyh.dtype() == md ? dyh : be.cast(dyh, md, MemCategory::Activations);
-  // y = P·V: dP = dY·Vᵀ, dV = Pᵀ·dY.
-  Tensor dp = be.empty({BH, T, T}, md, MemCategory::Activations);
-  be.gemmBatched(dyhm, false, m_v, true, dp);
-  Tensor dv = be.empty({BH, T, D}, md, MemCategory::Activations);
-  be.gemmBatched(m_p, true, dyhm, false, dv);
-  record(ctx, TracePhase::Backward, "matmul", {md}, md, md, 0, "dP = dY·Vᵀ, dV = Pᵀ·dY");
-  // The softmax's backward reads dP widened (the cast's backward) and rounds into the scores'
-  // dtype, then the scale multiply's backward (kernel comment in backend.h).
+  // y = P·V: dP = dY·Vᵀ, dV = Pᵀ·dY; the softmax's backward reads dP widened (the cast's
+  // backward) and rounds into the scores' dtype, then the scale multiply's backward (kernel
+  // comment in backend.h); S = Q·Kᵀ: dQ = dS·K, dK = dSᵀ·Q. One backend call (a matrix at a
+  // time on the CPU), each value rounded as the separate ops round it.
   const Tensor& probs = m_probs.defined() ? m_probs : m_p;
-  Tensor ds = be.empty({BH, T, T}, sd, MemCategory::Activations);
-  be.causalSoftmaxBackward(probs, dp, m_scale, ds);
+  Tensor dv = be.empty({BH, T, D}, md, MemCategory::Activations);
+  Tensor dq = be.empty({BH, T, D}, sd, MemCategory::Activations);
+  Tensor dk = be.empty({BH, T, D}, sd, MemCategory::Activations);
+  be.causalAttentionBackward(dyhm, m_q, m_k, m_v, probs, m_p, m_scale, dq, dk, dv);
+  record(ctx, TracePhase::Backward, "matmul", {md}, md, md, 0, "dP = dY·Vᵀ, dV = Pᵀ·dY");
   record(ctx, TracePhase::Backward, "softmax", {md}, DType::F32, sd, int(sd != probs.dtype()),
          "softmax gradient in fp32, cast to the scores' dtype");
-  // S = Q·Kᵀ: dQ = dS·K, dK = dSᵀ·Q.
-  Tensor dq = be.empty({BH, T, D}, sd, MemCategory::Activations);
-  be.gemmBatched(ds, false, m_k, false, dq);
-  Tensor dk = be.empty({BH, T, D}, sd, MemCategory::Activations);
-  be.gemmBatched(ds, true, m_q, false, dk);
   record(ctx, TracePhase::Backward, "matmul", {sd}, sd, sd, 0, "dQ = dS·K, dK = dSᵀ·Q");
   Tensor dqkv = be.empty({BH / m_heads * T, 3 * m_width}, m_qkvDtype, MemCategory::Activations);
   be.mergeHeads(dq, m_heads, 0, dqkv);

@@ -27,12 +27,29 @@ void LayerNorm::initialize(Backend& be, Rng&, DType dtype, MemCategory category)
 }
 
 Tensor LayerNorm::forward(LayerContext& ctx, const Tensor& xIn) {
-  Backend& be = ctx.backend;
   if (xIn.rank() < 1 || xIn.dim(-1) != m_width)
     throw std::invalid_argument(describe() + ": input " + shapeString(xIn.shape()));
-  m_inputShape = xIn.shape();
-  m_inputDtype = xIn.dtype();
-  const Tensor x = xIn.reshaped({xIn.numel() / m_width, m_width});
+  return run(ctx, xIn.reshaped({xIn.numel() / m_width, m_width}), nullptr, nullptr, nullptr,
+             xIn.shape());
+}
+
+Tensor LayerNorm::forwardSum(LayerContext& ctx, const Tensor& a, const Tensor& b, DType sumDtype,
+                             Tensor& sum) {
+  if (a.rank() < 1 || a.dim(-1) != m_width || b.numel() != a.numel())
+    throw std::invalid_argument(describe() + ": inputs " + shapeString(a.shape()) + " and " +
+                                shapeString(b.shape()));
+  const Shape rows{a.numel() / m_width, m_width};
+  sum = ctx.backend.empty(a.shape(), sumDtype, MemCategory::Activations);
+  const Tensor ra = a.reshaped(rows), rb = b.reshaped(rows);
+  Tensor rs = sum.reshaped(rows);
+  return run(ctx, rs, &ra, &rb, &rs, a.shape());
+}
+
+Tensor LayerNorm::run(LayerContext& ctx, const Tensor& x, const Tensor* a, const Tensor* b,
+                      Tensor* sum, const Shape& shape) {
+  Backend& be = ctx.backend;
+  m_inputShape = shape;
+  m_inputDtype = x.dtype();
   const std::vector<DType> inputs{x.dtype(), m_weight.value.dtype(), m_bias.value.dtype()};
   m_computeDtype = ctx.autocast.computeDtype("layer_norm", inputs);
   // The input is widened (or rounded) as the kernel reads it: the values a cast would give,
@@ -49,7 +66,10 @@ Tensor LayerNorm::forward(LayerContext& ctx, const Tensor& xIn) {
   Tensor y = be.empty(x.shape(), m_computeDtype, MemCategory::Activations);
   m_mean = be.empty({x.dim(0)}, DType::F32, MemCategory::Activations);
   m_rstd = be.empty({x.dim(0)}, DType::F32, MemCategory::Activations);
-  be.layerNormForward(x, m_savedGamma, beta, m_eps, y, m_mean, m_rstd);
+  if (a)
+    be.addLayerNormForward(*a, *b, m_savedGamma, beta, m_eps, *sum, y, m_mean, m_rstd);
+  else
+    be.layerNormForward(x, m_savedGamma, beta, m_eps, y, m_mean, m_rstd);
   m_savedX = x;
   ctx.autocast.record([&] {
     return OpTraceEntry{TracePhase::Forward, m_name, "layer_norm",

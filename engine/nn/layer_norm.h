@@ -15,12 +15,19 @@ class LayerNorm final : public Layer {
   std::string describe() const override;
   Shape outputShape(const Shape& in) const override;
   Tensor forward(LayerContext& ctx, const Tensor& x) override;
+  // forward(a + b) with the residual add before it in the same pass (Backend::addLayerNormForward:
+  // the same bits as add, then forward): `sum` receives a + b in sumDtype (the promoted add's
+  // dtype), the caller's residual stream. The add's trace row is the caller's.
+  Tensor forwardSum(LayerContext& ctx, const Tensor& a, const Tensor& b, DType sumDtype, Tensor& sum);
   Tensor backward(LayerContext& ctx, const Tensor& dy, bool needInputGrad) override;
   std::vector<Parameter*> parameters() override { return {&m_weight, &m_bias}; }
   void initialize(Backend& be, Rng& rng, DType dtype, MemCategory category) override;
   void releaseSaved() override;
 
  private:
+  // forward's work on x (M, C), or on a + b into *sum when a is given.
+  Tensor run(LayerContext& ctx, const Tensor& x, const Tensor* a, const Tensor* b, Tensor* sum,
+             const Shape& shape);
   std::int64_t m_width;
   float m_eps;
   Parameter m_weight, m_bias;

@@ -46,20 +46,28 @@ Tensor TransformerBlock::residualAdd(LayerContext& ctx, const Tensor& a, const T
   const DType d = ctx.autocast.computeDtype("add", {a.dtype(), b.dtype()});
   Tensor sum = ctx.backend.empty(a.shape(), d, MemCategory::Activations);
   ctx.backend.add(a, b, sum);
+  recordAdd(ctx, a.dtype(), b.dtype(), d, what);
+  return sum;
+}
+
+void TransformerBlock::recordAdd(LayerContext& ctx, DType a, DType b, DType out, const char* what) {
   ctx.autocast.record([&] {
     return OpTraceEntry{TracePhase::Forward, m_name, "add", ctx.autocast.effectivePolicy("add"),
-        ctx.autocast.enabled(), {a.dtype(), b.dtype()}, d, d, 0, 0, what};
+        ctx.autocast.enabled(), {a, b}, out, out, 0, 0, what};
   });
-  return sum;
 }
 
 Tensor TransformerBlock::forward(LayerContext& ctx, const Tensor& x) {
   m_inputDtype = x.dtype();
   const Tensor a = m_attn.forward(ctx, m_ln1.forward(ctx, x));
   if (ctx.observer) ctx.observer->activation(m_attn.name(), a);
-  const Tensor mid = residualAdd(ctx, x, a, "residual add (attention)");
+  // The residual add and ln_2 in one pass (the same bits as the add, then the LayerNorm).
+  const DType midDtype = ctx.autocast.computeDtype("add", {x.dtype(), a.dtype()});
+  recordAdd(ctx, x.dtype(), a.dtype(), midDtype, "residual add (attention)");
+  Tensor mid;
+  const Tensor normed = m_ln2.forwardSum(ctx, x, a, midDtype, mid);
   m_midDtype = mid.dtype();
-  const Tensor h = m_gelu.forward(ctx, m_fc.forward(ctx, m_ln2.forward(ctx, mid)));
+  const Tensor h = m_gelu.forward(ctx, m_fc.forward(ctx, normed));
   const Tensor m = m_proj.forward(ctx, h);
   if (ctx.observer) ctx.observer->activation(m_name + ".mlp", m);
   return residualAdd(ctx, mid, m, "residual add (MLP)");

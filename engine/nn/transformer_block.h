@@ -40,6 +40,7 @@ class TransformerBlock final : public Layer {
  private:
   // a + b into the promoted dtype (PyTorch's add), with its trace row.
   Tensor residualAdd(LayerContext& ctx, const Tensor& a, const Tensor& b, const char* what);
+  void recordAdd(LayerContext& ctx, DType a, DType b, DType out, const char* what);
 
   std::int64_t m_width, m_heads;
   LayerNorm m_ln1, m_ln2;
