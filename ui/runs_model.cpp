@@ -206,13 +206,14 @@ QString RunsModel::ratioToolTip(const RunData& r, int column) const {
   if (row < 0) return what + QLatin1Char('\n') + tr("No baseline: no fp32 run in its group or of the same workload.");
   const QString against = m_runs[row]->name;
   if (b.id == r.id) return what + QLatin1Char('\n') + tr("This run is the baseline.");
-  // The speed-up says how it was taken, and why it is too noisy to conclude where it is.
+  // The speed-up says how it was taken against whom, and why it is too noisy to conclude where
+  // it is (ui/speed_ratio.h).
   const QString how = column == SpeedUp ? speedRatioExplanation(speedOf(r), against) : QString();
-  const QString more = how.isEmpty() ? QString() : QLatin1Char('\n') + how;
-  if (b.workloadKeys.isEmpty()) return what + QLatin1Char('\n') + tr("Against %1.").arg(against) + more;
+  if (b.workloadKeys.isEmpty())
+    return what + QLatin1Char('\n') + (how.isEmpty() ? tr("Against %1.").arg(against) : how);
   return tr("⚠ Against %1, which differs in %2: this compares different workloads, not precisions.")
              .arg(against, b.workloadKeys.join(QStringLiteral(", "))) +
-         QLatin1Char('\n') + what + more;
+         QLatin1Char('\n') + what + (how.isEmpty() ? QString() : QLatin1Char('\n') + how);
 }
 
 QVariant RunsModel::display(const RunData& r, const RunSummary& s, int column) const {
