@@ -14,7 +14,7 @@ set -eu
 APP=${1:-build/h40/app/ampstudio}
 [ $# -gt 0 ] && shift
 [ -x "$APP" ] || { echo "lesson_times.sh: $APP: not an executable (build ampstudio first)" >&2; exit 2; }
-LESSONS=${*:-"recipe tensor-cores underflow overflow bf16-no-scaler pure-fp16 fmnist-mlp fmnist-cnn resnet gpt gpt-scaling gpt-fp32-ops spirals"}
+LESSONS=${*:-"recipe tensor-cores underflow overflow bf16-no-scaler pure-fp16 fmnist-mlp fmnist-cnn resnet gpt gpt-scaling gpt-fp32-ops spirals fp8-needs-a-scale fp8-outlier fp8-delayed-lag fp8-gradients-e5m2 fp4 fp8-accumulator"}
 BUSY=${BUSY:-spin}
 BUDGET_QUIET=${BUDGET_QUIET:-60}
 BUDGET_BUSY=${BUDGET_BUSY:-90}
@@ -38,7 +38,7 @@ start_busy() {
 }
 
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(getconf _NPROCESSORS_ONLN) CPUs; $(date -u +%FT%TZ)"
-printf '%-15s %-6s %8s  %s\n' lesson load seconds verdict
+printf '%-19s %-6s %8s  %s\n' lesson load seconds verdict
 missed=0
 for lesson in $LESSONS; do
   conditions="quiet"
@@ -63,7 +63,7 @@ for lesson in $LESSONS; do
       over="  OVER ${budget} s"
       missed=1
     fi
-    printf '%-15s %-6s %8s  %s%s\n' "$lesson" "$cond" "$secs" "$verdict" "$over"
+    printf '%-19s %-6s %8s  %s%s\n' "$lesson" "$cond" "$secs" "$verdict" "$over"
     sed -n 's/^conclusion: /    /p' "$log" | head -1
   done
 done
