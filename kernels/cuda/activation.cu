@@ -1,5 +1,7 @@
-// Activations forward and backward with the CPU's per-element math (activation_math.h). ReLU is
-// exact; tanh, sigmoid and GELU use CUDA's libdevice, within the bound the op tests state.
+// Activations forward and backward with the CPU's per-element math (activation_math.h). ReLU and
+// GELU (its erf and exp are activation_math.h's own, multiplies, adds and bit selects, and this
+// code is built with --fmad=false) are the CPU's bits; tanh and sigmoid use CUDA's libdevice,
+// within the bound the op tests state.
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch.cuh"
 
