@@ -35,6 +35,16 @@ void readRow(const Tensor& t, int code, std::int64_t offset, std::int64_t n, flo
   if (v != out) std::copy_n(v, n, out);
 }
 
+// For the scope of a loop that gives each thread whole matrices: OpenMP's thread limit at 1, so
+// that oneDNN, which reads it, never fans out inside the parallel region; restored after.
+struct OneThreadPerMatrix {
+  const int saved = omp_get_max_threads();
+  OneThreadPerMatrix() { omp_set_num_threads(1); }
+  ~OneThreadPerMatrix() { omp_set_num_threads(saved); }
+  OneThreadPerMatrix(const OneThreadPerMatrix&) = delete;
+  OneThreadPerMatrix& operator=(const OneThreadPerMatrix&) = delete;
+};
+
 // The end of a fused op's loop over matrices: a matrix's exception (kept: it must not leave an
 // OpenMP loop) thrown now, else the products' work added to the GEMM counters.
 void finishProducts(const std::exception_ptr& failure, GemmCounters& gemm, std::chrono::steady_clock::time_point t0,
@@ -180,11 +190,7 @@ void CpuBackend::gemmBatched(const Tensor& a, bool transA, const Tensor& b, bool
   // thread), and the same bits for any number of threads (no K split).
   {
     const int threads = cpu::loopThreads(d.batch, s.m * s.n * s.k);
-    struct RestoreLimit {
-      int n;
-      ~RestoreLimit() { omp_set_num_threads(n); }
-    } restore{omp_get_max_threads()};
-    omp_set_num_threads(1);
+    const OneThreadPerMatrix oneThread;
     std::exception_ptr failure;  // an exception must not leave an OpenMP loop: kept, rethrown after
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (std::int64_t i = 0; i < d.batch; ++i) {
@@ -231,11 +237,7 @@ void CpuBackend::causalAttentionForward(const Tensor& q, const Tensor& k, const 
   const cpu::ScratchAccount scratch(
       m_memory, std::size_t(std::max(threads, 1)) * (4 * td + 2 * tt) * sizeof(float) +
                     cpu::matmulScratchBytes(cpu::ElemType::F32, cpu::ElemType::F32, scoresShape, false));
-  struct RestoreLimit {
-    int n;
-    ~RestoreLimit() { omp_set_num_threads(n); }
-  } restore{omp_get_max_threads()};
-  omp_set_num_threads(1);
+  const OneThreadPerMatrix oneThread;
   std::exception_ptr failure;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
@@ -301,11 +303,7 @@ void CpuBackend::causalAttentionBackward(const Tensor& dy, const Tensor& q, cons
   const cpu::ScratchAccount scratch(
       m_memory, std::size_t(std::max(threads, 1)) * (5 * td + 2 * tt + T) * sizeof(float) +
                     cpu::matmulScratchBytes(cpu::ElemType::F32, cpu::ElemType::F32, dpShape, false));
-  struct RestoreLimit {
-    int n;
-    ~RestoreLimit() { omp_set_num_threads(n); }
-  } restore{omp_get_max_threads()};
-  omp_set_num_threads(1);
+  const OneThreadPerMatrix oneThread;
   std::exception_ptr failure;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
