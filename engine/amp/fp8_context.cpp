@@ -307,7 +307,9 @@ void Fp8Context::record(const std::string& tensor, Fp8Role role, Fp8Gemm gemm, f
   if (m_histogramStep) r.blockExponents = stats.blockExponents;
   std::vector<float> values;  // the tensor before quantising, fetched once for both uses below
   if (m_histogramStep || m_hasWhatIf) values = original();
-  if (m_histogramStep) {
+  // The host overload keeps its values only for a what-if: without them, no figures from them.
+  const bool whole = values.size() == static_cast<std::size_t>(rows * cols);
+  if (m_histogramStep && whole) {
     // The host reference again, for the histogram alone (the spec fixes every scale, so this is
     // the backend's quantisation exactly, whichever backend ran it).
     QuantStats h;
@@ -318,6 +320,22 @@ void Fp8Context::record(const std::string& tensor, Fp8Role role, Fp8Gemm gemm, f
     // Block recipes: the scales over the tensor's shape beside its magnitudes (the app's block
     // scales view), from the same values and spec, so the same scales.
     if (values.size() == static_cast<std::size_t>(rows * cols)) r.blockGrid = fp8BlockGrid(values.data(), rows, cols, spec);
+  }
+  if (m_histogramStep && m_recipe == Recipe::Nvfp4 && role != Fp8Role::Weight && whole) {
+    // The weight gradient's copy of this operand, from the same values with the transform off
+    // and on (the run's stochastic rounding either way): a comparison no seed can move.
+    QuantSpec ws = specFor(Recipe::Nvfp4, tensor, role, Fp8Gemm::Wgrad, amax, nullptr);
+    std::vector<float> scratch(values.size());
+    QuantStats plain, rht;
+    ws.hadamard = false;
+    quantizeDequantize(values.data(), scratch.data(), rows, cols, ws, &plain);
+    ws.hadamard = true;
+    quantizeDequantize(values.data(), scratch.data(), rows, cols, ws, &rht);
+    r.hasWgradRht = true;
+    r.wgradPlainSqnrDb = plain.sqnrDb();
+    r.wgradPlainUnderflow = plain.underflowFrac();
+    r.wgradRhtSqnrDb = rht.sqnrDb();
+    r.wgradRhtUnderflow = rht.underflowFrac();
   }
   if (m_hasWhatIf) {
     History* other = nullptr;

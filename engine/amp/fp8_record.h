@@ -49,6 +49,12 @@ struct Fp8TensorRecord {
   // "What if" (fp8.what_if): the same figures for the other recipe on the same values.
   bool hasWhatIf = false;
   double whatIfUnderflow = 0, whatIfOverflow = 0, whatIfSqnrDb = 0;
+  // nvfp4, histogram steps, a weight-gradient operand (x or dy): its copy for that GEMM (blocks
+  // down the columns) quantised twice from the same values, without and with the 16x16 random
+  // Hadamard transform, whichever the run trains with. The other figures above are the forward's
+  // or the input gradient's copy, which the transform never touches: only these show what it does.
+  bool hasWgradRht = false;
+  double wgradPlainSqnrDb = 0, wgradPlainUnderflow = 0, wgradRhtSqnrDb = 0, wgradRhtUnderflow = 0;
 };
 
 }  // namespace amp

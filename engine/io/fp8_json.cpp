@@ -89,6 +89,12 @@ QJsonArray fp8RecordsToJson(const std::vector<Fp8TensorRecord>& records) {
       o["what_if_overflow"] = r.whatIfOverflow;
       o["what_if_sqnr_db"] = num(r.whatIfSqnrDb);
     }
+    if (r.hasWgradRht) {
+      o["wgrad_plain_sqnr_db"] = num(r.wgradPlainSqnrDb);
+      o["wgrad_plain_underflow"] = r.wgradPlainUnderflow;
+      o["wgrad_rht_sqnr_db"] = num(r.wgradRhtSqnrDb);
+      o["wgrad_rht_underflow"] = r.wgradRhtUnderflow;
+    }
     a.append(o);
   }
   return a;
@@ -121,6 +127,13 @@ std::vector<Fp8TensorRecord> fp8RecordsFromJson(const QJsonArray& a) {
       r.whatIfUnderflow = o["what_if_underflow"].toDouble();
       r.whatIfOverflow = o["what_if_overflow"].toDouble();
       r.whatIfSqnrDb = readNum(o["what_if_sqnr_db"]);
+    }
+    if (o.contains("wgrad_rht_sqnr_db")) {  // absent before it existed, and outside nvfp4
+      r.hasWgradRht = true;
+      r.wgradPlainSqnrDb = readNum(o["wgrad_plain_sqnr_db"]);
+      r.wgradPlainUnderflow = o["wgrad_plain_underflow"].toDouble();
+      r.wgradRhtSqnrDb = readNum(o["wgrad_rht_sqnr_db"]);
+      r.wgradRhtUnderflow = o["wgrad_rht_underflow"].toDouble();
     }
     out.push_back(std::move(r));
   }
