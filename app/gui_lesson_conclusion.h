@@ -32,6 +32,8 @@ void fp32OpsResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& ou
 // The fp8 lessons (gui_lesson_conclusion_fp8.cpp): fills `out` and returns true for one of
 // them, false for any other preset.
 bool fp8LessonResult(const Preset& preset, const QVector<const ui::RunData*>& runs, ui::LessonResult& out);
+// The fp4 lesson (gui_lesson_conclusion_fp4.cpp), which fp8LessonResult hands on.
+void fourBitsResult(const QVector<const ui::RunData*>& runs, ui::LessonResult& out);
 
 // The variant label of a lesson run ("fp16_noscale" for "underflow/fp16_noscale").
 QString variantLabel(const ui::RunData& run);

@@ -251,41 +251,6 @@ void gradientsNeedE5m2(const QVector<const ui::RunData*>& runs, ui::LessonResult
                            number(h.sqnrDb));
 }
 
-// 5. Four bits.
-void fourBits(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
-  out.claim = tr("NVFP4's two-level block scales alone leave a small transformer's validation loss behind "
-                 "bf16's after the same steps; the random Hadamard transform on the weight-gradient GEMM "
-                 "closes at least half of that gap. Stochastic rounding's effect over these steps is "
-                 "measured and stated.");
-  out.chart = QStringLiteral("loss");
-  const ui::RunData* bf16 = variant(runs, QStringLiteral("bf16"));
-  const ui::RunData* plain = variant(runs, QStringLiteral("nvfp4"));
-  const ui::RunData* rht = variant(runs, QStringLiteral("nvfp4_rht"));
-  const ui::RunData* sr = variant(runs, QStringLiteral("nvfp4_rht_sr"));
-  const double lb = bf16 ? finalTestLoss(*bf16) : std::nan("");
-  for (const ui::RunData* r : runs) {
-    const double v = finalTestLoss(*r);
-    QString text = tr("validation loss %1 after %2 steps").arg(number(v)).arg(r->series.size());
-    if (r != bf16 && std::isfinite(lb) && std::isfinite(v))
-      text += tr(", %1 above bf16's").arg(number(v - lb));
-    if (r->config.mode == PrecisionMode::Fp8) {
-      const GradientFigures g = gradientFigures(*r);
-      text += tr("; gradients flushed to zero %1, SQNR %2 dB").arg(percent(g.underflow), number(g.sqnrDb));
-    }
-    addFinding(out, *r, text);
-  }
-  if (!bf16 || !plain || !rht || !sr)
-    return missingRuns(out, {QStringLiteral("bf16"), QStringLiteral("nvfp4"), QStringLiteral("nvfp4_rht"),
-                             QStringLiteral("nvfp4_rht_sr")});
-  const double gp = finalTestLoss(*plain) - lb, gr = finalTestLoss(*rht) - lb, gs = finalTestLoss(*sr) - lb;
-  const bool finite = std::isfinite(gp) && std::isfinite(gr) && std::isfinite(gs);
-  out.verdict = verdictOf(finite && gp > 0.02 * lb && gr <= 0.5 * gp);
-  out.criterion = tr("nvfp4 alone ended %1 above bf16's %2 (more than 2% of it expected); with RHT %3 (half "
-                     "the gap or less expected); with RHT and stochastic rounding %4, %5")
-                      .arg(number(gp), number(lb), number(gr), number(gs),
-                           gs < gr ? tr("closer still") : tr("not closer than RHT alone over these steps"));
-}
-
 // 6. The accumulator (a model).
 void accumulator(const QVector<const ui::RunData*>& runs, ui::LessonResult& out) {
   out.claim = tr("In the accumulation MODEL, a long reduction into a 6-bit accumulator loses its small "
@@ -328,7 +293,7 @@ bool fp8LessonResult(const Preset& p, const QVector<const ui::RunData*>& runs, u
   else if (p.name == "fp8-gradients-e5m2")
     gradientsNeedE5m2(runs, out);
   else if (p.name == "fp4")
-    fourBits(runs, out);
+    fourBitsResult(runs, out);
   else if (p.name == "fp8-accumulator")
     accumulator(runs, out);
   else
