@@ -305,32 +305,36 @@ void Fp8Context::record(const std::string& tensor, Fp8Role role, Fp8Gemm gemm, f
   r.relMse = stats.relMse();
   r.count = stats.count;
   if (m_histogramStep) r.blockExponents = stats.blockExponents;
-  std::vector<float> values;  // the tensor before quantising, fetched once for both uses below
+  std::vector<float> values;  // the tensor before quantising, fetched once for every use below
   if (m_histogramStep || m_hasWhatIf) values = original();
   // The host overload keeps its values only for a what-if: without them, no figures from them.
   const bool whole = values.size() == static_cast<std::size_t>(rows * cols);
+  // The values quantised again on the host with another spec, for its figures alone (the
+  // dequantised copy is not read).
+  std::vector<float> scratch(values.size());
+  const auto measure = [&](const QuantSpec& s, QuantStats& st) {
+    quantizeDequantize(values.data(), scratch.data(), rows, cols, s, &st);
+  };
   if (m_histogramStep && whole) {
     // The host reference again, for the histogram alone (the spec fixes every scale, so this is
     // the backend's quantisation exactly, whichever backend ran it).
     QuantStats h;
     h.wantScaledExponents = true;
-    std::vector<float> scratch(values.size());
-    quantizeDequantize(values.data(), scratch.data(), rows, cols, spec, &h);
+    measure(spec, h);
     r.scaledExponents = std::move(h.scaledExponents);
     // Block recipes: the scales over the tensor's shape beside its magnitudes (the app's block
     // scales view), from the same values and spec, so the same scales.
-    if (values.size() == static_cast<std::size_t>(rows * cols)) r.blockGrid = fp8BlockGrid(values.data(), rows, cols, spec);
+    r.blockGrid = fp8BlockGrid(values.data(), rows, cols, spec);
   }
   if (m_histogramStep && m_recipe == Recipe::Nvfp4 && role != Fp8Role::Weight && whole) {
     // The weight gradient's copy of this operand, from the same values with the transform off
     // and on (the run's stochastic rounding either way): a comparison no seed can move.
     QuantSpec ws = specFor(Recipe::Nvfp4, tensor, role, Fp8Gemm::Wgrad, amax, nullptr);
-    std::vector<float> scratch(values.size());
     QuantStats plain, rht;
     ws.hadamard = false;
-    quantizeDequantize(values.data(), scratch.data(), rows, cols, ws, &plain);
+    measure(ws, plain);
     ws.hadamard = true;
-    quantizeDequantize(values.data(), scratch.data(), rows, cols, ws, &rht);
+    measure(ws, rht);
     r.hasWgradRht = true;
     r.wgradPlainSqnrDb = plain.sqnrDb();
     r.wgradPlainUnderflow = plain.underflowFrac();
@@ -349,8 +353,7 @@ void Fp8Context::record(const std::string& tensor, Fp8Role role, Fp8Gemm gemm, f
       if (std::isfinite(amax)) other->pending = std::max(other->pending, amax);
     }
     QuantStats w;
-    std::vector<float> scratch(values.size());
-    quantizeDequantize(values.data(), scratch.data(), rows, cols, ws, &w);
+    measure(ws, w);
     r.hasWhatIf = true;
     r.whatIfUnderflow = w.underflowFrac();
     r.whatIfOverflow = w.overflowFrac();
